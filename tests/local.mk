@@ -1,0 +1,63 @@
+# Unit tests (Catch2, one binary per unit), the trellis-topo command-line tests and the
+# checks over ../shared/fixtures/topology. Binaries exit 77 ("skipped") when what they need
+# is absent, so that a skip is never counted as a pass.
+check_LTLIBRARIES += tests/unit/libcatch-main.la
+tests_unit_libcatch_main_la_SOURCES = tests/unit/catch_main.cpp tests/unit/fixtures.hpp
+tests_unit_libcatch_main_la_CPPFLAGS = $(AM_CPPFLAGS) $(CATCH2_CFLAGS)
+
+UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CATCH2_CFLAGS) $(JSON_CFLAGS) \
+	-DTRELLIS_SOURCE_DIR='"$(abs_top_srcdir)"'
+UNIT_LDADD = tests/unit/libcatch-main.la topology/libtrellis-topology.la
+
+unit_tests = \
+	tests/unit/cpu_set_test \
+	tests/unit/assignment_test \
+	tests/unit/distance_test \
+	tests/unit/discovery_test \
+	tests/unit/planner_test \
+	tests/unit/environment_test \
+	tests/unit/live_node_test \
+	tests/unit/shared_fixtures_test
+check_PROGRAMS += $(unit_tests)
+TESTS += $(unit_tests) tests/topo_cli_test.sh
+EXTRA_DIST += tests/topo_cli_test.sh tests/fixtures/topology
+
+tests_unit_cpu_set_test_SOURCES = tests/unit/cpu_set_test.cpp
+tests_unit_cpu_set_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_cpu_set_test_LDADD = $(UNIT_LDADD)
+tests_unit_assignment_test_SOURCES = tests/unit/assignment_test.cpp
+tests_unit_assignment_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_assignment_test_LDADD = $(UNIT_LDADD)
+tests_unit_distance_test_SOURCES = tests/unit/distance_test.cpp
+tests_unit_distance_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_distance_test_LDADD = $(UNIT_LDADD)
+tests_unit_discovery_test_SOURCES = tests/unit/discovery_test.cpp
+tests_unit_discovery_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_discovery_test_LDADD = $(UNIT_LDADD)
+tests_unit_planner_test_SOURCES = tests/unit/planner_test.cpp
+tests_unit_planner_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_planner_test_LDADD = $(UNIT_LDADD)
+tests_unit_environment_test_SOURCES = tests/unit/environment_test.cpp
+tests_unit_environment_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_environment_test_LDADD = $(UNIT_LDADD)
+tests_unit_live_node_test_SOURCES = tests/unit/live_node_test.cpp
+tests_unit_live_node_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_live_node_test_LDADD = $(UNIT_LDADD)
+tests_unit_shared_fixtures_test_SOURCES = tests/unit/shared_fixtures_test.cpp
+tests_unit_shared_fixtures_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_shared_fixtures_test_LDADD = topology/libtrellis-topology.la
+
+AM_TESTS_ENVIRONMENT = \
+	TRELLIS_TOPO='$(abs_top_builddir)/trellis-topo'; export TRELLIS_TOPO; \
+	TRELLIS_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export TRELLIS_FIXTURES; \
+	PYTHON3='$(PYTHON3)'; export PYTHON3;
+
+# The performance benchmarks print figures and ratios; `make perf` runs them.
+noinst_PROGRAMS = tests/perf/plan_bench
+tests_perf_plan_bench_SOURCES = tests/perf/plan_bench.cpp
+tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
+EXTRA_DIST += tests/perf/run
+
+perf: all
+	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
+.PHONY: perf

@@ -1,0 +1,22 @@
+// Building a Node from hwloc: from the live machine, or from an hwloc XML file (an admin's
+// replacement for discovery on VMs, and the tests' fixtures).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "topology/node.hpp"
+
+namespace trellis::topology {
+
+struct TopologyError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+Node discover_live();
+// Throws TopologyError naming the file when it is missing, unreadable or not hwloc XML.
+Node load_xml(const std::string& path);
+// load_xml when path is not empty, else discover_live.
+Node load_node(const std::string& xml_path);
+
+}  // namespace trellis::topology

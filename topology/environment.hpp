@@ -1,0 +1,14 @@
+// The environment a task gets from its binding: what CUDA/ROCm, NCCL, UCX, Open MPI and
+// OpenMP read, plus TRELLIS_* variables for scripts and the trainer.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "topology/plan.hpp"
+
+namespace trellis::topology {
+
+std::map<std::string, std::string> render_environment(const TaskBinding& task);
+
+}  // namespace trellis::topology

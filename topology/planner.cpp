@@ -1,0 +1,166 @@
+// make_plan: GPUs to tasks, then HCAs, then CPUs and memory, then the environment.
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "topology/assignment.hpp"
+#include "topology/cpu_division.hpp"
+#include "topology/environment.hpp"
+#include "topology/hca_choice.hpp"
+#include "topology/plan.hpp"
+
+namespace trellis::topology {
+namespace {
+
+CpuSet allowed_cpus_for(const Node& node, const PlanRequest& request) {
+    if (!request.allowed_cpus) {
+        if (node.allowed_cpus.empty())
+            throw std::invalid_argument("no CPU of " + node.host + " is allowed to this process");
+        return node.allowed_cpus;
+    }
+    CpuSet allowed = *request.allowed_cpus & node.cpus;
+    if (allowed.empty())
+        throw std::invalid_argument("allowed CPUs '" + request.allowed_cpus->to_string() +
+                                    "' contain none of " + node.host + "'s CPUs (" +
+                                    node.cpus.to_string() + ")");
+    return allowed;
+}
+
+std::vector<Gpu> allowed_gpus_for(const Node& node, const PlanRequest& request) {
+    if (!request.allowed_gpus) return node.gpus;
+    std::set<int> wanted;
+    for (int index : *request.allowed_gpus) {
+        if (index < 0 || index >= static_cast<int>(node.gpus.size()))
+            throw std::invalid_argument(
+                "GPU " + std::to_string(index) + " is not on " + node.host + " (it has " +
+                std::to_string(node.gpus.size()) + " GPUs" +
+                (node.gpus.empty() ? "" : ": 0-" + std::to_string(node.gpus.size() - 1)) + ")");
+        wanted.insert(index);
+    }
+    std::vector<Gpu> gpus;
+    for (int index : wanted) gpus.push_back(node.gpus[index]);
+    return gpus;
+}
+
+// CPU-only tasks are spread over the NUMA nodes that have allowed CPUs.
+std::vector<CpuSet> numa_regions(const Node& node, const CpuSet& allowed, int tasks) {
+    std::vector<CpuSet> numa_cpus;
+    for (const auto& numa : node.numa_nodes)
+        if (CpuSet usable = numa.cpus & allowed; !usable.empty()) numa_cpus.push_back(usable);
+    if (numa_cpus.empty()) numa_cpus.push_back(allowed);
+    std::vector<CpuSet> regions;
+    for (const auto& group : assign_items(tasks, static_cast<int>(numa_cpus.size()))) {
+        CpuSet region;
+        for (int n : group) region = region | numa_cpus[n];
+        regions.push_back(region);
+    }
+    return regions;
+}
+
+void add_task_warnings(const Node& node, TaskBinding& task) {
+    std::set<int> packages;
+    for (int cpu : task.cpus) packages.insert(node.package_of(cpu));
+    if (packages.size() > 1)
+        task.warnings.push_back("CPUs span " + std::to_string(packages.size()) + " sockets");
+    if (!task.gpus.empty() && !task.hcas.empty() && !task.gdr)
+        task.warnings.push_back("GPUDirect RDMA not eligible: GPU " +
+                                std::to_string(task.gpus.front().index) + " to " +
+                                task.hcas.front().name + " is " +
+                                distance_name(task.hcas.front().distance));
+}
+
+}  // namespace
+
+Plan make_plan(const Node& node, const PlanRequest& request) {
+    if (request.tasks < 1)
+        throw std::invalid_argument("number of tasks must be at least 1, not " +
+                                    std::to_string(request.tasks));
+    const CpuSet allowed = allowed_cpus_for(node, request);
+    const std::vector<Gpu> gpus = allowed_gpus_for(node, request);
+    const std::vector<HcaCandidate> hcas = usable_hcas(node, request.hcas);
+
+    Plan plan;
+    plan.host = node.host;
+    plan.policy = request.policy;
+    plan.tasks.resize(static_cast<size_t>(request.tasks));
+
+    std::vector<CpuSet> regions;
+    if (gpus.empty()) {
+        regions = numa_regions(node, allowed, request.tasks);
+        for (int t = 0; t < request.tasks; ++t) plan.tasks[t].numa = node.numa_of(regions[t]);
+    } else {
+        auto groups = assign_items(request.tasks, static_cast<int>(gpus.size()));
+        for (int t = 0; t < request.tasks; ++t) {
+            auto& task = plan.tasks[t];
+            for (int g : groups[t]) task.gpus.push_back(gpus[g]);
+            const PciPlace& first = task.gpus.front().place;
+            if (first.first_numa() >= 0) task.numa = {first.first_numa()};
+            CpuSet local = first.local_cpus & allowed;
+            if (local.empty())
+                task.warnings.push_back("no allowed CPU local to GPU " +
+                                        std::to_string(task.gpus.front().index) +
+                                        "; bound to other allowed CPUs");
+            regions.push_back(local.empty() ? allowed : local);
+        }
+        if (request.tasks > static_cast<int>(gpus.size()))
+            plan.warnings.push_back(std::to_string(request.tasks) + " tasks for " +
+                                    std::to_string(gpus.size()) + " GPUs: tasks share GPUs");
+    }
+    for (int t = 0; t < request.tasks; ++t) plan.tasks[t].local_rank = t;
+
+    choose_hcas(node, hcas, plan.tasks);
+    if (hcas.empty())
+        plan.warnings.push_back(node.hcas.empty()
+                                    ? "no HCA on " + node.host + ": inter-node traffic uses TCP"
+                                    : "no usable ACTIVE HCA on " + node.host + " (" +
+                                          std::to_string(node.hcas.size()) +
+                                          " HCAs): inter-node traffic uses TCP");
+
+    divide_cpus(node, allowed, regions, request.smt, plan.tasks);
+    for (auto& task : plan.tasks) {
+        if (task.numa.empty()) task.numa = node.numa_of(task.cpus);
+        task.gdr = !task.gpus.empty() && !task.hcas.empty() && gdr_eligible(task.hcas.front().distance);
+        if (request.policy == Policy::closest) {
+            add_task_warnings(node, task);
+            task.env = render_environment(task);
+        }
+    }
+
+    if (request.policy == Policy::none) {
+        plan.bind_cpus = false;
+        plan.warnings.push_back("policy none: nothing is bound; the plan shows what closest would do");
+    } else if (!node.this_machine) {
+        plan.bind_cpus = false;
+        plan.warnings.push_back("topology " + node.source +
+                                " describes another machine: CPUs and memory are left unbound");
+    }
+    return plan;
+}
+
+std::string policy_name(Policy policy) { return policy == Policy::closest ? "closest" : "none"; }
+
+Policy parse_policy(const std::string& name) {
+    if (name == "closest") return Policy::closest;
+    if (name == "none") return Policy::none;
+    throw std::invalid_argument("unknown binding policy '" + name + "' (accepted: closest, none)");
+}
+
+HcaRequest HcaRequest::parse(const std::string& item) {
+    HcaRequest request;
+    size_t colon = item.find(':');
+    request.name = item.substr(0, colon);
+    bool bad_name = request.name.empty() ||
+                    request.name.find_first_of(" \t,=*?[") != std::string::npos;
+    if (!bad_name && colon != std::string::npos) {
+        std::string port = item.substr(colon + 1);
+        bool digits = !port.empty() && port.size() <= 3 &&
+                      std::all_of(port.begin(), port.end(), ::isdigit);
+        request.port = digits ? std::stoi(port) : 0;
+        bad_name = request.port < 1;
+    }
+    if (bad_name)
+        throw std::invalid_argument("bad HCA '" + item + "' (accepted: NAME or NAME:PORT, e.g. mlx5_0:1)");
+    return request;
+}
+
+}  // namespace trellis::topology
