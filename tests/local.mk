@@ -61,3 +61,12 @@ EXTRA_DIST += tests/perf/run
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
 .PHONY: perf
+
+# The plugin's configuration and option parsing.
+unit_tests += tests/unit/spank_config_test tests/unit/spank_options_test
+tests_unit_spank_config_test_SOURCES = tests/unit/spank_config_test.cpp
+tests_unit_spank_config_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_spank_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+tests_unit_spank_options_test_SOURCES = tests/unit/spank_options_test.cpp
+tests_unit_spank_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la

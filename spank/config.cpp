@@ -1,0 +1,234 @@
+#include "spank/config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace trellis::spank {
+namespace {
+
+// A value as either source gives it: TOML has types, plugstack.conf only strings.
+struct RawValue {
+    enum Kind { string, boolean, list, other } kind = other;
+    std::string text;
+    bool flag = false;
+    std::vector<std::string> items;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+    std::vector<std::string> items;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) items.push_back(item);
+    return items;
+}
+
+std::string as_string(const RawValue& v, const char* what) {
+    if (v.kind != RawValue::string) throw std::invalid_argument(std::string("must be ") + what);
+    return v.text;
+}
+
+bool as_bool(const RawValue& v) {
+    if (v.kind == RawValue::boolean) return v.flag;
+    if (v.kind == RawValue::string) {
+        if (v.text == "true" || v.text == "yes" || v.text == "1") return true;
+        if (v.text == "false" || v.text == "no" || v.text == "0") return false;
+    }
+    throw std::invalid_argument("must be true or false");
+}
+
+std::vector<std::string> as_list(const RawValue& v, const char* what) {
+    if (v.kind == RawValue::list) return v.items;
+    if (v.kind == RawValue::string) return split_commas(v.text);  // plugstack.conf: a,b,c
+    throw std::invalid_argument(std::string("must be a list of ") + what);
+}
+
+template <typename Section>
+using Setter = std::function<void(Section&, const RawValue&)>;
+
+const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
+    static const std::map<std::string, Setter<BindingConfig>> keys = {
+        {"policy",
+         [](BindingConfig& c, const RawValue& v) {
+             c.policy = topology::parse_policy(as_string(v, "a string: closest or none"));
+         }},
+        {"topology_xml",
+         [](BindingConfig& c, const RawValue& v) {
+             c.topology_xml = as_string(v, "a string: the path of an hwloc XML file");
+         }},
+        {"hca_include",
+         [](BindingConfig& c, const RawValue& v) { c.hca_include = as_list(v, "glob patterns"); }},
+        {"hca_exclude",
+         [](BindingConfig& c, const RawValue& v) { c.hca_exclude = as_list(v, "glob patterns"); }},
+        {"require_active", [](BindingConfig& c, const RawValue& v) { c.require_active = as_bool(v); }},
+        {"smt", [](BindingConfig& c, const RawValue& v) { c.smt = as_bool(v); }},
+        {"export",
+         [](BindingConfig& c, const RawValue& v) {
+             auto names = as_list(v, "variable names");
+             const auto& known = exportable_variables();
+             for (const auto& name : names)
+                 if (std::find(known.begin(), known.end(), name) == known.end()) {
+                     std::string accepted;
+                     for (const auto& k : known) accepted += (accepted.empty() ? "" : ", ") + k;
+                     throw std::invalid_argument("'" + name + "' is not a variable trellis sets (accepted: " +
+                                                 accepted + ")");
+                 }
+             c.exported = names;
+         }},
+    };
+    return keys;
+}
+
+const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
+    static const std::map<std::string, Setter<ContainerConfig>> keys = {
+        {"runtime",
+         [](ContainerConfig& c, const RawValue& v) {
+             std::string runtime = as_string(v, "a string: auto, singularity, apptainer or oci");
+             if (runtime != "auto" && runtime != "singularity" && runtime != "apptainer" &&
+                 runtime != "oci")
+                 throw std::invalid_argument("'" + runtime +
+                                             "' is not a runtime (accepted: auto, singularity, apptainer, oci)");
+             c.runtime = runtime;
+         }},
+        {"allowed_images",
+         [](ContainerConfig& c, const RawValue& v) { c.allowed_images = as_list(v, "glob patterns"); }},
+        {"allowed_mounts",
+         [](ContainerConfig& c, const RawValue& v) { c.allowed_mounts = as_list(v, "path prefixes"); }},
+    };
+    return keys;
+}
+
+template <typename Section>
+std::string key_names(const std::map<std::string, Setter<Section>>& keys) {
+    std::string names;
+    for (const auto& [name, setter] : keys) names += (names.empty() ? "" : ", ") + name;
+    return names;
+}
+
+RawValue raw_from_toml(const toml::node& node) {
+    RawValue v;
+    if (auto s = node.as_string()) {
+        v.kind = RawValue::string;
+        v.text = s->get();
+    } else if (auto b = node.as_boolean()) {
+        v.kind = RawValue::boolean;
+        v.flag = b->get();
+    } else if (auto a = node.as_array()) {
+        v.kind = RawValue::list;
+        for (const auto& item : *a) {
+            auto s = item.as_string();
+            if (!s) {
+                v.kind = RawValue::other;  // a list of something other than strings
+                break;
+            }
+            v.items.push_back(s->get());
+        }
+    }
+    return v;
+}
+
+template <typename Section>
+void apply_table(const toml::table& table, const std::string& origin, const std::string& name,
+                 const std::map<std::string, Setter<Section>>& keys, Section& section) {
+    for (const auto& [key, node] : table) {
+        std::string where = origin + ":" + std::to_string(node.source().begin.line) + ": [" +
+                            name + "] key '" + std::string(key.str()) + "'";
+        auto it = keys.find(std::string(key.str()));
+        if (it == keys.end())
+            throw ConfigError(where + " is unknown (accepted: " + key_names(keys) + ")");
+        try {
+            it->second(section, raw_from_toml(node));
+        } catch (const std::invalid_argument& e) {
+            throw ConfigError(where + ": " + e.what());
+        }
+    }
+}
+
+}  // namespace
+
+const std::vector<std::string>& exportable_variables() {
+    static const std::vector<std::string> names = {
+        "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_IB_HCA",
+        "UCX_NET_DEVICES",      "OMPI_MCA_btl_openib_if_include",
+        "NCCL_SOCKET_IFNAME",   "OMP_NUM_THREADS"};
+    return names;
+}
+
+Config parse_config_text(std::string_view text, const std::string& origin) {
+    Config config;
+    config.path = origin;
+    toml::table root;
+    try {
+        root = toml::parse(text, origin);
+    } catch (const toml::parse_error& e) {
+        throw ConfigError(origin + ":" + std::to_string(e.source().begin.line) + ": " +
+                          std::string(e.description()));
+    }
+    for (const auto& [key, node] : root) {
+        std::string name(key.str());
+        std::string where = origin + ":" + std::to_string(node.source().begin.line);
+        const toml::table* table = node.as_table();
+        if (!table || (name != "binding" && name != "container"))
+            throw ConfigError(where + ": unknown " + (table ? "table [" + name + "]" : "key '" + name + "'") +
+                              " (accepted: [binding], [container])");
+        if (name == "binding")
+            apply_table(*table, origin, name, binding_keys(), config.binding);
+        else
+            apply_table(*table, origin, name, container_keys(), config.container);
+    }
+    return config;
+}
+
+Config load_config(const std::vector<std::string>& plugstack_args, const std::string& default_path) {
+    std::string path = default_path;
+    bool explicit_path = false;
+    std::vector<std::pair<std::string, std::string>> overrides;
+    for (const auto& arg : plugstack_args) {
+        size_t eq = arg.find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw ConfigError("plugstack.conf argument '" + arg +
+                              "' is not key=value (accepted: config=PATH, " + key_names(binding_keys()) + ")");
+        std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
+        if (key == "config") {
+            path = value;
+            explicit_path = true;
+        } else {
+            overrides.emplace_back(key, value);
+        }
+    }
+
+    Config config;
+    std::error_code ec;
+    if (explicit_path || std::filesystem::exists(path, ec)) {
+        std::ifstream in(path);
+        if (!in)
+            throw ConfigError(path + ": cannot read the trellis configuration: " +
+                              std::string(std::strerror(errno)));
+        std::stringstream text;
+        text << in.rdbuf();
+        config = parse_config_text(text.str(), path);
+    }
+
+    const auto& keys = binding_keys();
+    for (const auto& [key, value] : overrides) {
+        std::string where = "plugstack.conf argument '" + key + "=" + value + "'";
+        auto it = keys.find(key);
+        if (it == keys.end())
+            throw ConfigError(where + ": unknown key (accepted: config, " + key_names(keys) + ")");
+        try {
+            it->second(config.binding, RawValue{RawValue::string, value, false, {}});
+        } catch (const std::invalid_argument& e) {
+            throw ConfigError(where + ": " + e.what());
+        }
+    }
+    return config;
+}
+
+}  // namespace trellis::spank

@@ -1,0 +1,54 @@
+// The plugin's configuration: the TOML file (etc/trellis.toml) and the `key=value` overrides
+// of its [binding] keys given in plugstack.conf. Pure parsing, no Slurm, so it is unit-tested
+// and fuzzed on its own.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/plan.hpp"
+
+namespace trellis::spank {
+
+// The message names the file (or plugstack.conf argument), the line and the key.
+struct ConfigError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct BindingConfig {
+    topology::Policy policy = topology::Policy::closest;
+    std::string topology_xml;  // "" = discover; "%n" stands for the Slurm node name
+    std::vector<std::string> hca_include;
+    std::vector<std::string> hca_exclude;
+    bool require_active = true;
+    bool smt = false;
+    std::vector<std::string> exported = {"CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "UCX_NET_DEVICES",
+                                         "NCCL_SOCKET_IFNAME"};
+};
+
+struct ContainerConfig {
+    std::string runtime = "auto";
+    std::vector<std::string> allowed_images;
+    std::vector<std::string> allowed_mounts;
+};
+
+struct Config {
+    std::string path;  // the file read, "" when none
+    BindingConfig binding;
+    ContainerConfig container;
+};
+
+// Variables the `export` key may name: those the planner renders apart from TRELLIS_*,
+// which are always set.
+const std::vector<std::string>& exportable_variables();
+
+// Parses TOML text; `origin` names it in messages.
+Config parse_config_text(std::string_view text, const std::string& origin);
+
+// Reads the file named by a `config=PATH` argument (or default_path, which may be absent)
+// and applies the other `key=value` arguments on top.
+Config load_config(const std::vector<std::string>& plugstack_args, const std::string& default_path);
+
+}  // namespace trellis::spank

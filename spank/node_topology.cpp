@@ -1,0 +1,17 @@
+#include "spank/node_topology.hpp"
+
+#include <filesystem>
+
+namespace trellis::spank {
+
+std::string topology_xml_for(const std::string& pattern, const std::string& node_name) {
+    size_t at = pattern.find("%n");
+    if (at == std::string::npos) return pattern;
+    std::string path = pattern;
+    for (; at != std::string::npos; at = path.find("%n", at + node_name.size()))
+        path.replace(at, 2, node_name);
+    std::error_code ec;
+    return std::filesystem::exists(path, ec) ? path : "";
+}
+
+}  // namespace trellis::spank

@@ -1,0 +1,94 @@
+// --trellis-bind, --trellis-hca and --trellis-verbose, and their environment variables.
+// srun and sbatch validate them before anything is launched; slurmstepd parses them again.
+#include <cstdlib>
+#include <stdexcept>
+
+#include "spank/contexts.hpp"
+#include "spank/state.hpp"
+
+namespace trellis::spank {
+namespace {
+
+// Each option: its parser and the environment variable standing in for it.
+struct OptionKind {
+    const char* flag;
+    const char* env;
+    void (*parse)(const std::string&, UserChoices&);
+    bool PluginState::*given;
+};
+
+const OptionKind bind_kind{"--trellis-bind", "TRELLIS_BIND", parse_bind_option, &PluginState::bind_given};
+const OptionKind hca_kind{"--trellis-hca", "TRELLIS_HCA", parse_hca_option, &PluginState::hca_given};
+const OptionKind verbose_kind{"--trellis-verbose", "TRELLIS_VERBOSE", parse_verbose_value,
+                              &PluginState::verbose_given};
+
+int take(const OptionKind& kind, const std::string& value, bool from_env) {
+    try {
+        kind.parse(value, state().choices);
+    } catch (const std::invalid_argument& e) {
+        std::string source = from_env ? std::string(kind.env) + "=" + value : kind.flag;
+        std::string message = std::string(from_env ? "environment " : "option ") + source + ": " + e.what();
+        if (spank_context() == S_CTX_REMOTE) {
+            state().held_error = message;  // shown from task_init
+            return 0;
+        }
+        log_error(message);
+        return -1;
+    }
+    if (!from_env) state().*kind.given = true;
+    // sbatch: hand the choice to the batch script's environment, where srun finds it.
+    if (spank_context() == S_CTX_ALLOCATOR) setenv(kind.env, value.c_str(), 1);
+    return 0;
+}
+
+int on_bind(int, const char* arg, int) { return take(bind_kind, arg ? arg : "", false); }
+int on_hca(int, const char* arg, int) { return take(hca_kind, arg ? arg : "", false); }
+int on_verbose(int, const char*, int) { return take(verbose_kind, "1", false); }
+
+spank_option options[] = {
+    {const_cast<char*>("trellis-bind"), const_cast<char*>("closest|none[,verbose]"),
+     const_cast<char*>("trellis: bind each task to its nearest GPU, HCA, CPUs and memory "
+                       "(closest, the default) or not at all (none); verbose prints the plan"),
+     1, 0, on_bind},
+    {const_cast<char*>("trellis-hca"), const_cast<char*>("auto|NAME[:PORT],..."),
+     const_cast<char*>("trellis: HCAs to choose from (default auto: all with an ACTIVE port)"), 1, 0,
+     on_hca},
+    {const_cast<char*>("trellis-verbose"), nullptr,
+     const_cast<char*>("trellis: print each node's binding table on stderr"), 0, 0, on_verbose},
+};
+
+// The variable from srun's or sbatch's own environment, or from the job's in slurmstepd.
+bool read_env(spank_t sp, const char* name, std::string& value) {
+    if (spank_context() == S_CTX_REMOTE) {
+        char buf[4096];
+        if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return false;
+        value = buf;
+        return true;
+    }
+    const char* env = std::getenv(name);
+    if (!env) return false;
+    value = env;
+    return true;
+}
+
+}  // namespace
+
+int register_options(spank_t sp) {
+    for (auto& option : options)
+        if (spank_option_register(sp, &option) != ESPANK_SUCCESS) {
+            log_error(std::string("cannot register option --") + option.name);
+            return -1;
+        }
+    return 0;
+}
+
+int take_environment_defaults(spank_t sp) {
+    for (const OptionKind* kind : {&bind_kind, &hca_kind, &verbose_kind}) {
+        std::string value;
+        if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
+        if (take(*kind, value, true) != 0) return -1;
+    }
+    return 0;
+}
+
+}  // namespace trellis::spank

@@ -1,0 +1,51 @@
+#include "spank/options.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace trellis::spank {
+
+void parse_bind_option(const std::string& value, UserChoices& choices) {
+    std::stringstream in(value);
+    bool any = false;
+    for (std::string item; std::getline(in, item, ',');) {
+        any = true;
+        if (item == "verbose") {
+            choices.verbose = true;
+        } else if (item == "closest" || item == "none") {
+            choices.policy = topology::parse_policy(item);
+        } else {
+            throw std::invalid_argument("'" + value +
+                                        "' is not a binding (accepted: closest or none, "
+                                        "optionally followed by ,verbose)");
+        }
+    }
+    if (!any || value.back() == ',')
+        throw std::invalid_argument("'" + value +
+                                    "' is not a binding (accepted: closest or none, "
+                                    "optionally followed by ,verbose)");
+}
+
+void parse_hca_option(const std::string& value, UserChoices& choices) {
+    if (value == "auto") {
+        choices.hcas.reset();
+        return;
+    }
+    std::vector<topology::HcaRequest> hcas;
+    std::stringstream in(value);
+    for (std::string item; std::getline(in, item, ',');) hcas.push_back(topology::HcaRequest::parse(item));
+    if (hcas.empty() || value.back() == ',')
+        throw std::invalid_argument("'" + value + "' is not an HCA list (accepted: auto, or NAME[:PORT],...)");
+    choices.hcas = hcas;
+}
+
+void parse_verbose_value(const std::string& value, UserChoices& choices) {
+    if (value.empty() || value == "1" || value == "yes" || value == "true" || value == "on")
+        choices.verbose = true;
+    else if (value == "0" || value == "no" || value == "false" || value == "off")
+        choices.verbose = false;
+    else
+        throw std::invalid_argument("'" + value + "' is not a verbosity (accepted: 1, yes, true, on, 0, no, false, off)");
+}
+
+}  // namespace trellis::spank

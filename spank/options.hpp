@@ -1,0 +1,27 @@
+// What a user asks for with --trellis-bind, --trellis-hca and --trellis-verbose (or the
+// TRELLIS_BIND, TRELLIS_HCA and TRELLIS_VERBOSE environment variables). Pure parsing: the
+// messages say what is accepted, and srun prints them before anything is launched.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/plan.hpp"
+
+namespace trellis::spank {
+
+struct UserChoices {
+    std::optional<topology::Policy> policy;                  // unset: the configured policy
+    bool verbose = false;
+    std::optional<std::vector<topology::HcaRequest>> hcas;   // unset: auto
+};
+
+// "closest", "none", "closest,verbose", "verbose". Throws std::invalid_argument.
+void parse_bind_option(const std::string& value, UserChoices& choices);
+// "auto" or "mlx5_0[:PORT],mlx5_1". Throws std::invalid_argument.
+void parse_hca_option(const std::string& value, UserChoices& choices);
+// TRELLIS_VERBOSE: 1/yes/true/on or 0/no/false/off (empty counts as on, like a bare flag).
+void parse_verbose_value(const std::string& value, UserChoices& choices);
+
+}  // namespace trellis::spank

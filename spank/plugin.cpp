@@ -1,0 +1,75 @@
+// spank_trellis.so: the SPANK entry points, dispatching to one file per concern.
+// Nothing here may throw into Slurm: each entry point catches everything and logs one line.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "spank/contexts.hpp"
+#include "spank/state.hpp"
+
+using namespace trellis::spank;
+
+extern "C" {
+extern const char plugin_name[] = "trellis";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = 1;
+}
+
+namespace {
+
+template <typename F>
+int guarded(const char* where, F&& body) {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        log_error(std::string(where) + ": " + e.what());
+    } catch (...) {
+        log_error(std::string(where) + ": unexpected failure");
+    }
+    return -1;
+}
+
+std::vector<std::string> arguments(int ac, char** av) { return std::vector<std::string>(av, av + ac); }
+
+}  // namespace
+
+namespace trellis::spank {
+
+PluginState& state() {
+    static PluginState s;
+    return s;
+}
+
+void log_error(const std::string& message) { slurm_error("trellis: %s", message.c_str()); }
+void log_info(const std::string& message) { slurm_info("trellis: %s", message.c_str()); }
+
+}  // namespace trellis::spank
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+    return guarded("init", [&] {
+        spank_context_t context = spank_context();
+        if (context != S_CTX_LOCAL && context != S_CTX_REMOTE && context != S_CTX_ALLOCATOR) return 0;
+        if (register_options(sp) != 0) return -1;
+        // srun reads the configuration too, so that a broken file stops the job before launch
+        // with its message on the user's terminal; sbatch and salloc leave it to the nodes.
+        if (context == S_CTX_ALLOCATOR) return 0;
+        return load_configuration(arguments(ac, av));
+    });
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+    return guarded("init_post_opt", [&] { return take_environment_defaults(sp); });
+}
+
+extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
+    return guarded("user_init", [&] { return plan_node(sp); });
+}
+
+extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
+    return guarded("task_init_privileged", [&] { return bind_task_memory(sp); });
+}
+
+extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+    return guarded("task_init", [&] { return bind_task(sp); });
+}

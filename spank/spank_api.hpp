@@ -1,0 +1,6 @@
+// Slurm's spank.h is a C header; this is the one place it is included.
+#pragma once
+
+extern "C" {
+#include <slurm/spank.h>
+}

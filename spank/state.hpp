@@ -1,0 +1,33 @@
+// What the plugin remembers within one srun, sbatch or slurmstepd process: the configuration,
+// the user's choices, the node's plan (computed once per node per step in user_init) and a
+// user error held until task_init, where the user gets to see it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spank/config.hpp"
+#include "spank/options.hpp"
+#include "topology/plan.hpp"
+
+namespace trellis::spank {
+
+struct PluginState {
+    Config config;
+    UserChoices choices;
+    bool bind_given = false, hca_given = false, verbose_given = false;  // on the command line
+    std::optional<topology::Plan> plan;
+    std::string held_error;
+    bool user_cpu_bind = false;  // Slurm's --cpu-bind was given: it wins over ours
+    bool user_gpu_bind = false;  // likewise --gpu-bind
+    unsigned local_tasks = 0;
+};
+
+PluginState& state();
+
+// One line to Slurm's log (and, in srun or a task, the user's terminal), prefixed "trellis: ".
+void log_error(const std::string& message);
+void log_info(const std::string& message);
+
+}  // namespace trellis::spank

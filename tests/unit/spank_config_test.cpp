@@ -1,0 +1,112 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "fixtures.hpp"
+#include "spank/config.hpp"
+#include "spank/node_topology.hpp"
+
+using namespace trellis::spank;
+using trellis::topology::Policy;
+
+TEST_CASE("the shipped etc/trellis.toml parses to the defaults") {
+    Config config = load_config({"config=" + trellis::test::source_dir() + "/etc/trellis.toml"}, "");
+    BindingConfig defaults;
+    CHECK(config.binding.policy == Policy::closest);
+    CHECK(config.binding.topology_xml.empty());
+    CHECK(config.binding.require_active);
+    CHECK_FALSE(config.binding.smt);
+    CHECK(config.binding.exported == defaults.exported);
+    CHECK(config.container.runtime == "auto");
+}
+
+TEST_CASE("every key is read") {
+    Config config = parse_config_text(R"(
+[binding]
+policy = "none"
+topology_xml = "/etc/trellis/%n.xml"
+hca_include = ["mlx5_*"]
+hca_exclude = ["mlx5_bond*", "mlx5_9"]
+require_active = false
+smt = true
+export = ["NCCL_IB_HCA", "OMP_NUM_THREADS"]
+
+[container]
+runtime = "oci"
+allowed_images = ["/images/*.sif"]
+allowed_mounts = ["/scratch"]
+)",
+                                      "test.toml");
+    CHECK(config.binding.policy == Policy::none);
+    CHECK(config.binding.topology_xml == "/etc/trellis/%n.xml");
+    CHECK(config.binding.hca_include == std::vector<std::string>{"mlx5_*"});
+    CHECK(config.binding.hca_exclude.size() == 2);
+    CHECK_FALSE(config.binding.require_active);
+    CHECK(config.binding.smt);
+    CHECK(config.binding.exported == std::vector<std::string>{"NCCL_IB_HCA", "OMP_NUM_THREADS"});
+    CHECK(config.container.runtime == "oci");
+    CHECK(config.container.allowed_mounts == std::vector<std::string>{"/scratch"});
+}
+
+TEST_CASE("bad files are refused naming file, line and key") {
+    CHECK_THROWS_WITH(parse_config_text("[binding]\n\npolicy = \"nearest\"\n", "a.toml"),
+                      "a.toml:3: [binding] key 'policy': unknown binding policy 'nearest' "
+                      "(accepted: closest, none)");
+    CHECK_THROWS_WITH(parse_config_text("[binding]\ncolour = 1\n", "a.toml"),
+                      Catch::StartsWith("a.toml:2: [binding] key 'colour' is unknown (accepted: export, "));
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nsmt = \"maybe\"\n", "a.toml"),
+                      "a.toml:2: [binding] key 'smt': must be true or false");
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nsmt = 1\n", "a.toml"),
+                      "a.toml:2: [binding] key 'smt': must be true or false");
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nhca_include = [1, 2]\n", "a.toml"),
+                      Catch::Contains("a.toml:2: [binding] key 'hca_include': must be a list"));
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nexport = [\"PATH\"]\n", "a.toml"),
+                      Catch::Contains("'PATH' is not a variable trellis sets"));
+    CHECK_THROWS_WITH(parse_config_text("[bindings]\n", "a.toml"),
+                      "a.toml:1: unknown table [bindings] (accepted: [binding], [container])");
+    CHECK_THROWS_WITH(parse_config_text("policy = \"none\"\n", "a.toml"),
+                      Catch::StartsWith("a.toml:1: unknown key 'policy'"));
+    CHECK_THROWS_WITH(parse_config_text("[container]\nruntime = \"docker\"\n", "a.toml"),
+                      Catch::Contains("accepted: auto, singularity, apptainer, oci"));
+    CHECK_THROWS_WITH(parse_config_text("[binding\npolicy=1\n", "a.toml"), Catch::StartsWith("a.toml:1: "));
+}
+
+TEST_CASE("plugstack.conf arguments override the file") {
+    std::string path = "spank_config_test.toml";
+    {
+        std::ofstream out(path);
+        out << "[binding]\npolicy = \"none\"\nsmt = true\n";
+    }
+    Config config = load_config({"config=" + path, "policy=closest", "hca_exclude=mlx5_2,mlx5_3",
+                                 "require_active=no"},
+                                "");
+    CHECK(config.binding.policy == Policy::closest);
+    CHECK(config.binding.smt);
+    CHECK(config.binding.hca_exclude == std::vector<std::string>{"mlx5_2", "mlx5_3"});
+    CHECK_FALSE(config.binding.require_active);
+    CHECK(config.path == path);
+
+    CHECK_THROWS_WITH(load_config({"config=" + path, "colour=red"}, ""),
+                      Catch::StartsWith("plugstack.conf argument 'colour=red': unknown key (accepted: config, "));
+    CHECK_THROWS_WITH(load_config({"smt=perhaps"}, "/nonexistent/default.toml"),
+                      "plugstack.conf argument 'smt=perhaps': must be true or false");
+    CHECK_THROWS_WITH(load_config({"verbose"}, ""), Catch::StartsWith("plugstack.conf argument 'verbose' is not key=value"));
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a missing default file means defaults; a missing named file is an error") {
+    Config config = load_config({}, "/nonexistent/trellis.toml");
+    CHECK(config.path.empty());
+    CHECK(config.binding.policy == Policy::closest);
+    CHECK_THROWS_WITH(load_config({"config=/nonexistent/t.toml"}, ""),
+                      Catch::StartsWith("/nonexistent/t.toml: cannot read the trellis configuration"));
+}
+
+TEST_CASE("per-node topology files with %n") {
+    std::string dir = trellis::test::source_dir() + "/tests/fixtures/topology/";
+    CHECK(topology_xml_for("", "n1").empty());
+    CHECK(topology_xml_for("/x/fixed.xml", "n1") == "/x/fixed.xml");
+    CHECK(topology_xml_for(dir + "%n.xml", "no-hca-2gpu") == dir + "no-hca-2gpu.xml");
+    CHECK(topology_xml_for(dir + "%n.xml", "n1").empty());  // no file of its own: live
+}

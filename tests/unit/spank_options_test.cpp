@@ -1,0 +1,47 @@
+#include <catch2/catch.hpp>
+
+#include "spank/options.hpp"
+
+using namespace trellis::spank;
+using trellis::topology::Policy;
+
+TEST_CASE("--trellis-bind values") {
+    UserChoices c;
+    parse_bind_option("none", c);
+    CHECK(c.policy == Policy::none);
+    CHECK_FALSE(c.verbose);
+    parse_bind_option("closest,verbose", c);
+    CHECK(c.policy == Policy::closest);
+    CHECK(c.verbose);
+    UserChoices v;
+    parse_bind_option("verbose", v);
+    CHECK_FALSE(v.policy);
+    CHECK(v.verbose);
+    for (const char* bad : {"", "nearest", "closest,", ",", "closest,loud", "CLOSEST"})
+        CHECK_THROWS_WITH(parse_bind_option(bad, c),
+                          Catch::Contains("accepted: closest or none, optionally followed by ,verbose"));
+}
+
+TEST_CASE("--trellis-hca values") {
+    UserChoices c;
+    parse_hca_option("mlx5_0:1,mlx5_3", c);
+    REQUIRE(c.hcas);
+    REQUIRE(c.hcas->size() == 2);
+    CHECK((*c.hcas)[0].name == "mlx5_0");
+    CHECK((*c.hcas)[0].port == 1);
+    CHECK((*c.hcas)[1].port == 0);
+    parse_hca_option("auto", c);
+    CHECK_FALSE(c.hcas);
+    CHECK_THROWS_AS(parse_hca_option("", c), std::invalid_argument);
+    CHECK_THROWS_AS(parse_hca_option("mlx5_0,", c), std::invalid_argument);
+    CHECK_THROWS_WITH(parse_hca_option("mlx5_0:one", c), Catch::Contains("accepted: NAME or NAME:PORT"));
+}
+
+TEST_CASE("TRELLIS_VERBOSE values") {
+    UserChoices c;
+    parse_verbose_value("yes", c);
+    CHECK(c.verbose);
+    parse_verbose_value("0", c);
+    CHECK_FALSE(c.verbose);
+    CHECK_THROWS_WITH(parse_verbose_value("loud", c), Catch::Contains("accepted: 1, yes, true, on"));
+}
