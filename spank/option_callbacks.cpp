@@ -1,6 +1,10 @@
 // --trellis-bind, --trellis-hca and --trellis-verbose, and their environment variables.
 // srun and sbatch validate them before anything is launched; slurmstepd parses them again.
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <tuple>
+#include <vector>
 #include <stdexcept>
 
 #include "spank/contexts.hpp"
@@ -71,6 +75,25 @@ bool read_env(spank_t sp, const char* name, std::string& value) {
     return true;
 }
 
+// srun's own --cpu-bind/--gpu-bind (or the SLURM_CPU_BIND/SLURM_GPU_BIND variables that
+// stand for them) win over trellis. slurmstepd cannot tell a user's choice from a default
+// that task/affinity filled in, so srun, which can, hands it on in the job's environment.
+void hand_on_slurm_binding() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+    for (const auto& [option, input, output] :
+         {std::tuple{"--cpu-bind", "SLURM_CPU_BIND", "TRELLIS_SLURM_CPU_BIND"},
+          std::tuple{"--gpu-bind", "SLURM_GPU_BIND", "TRELLIS_SLURM_GPU_BIND"}}) {
+        std::string value = std::getenv(input) ? std::getenv(input) : "";
+        for (size_t i = 1; i < args.size(); ++i) {
+            if (args[i] == option && i + 1 < args.size()) value = args[i + 1];
+            if (args[i].rfind(std::string(option) + "=", 0) == 0) value = args[i].substr(std::strlen(option) + 1);
+        }
+        if (!value.empty()) setenv(output, value.c_str(), 1);
+    }
+}
+
 }  // namespace
 
 int register_options(spank_t sp) {
@@ -83,6 +106,7 @@ int register_options(spank_t sp) {
 }
 
 int take_environment_defaults(spank_t sp) {
+    if (spank_context() == S_CTX_LOCAL) hand_on_slurm_binding();
     for (const OptionKind* kind : {&bind_kind, &hca_kind, &verbose_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;

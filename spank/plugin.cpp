@@ -13,7 +13,8 @@ using namespace trellis::spank;
 extern "C" {
 extern const char plugin_name[] = "trellis";
 extern const char plugin_type[] = "spank";
-extern const unsigned int plugin_version = 1;
+// slurmstepd refuses plugins built for another Slurm release.
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 }
 
 namespace {

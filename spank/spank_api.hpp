@@ -2,5 +2,6 @@
 #pragma once
 
 extern "C" {
+#include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 }

@@ -3,7 +3,10 @@
 // reported from task_init rather than lost in slurmd's log.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
+
+#include <slurm/slurm.h>
 
 #include "spank/contexts.hpp"
 #include "spank/node_topology.hpp"
@@ -18,9 +21,9 @@ std::string job_env(spank_t sp, const char* name) {
     return spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS ? buf : "";
 }
 
-std::string node_name(spank_t sp) {
-    std::string name = job_env(sp, "SLURMD_NODENAME");
-    if (!name.empty()) return name;
+// slurmd names itself in its environment, which slurmstepd inherits.
+std::string node_name() {
+    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name) return name;
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     return host;
@@ -38,10 +41,6 @@ std::optional<std::vector<int>> step_gpus(spank_t sp) {
     return std::nullopt;
 }
 
-// A --cpu-bind or --gpu-bind the user gave srun shows in the step's environment.
-bool user_bound(const std::string& value) {
-    return !value.empty() && value.find("none") == std::string::npos;
-}
 
 }  // namespace
 
@@ -49,12 +48,18 @@ int plan_node(spank_t sp) {
     PluginState& s = state();
     if (!s.held_error.empty()) return 0;
     try {
+        // The batch script and the external container are not tasks to bind.
+        uint32_t step = 0;
+        if (spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
+            (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT))
+            return 0;
         uint32_t tasks = 0;
         if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS || tasks == 0)
             throw std::runtime_error("cannot get the step's local task count from Slurm");
         s.local_tasks = tasks;
-        s.user_cpu_bind = user_bound(job_env(sp, "SLURM_CPU_BIND_TYPE"));
-        s.user_gpu_bind = user_bound(job_env(sp, "SLURM_GPU_BIND"));
+        // Set by srun when the user gave --cpu-bind or --gpu-bind (option_callbacks.cpp).
+        s.user_cpu_bind = !job_env(sp, "TRELLIS_SLURM_CPU_BIND").empty();
+        s.user_gpu_bind = !job_env(sp, "TRELLIS_SLURM_GPU_BIND").empty();
 
         const BindingConfig& config = s.config.binding;
         topology::PlanRequest request;
@@ -67,7 +72,7 @@ int plan_node(spank_t sp) {
         if (s.choices.hcas) request.hcas.only = *s.choices.hcas;
         request.allowed_gpus = step_gpus(sp);
 
-        std::string name = node_name(sp);
+        std::string name = node_name();
         topology::Node node = topology::load_node(topology_xml_for(config.topology_xml, name));
         node.host = name;
         topology::Plan plan = topology::make_plan(node, request);

@@ -49,6 +49,7 @@ tests_unit_shared_fixtures_test_LDADD = topology/libtrellis-topology.la
 
 AM_TESTS_ENVIRONMENT = \
 	TRELLIS_TOPO='$(abs_top_builddir)/trellis-topo'; export TRELLIS_TOPO; \
+	TRELLIS_BUILD='$(abs_top_builddir)'; export TRELLIS_BUILD; \
 	TRELLIS_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export TRELLIS_FIXTURES; \
 	PYTHON3='$(PYTHON3)'; export PYTHON3;
 
@@ -70,3 +71,11 @@ tests_unit_spank_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config
 tests_unit_spank_options_test_SOURCES = tests/unit/spank_options_test.cpp
 tests_unit_spank_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+
+# The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge).
+check_PROGRAMS += tests/slurm/pmix_exchange
+tests_slurm_pmix_exchange_SOURCES = tests/slurm/pmix_exchange.cpp
+tests_slurm_pmix_exchange_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
+TESTS += tests/slurm/slurm_test.sh
+EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/cluster

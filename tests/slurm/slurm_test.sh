@@ -1,0 +1,174 @@
+#!/bin/bash
+# The plugin under a real Slurm: a two-node cluster on this machine (tests/slurm/cluster),
+# n1 with this machine's real topology (CPU binding checked on real CPUs) and n2 looking like
+# the 8-GPU fixture. Skips (77) where the cluster cannot run: not root, no Slurm, no munge.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${TRELLIS_BUILD:?} fixtures=${TRELLIS_FIXTURES:?}/topology
+plugin=$build/spank/.libs/spank_trellis.so topo=$build/trellis-topo
+python=${PYTHON3:-python3}
+fixture=$fixtures/two-level-switch-8gpu.xml
+
+dir=$(mktemp -d /tmp/trellis-slurm.XXXXXX)
+trap '"$here/cluster" stop "$dir"; rm -rf "$dir"' EXIT
+"$here/cluster" start "$dir" "$plugin" "n2=$fixture"
+status=$?
+[ $status -eq 0 ] || exit $status
+export SLURM_CONF=$dir/slurm.conf
+cd "$dir" || exit 1
+
+failures=0 checks=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+# run NAME CMD...: runs with a time limit, output in $dir/NAME.out/.err, status in $rc
+run() {
+    local name=$1
+    shift
+    checks=$((checks + 1))
+    timeout 60 "$@" >"$dir/$name.out" 2>"$dir/$name.err"
+    rc=$?
+}
+expect_ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $(tail -n 5 "$dir/$1.err")"; }
+expect_in() { grep -qF -- "$3" "$dir/$1.$2" && pass "$1" || fail "$1: $2 lacks '$3': $(tail -n 8 "$dir/$1.$2")"; }
+expect_refused() {
+    [ "$rc" -ne 0 ] || fail "$1: accepted, wanted a refusal"
+    expect_in "$1" err "$2"
+}
+
+# What each task sees, one JSON object per line.
+task_report='import json,os; print(json.dumps({"node": os.environ.get("SLURMD_NODENAME"),
+  "local": int(os.environ["SLURM_LOCALID"]), "env": {k: v for k, v in os.environ.items()
+  if k.startswith(("TRELLIS_", "CUDA_", "NCCL_", "UCX_", "ROCR_", "OMP_", "OMPI_MCA_btl"))},
+  "cpus": [l.split()[1] for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list")][0]}))'
+
+# 1. Each task's environment equals trellis-topo's plan for its node (n2: fixture, n1: live).
+run env_matches_plan srun -N2 -n4 --ntasks-per-node=2 "$python" -c "$task_report"
+expect_ok env_matches_plan
+"$topo" plan --tasks 2 --xml "$fixture" --json >"$dir/plan-n2.json"
+"$topo" plan --tasks 2 --json >"$dir/plan-n1.json"
+"$python" - "$dir" <<'PY' && pass "env equals trellis-topo plan on n1 and n2" || fail "env differs from the plan"
+import json, os, sys
+d = sys.argv[1]
+exported = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}
+plans = {n: json.load(open(f"{d}/plan-{n}.json")) for n in ("n1", "n2")}
+tasks = [json.loads(l) for l in open(f"{d}/env_matches_plan.out")]
+ok = len(tasks) == 4
+for t in tasks:
+    plan_env = plans[t["node"]]["tasks"][t["local"]]["env"]
+    want = {k: v for k, v in plan_env.items() if k.startswith("TRELLIS_") or k in exported}
+    want.update({"TRELLIS_LOCAL_RANK": str(t["local"]), "TRELLIS_LOCAL_SIZE": "2"})
+    # What the plugin set: leave out what srun carried over from this test's own environment.
+    got = {k: v for k, v in t["env"].items()
+           if (k in want or k.startswith("TRELLIS_")) and os.environ.get(k) != v}
+    if got != want:
+        ok = False
+        print(f"{t['node']} task {t['local']}: got {got}\nwant {want}")
+n2 = [t for t in tasks if t["node"] == "n2"]
+ok = ok and sorted(t["env"].get("NCCL_IB_HCA") for t in n2) == ["=mlx5_0:1", "=mlx5_4:1"]
+sys.exit(0 if ok else 1)
+PY
+
+# 2. Two tasks on the real node get disjoint CPUs, the ones the plan names.
+run disjoint_cpus srun -N1 -n2 -w n1 "$python" -c "$task_report"
+expect_ok disjoint_cpus
+"$python" - "$dir/disjoint_cpus.out" "$(nproc)" <<'PY' && pass "disjoint CPUs on n1" || fail "CPUs on n1 not disjoint"
+import json, sys
+tasks = [json.loads(l) for l in open(sys.argv[1])]
+def cpus(s):
+    out = set()
+    for part in s.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+sets = [cpus(t["cpus"]) for t in tasks]
+ok = len(sets) == 2 and all(sets) and not (sets[0] & sets[1])
+ok = ok and all(cpus(t["cpus"]) == cpus(t["env"]["TRELLIS_CPUS"]) for t in tasks)
+if int(sys.argv[2]) >= 2:
+    ok = ok and all(len(s) < int(sys.argv[2]) for s in sets)
+print(tasks)
+sys.exit(0 if ok else 1)
+PY
+
+# 3. Options and their environment variables.
+run bind_none srun -N1 -n2 -w n2 --trellis-bind=none "$python" -c "$task_report"
+expect_ok bind_none
+grep -q CUDA_VISIBLE_DEVICES "$dir/bind_none.out" && fail "bind_none: CUDA_VISIBLE_DEVICES set" || pass "--trellis-bind=none exports nothing"
+TRELLIS_BIND=none run bind_none_env srun -N1 -n1 -w n2 "$python" -c "$task_report"
+grep -q CUDA_VISIBLE_DEVICES "$dir/bind_none_env.out" && fail "TRELLIS_BIND=none: CUDA_VISIBLE_DEVICES set" || pass "TRELLIS_BIND=none"
+run hca_option srun -N1 -n2 -w n2 --trellis-hca=mlx5_3 "$python" -c "$task_report"
+expect_ok hca_option
+[ "$(grep -c '"NCCL_IB_HCA": "=mlx5_3:1"' "$dir/hca_option.out")" -eq 2 ] && pass "--trellis-hca" || fail "--trellis-hca: $(cat "$dir/hca_option.out")"
+TRELLIS_HCA=mlx5_5:1 run hca_env srun -N1 -n1 -w n2 "$python" -c "$task_report"
+expect_in hca_env out '"NCCL_IB_HCA": "=mlx5_5:1"'
+run verbose srun -N2 -n2 --trellis-verbose true
+expect_ok verbose
+expect_in verbose err "trellis binding on n2: policy closest, 1 tasks"
+expect_in verbose err "task  GPU              HCA       distance  CPUs"
+TRELLIS_VERBOSE=1 run verbose_env srun -N1 -n1 -w n1 true
+expect_in verbose_env err "trellis binding on n1"
+run bind_verbose srun -N1 -n1 -w n2 --trellis-bind=closest,verbose true
+expect_in bind_verbose err "mlx5_0:1  PIX"
+
+# 4. Bad values stop srun and sbatch before anything runs.
+run bad_bind srun -N1 --trellis-bind=nearest touch "$dir/launched"
+expect_refused bad_bind "'nearest' is not a binding (accepted: closest or none"
+TRELLIS_BIND=far run bad_bind_env srun -N1 touch "$dir/launched"
+expect_refused bad_bind_env "environment TRELLIS_BIND=far"
+run bad_hca srun -N1 --trellis-hca=mlx5_0:x touch "$dir/launched"
+expect_refused bad_hca "accepted: NAME or NAME:PORT"
+TRELLIS_VERBOSE=loud run bad_verbose_env srun -N1 touch "$dir/launched"
+expect_refused bad_verbose_env "accepted: 1, yes, true, on"
+run bad_sbatch sbatch --trellis-bind=bogus --wrap "touch $dir/launched"
+expect_refused bad_sbatch "'bogus' is not a binding"
+[ ! -e "$dir/launched" ] && pass "nothing launched on bad values" || fail "a refused job ran"
+
+# 5. A user error found on the node is held in user_init and shown from task_init.
+run missing_hca srun -N1 -n1 -w n2 --trellis-hca=mlx5_9 true
+expect_refused missing_hca "HCA 'mlx5_9' is not on n2"
+
+# 6. A bad configuration file fails the step naming file, line and key.
+cp "$dir/trellis.toml" "$dir/trellis.toml.good"
+printf '[binding]\npolicy = "closest"\nsmt = "maybe"\n' >"$dir/trellis.toml"
+run bad_config srun -N1 touch "$dir/launched"
+expect_refused bad_config "$dir/trellis.toml:3: [binding] key 'smt': must be true or false"
+printf '[binding]\nhca_filter = ["mlx5_*"]\n' >"$dir/trellis.toml"
+run unknown_key srun -N1 true
+expect_refused unknown_key "trellis.toml:2: [binding] key 'hca_filter' is unknown"
+cp "$dir/trellis.toml.good" "$dir/trellis.toml"
+[ ! -e "$dir/launched" ] || fail "a job ran with a bad configuration"
+
+# 7. Slurm's own --cpu-bind wins, with a warning.
+run cpu_bind srun -N1 -n2 -w n1 --cpu-bind=map_cpu:1,0 --trellis-verbose "$python" -c "$task_report"
+expect_ok cpu_bind
+expect_in cpu_bind err "srun --cpu-bind was given: Slurm's CPU binding is used instead"
+if [ "$(nproc)" -ge 2 ]; then
+    grep -q '"local": 0.*"cpus": "1"' "$dir/cpu_bind.out" && pass "map_cpu applied" || fail "cpu_bind: task 0 not on CPU 1: $(cat "$dir/cpu_bind.out")"
+fi
+run gpu_bind srun -N1 -n1 -w n2 --gpu-bind=closest --trellis-verbose "$python" -c "$task_report"
+expect_in gpu_bind err "srun --gpu-bind was given"
+grep -q CUDA_VISIBLE_DEVICES "$dir/gpu_bind.out" && fail "gpu_bind: trellis set CUDA_VISIBLE_DEVICES" || pass "--gpu-bind wins"
+
+# 8. An sbatch script with #SBATCH --trellis-bind=closest,verbose prints the table.
+cat >"$dir/job.sh" <<JOB
+#!/bin/bash
+#SBATCH --trellis-bind=closest,verbose
+#SBATCH -N 2
+#SBATCH -n 2
+#SBATCH -o $dir/job.out
+srun bash -c 'echo "task \$SLURM_PROCID on \$SLURMD_NODENAME CUDA=\$CUDA_VISIBLE_DEVICES"'
+JOB
+run sbatch sbatch --parsable "$dir/job.sh"
+expect_ok sbatch
+job=$(cat "$dir/sbatch.out")
+for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
+expect_in job out "trellis binding on n2: policy closest, 1 tasks"
+expect_in job out "task 1 on n2 CUDA=0,1,2,3,4,5,6,7"
+
+# 9. PMIx keys exchanged across both nodes with the plugin loaded.
+run pmix srun -N2 -n4 --mpi=pmix "$build/tests/slurm/pmix_exchange"
+expect_ok pmix
+[ "$(grep -c 'sees: rank 0 on n1; rank 1 on n1; rank 2 on n2; rank 3 on n2' "$dir/pmix.out")" -eq 4 ] &&
+    pass "PMIx exchange across n1 and n2" || fail "pmix: $(cat "$dir/pmix.out" "$dir/pmix.err")"
+
+echo "$checks Slurm runs, $failures failures"
+[ "$failures" -eq 0 ]
