@@ -57,7 +57,7 @@ AM_TESTS_ENVIRONMENT = \
 noinst_PROGRAMS = tests/perf/plan_bench
 tests_perf_plan_bench_SOURCES = tests/perf/plan_bench.cpp
 tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
-EXTRA_DIST += tests/perf/run
+EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'

@@ -1,0 +1,46 @@
+// libFuzzer target for everything the plugin parses from users and admins: srun option
+// values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists.
+// Every input must either parse or be refused with an exception of the documented kind.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spank/config.hpp"
+#include "spank/options.hpp"
+#include "topology/cpu_set.hpp"
+#include "topology/plan.hpp"
+
+using namespace trellis;
+
+template <typename F>
+void refused_or_parsed(F&& parse) {
+    try {
+        parse();
+    } catch (const std::invalid_argument&) {
+    } catch (const spank::ConfigError&) {
+    }
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    std::string text(reinterpret_cast<const char*>(data), size);
+    spank::UserChoices choices;
+    refused_or_parsed([&] { spank::parse_bind_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_hca_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_verbose_value(text, choices); });
+    refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
+    refused_or_parsed([&] { topology::HcaRequest::parse(text); });
+    refused_or_parsed([&] { spank::parse_config_text(text, "fuzz.toml"); });
+    // The same bytes as plugstack.conf arguments, split on spaces as Slurm splits them.
+    std::vector<std::string> args;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t space = text.find(' ', start);
+        if (space == std::string::npos) space = text.size();
+        if (space > start && text.compare(start, 7, "config=") != 0) args.push_back(text.substr(start, space - start));
+        start = space + 1;
+    }
+    refused_or_parsed([&] { spank::load_config(args, "/nonexistent/trellis.toml"); });
+    return 0;
+}
