@@ -79,3 +79,11 @@ tests_slurm_pmix_exchange_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
 TESTS += tests/slurm/slurm_test.sh
 EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/cluster
+
+# The trainer's units: layer gradients, loss, optimizers, models.
+TRAINER_TEST_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-trainer.la
+unit_tests += tests/unit/layers_gradient_test
+tests_unit_layers_gradient_test_SOURCES = tests/unit/layers_gradient_test.cpp \
+	tests/unit/gradient_check.cpp tests/unit/gradient_check.hpp
+tests_unit_layers_gradient_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_layers_gradient_test_LDADD = $(TRAINER_TEST_LDADD)

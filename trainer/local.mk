@@ -1,0 +1,29 @@
+# trellis-train: tensors, layers (the CPU backend on oneDNN), models, optimizers, data and the
+# training loop, in one convenience library that the trainer, trellis-bench and the tests link.
+noinst_LTLIBRARIES += trainer/libtrellis-trainer.la
+trainer_libtrellis_trainer_la_SOURCES = \
+	trainer/tensor/buffer_pool.cpp trainer/tensor/buffer_pool.hpp \
+	trainer/tensor/dtype.hpp \
+	trainer/tensor/shape.cpp trainer/tensor/shape.hpp \
+	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp \
+	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
+	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
+	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \
+	trainer/nn/sequential.cpp trainer/nn/sequential.hpp \
+	trainer/nn/softmax_cross_entropy.cpp trainer/nn/softmax_cross_entropy.hpp \
+	trainer/nn/cpu/batch_norm.cpp trainer/nn/cpu/batch_norm.hpp \
+	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
+	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
+	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \
+	trainer/nn/cpu/linear.cpp trainer/nn/cpu/linear.hpp \
+	trainer/nn/cpu/pooling.cpp trainer/nn/cpu/pooling.hpp \
+	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
+	trainer/models/model.cpp trainer/models/model.hpp \
+	trainer/models/resnet.cpp trainer/models/resnet.hpp \
+	trainer/optim/lars.cpp trainer/optim/lars.hpp \
+	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
+	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
+	trainer/optim/schedule.cpp trainer/optim/schedule.hpp \
+	trainer/optim/sgd.cpp trainer/optim/sgd.hpp
+trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
+trainer_libtrellis_trainer_la_LIBADD = $(DNNL_LIBS) -lgomp

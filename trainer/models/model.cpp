@@ -1,0 +1,55 @@
+#include "trainer/models/model.hpp"
+
+#include <random>
+#include <stdexcept>
+
+namespace trellis::models {
+
+Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
+             int image_size, std::uint64_t seed)
+    : backend_(backend), config_(config), batch_(batch), image_size_(image_size), num_classes_(options.num_classes) {
+    if (batch < 1) throw std::invalid_argument("batch size must be at least 1");
+    // The ImageNet stem divides the image by 32; smaller inputs would vanish before the head.
+    int smallest = config.cifar ? 8 : 32;
+    if (image_size < smallest)
+        throw std::invalid_argument(config.name + " needs images of at least " + std::to_string(smallest) +
+                                    " pixels, got " + std::to_string(image_size));
+    network_ = build_resnet(backend, config, options);
+    input_spec_ = backend.nhwc_spec(tensor::Shape{batch, 3, image_size, image_size});
+    network_->setup(input_spec_, false);
+    network_->collect(store_);
+    store_.allocate();
+    std::mt19937_64 rng(seed);
+    network_->initialize(rng);
+    logits_grad_.resize(std::size_t(batch) * num_classes_);
+}
+
+tensor::Tensor Model::wrap(std::span<const float> images) const {
+    auto expected = static_cast<std::size_t>(input_spec_.shape.elements());
+    if (images.size() != expected)
+        throw std::invalid_argument("batch holds " + std::to_string(images.size()) + " values, the model expects " +
+                                    std::to_string(expected));
+    // The batch buffer stays owned by the pipeline; the tensor only borrows it for the step.
+    std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.data())),
+                                        [](std::byte*) {});
+    return tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed);
+}
+
+nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
+                                 const nn::SoftmaxCrossEntropy& loss) {
+    auto logits = network_->forward(wrap(images), nn::Mode::train);
+    auto values = backend_.to_plain(logits);
+    auto result = loss.evaluate(values, labels, num_classes_, logits_grad_);
+    network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}));
+    return result;
+}
+
+nn::LossResult Model::evaluate(std::span<const float> images, std::span<const int> labels, int count,
+                               const nn::SoftmaxCrossEntropy& loss) {
+    auto logits = network_->forward(wrap(images), nn::Mode::eval);
+    auto values = backend_.to_plain(logits);
+    values.resize(std::size_t(count) * num_classes_);
+    return loss.evaluate(values, labels.first(count), num_classes_, {});
+}
+
+}  // namespace trellis::models

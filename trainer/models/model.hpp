@@ -1,0 +1,46 @@
+// A network set up for one batch shape, with its parameters allocated and initialised, and
+// the two things a trainer does with it: a training step and an evaluation pass.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "trainer/models/resnet.hpp"
+#include "trainer/nn/softmax_cross_entropy.hpp"
+
+namespace trellis::models {
+
+class Model {
+public:
+    // `images` passed to the steps are batch x size x size x 3 floats (NHWC), the pipeline's
+    // layout; the first convolution converts them to the backend's.
+    Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
+          int image_size, std::uint64_t seed);
+
+    const std::string& name() const { return config_.name; }
+    int batch() const { return batch_; }
+    int num_classes() const { return num_classes_; }
+    nn::ParameterStore& parameters() { return store_; }
+
+    // Forward, loss and backward: the parameters' gradients are this batch's afterwards.
+    nn::LossResult train_step(std::span<const float> images, std::span<const int> labels,
+                              const nn::SoftmaxCrossEntropy& loss);
+    // Inference with running statistics; only the first `count` images are scored (a final
+    // partial batch is padded by the caller).
+    nn::LossResult evaluate(std::span<const float> images, std::span<const int> labels, int count,
+                            const nn::SoftmaxCrossEntropy& loss);
+
+private:
+    tensor::Tensor wrap(std::span<const float> images) const;
+
+    nn::Backend& backend_;
+    ResNetConfig config_;
+    int batch_, image_size_, num_classes_;
+    std::unique_ptr<nn::Sequential> network_;
+    nn::TensorSpec input_spec_;
+    nn::ParameterStore store_;
+    std::vector<float> logits_grad_;
+};
+
+}  // namespace trellis::models

@@ -1,0 +1,97 @@
+#include "trainer/models/resnet.hpp"
+
+#include <stdexcept>
+
+#include "trainer/nn/residual_block.hpp"
+
+namespace trellis::models {
+
+const std::vector<ResNetConfig>& resnet_configs() {
+    static const std::vector<ResNetConfig> configs{
+        {"resnet18", false, false, {2, 2, 2, 2}, 224},   {"resnet34", false, false, {3, 4, 6, 3}, 224},
+        {"resnet50", true, false, {3, 4, 6, 3}, 224},    {"resnet101", true, false, {3, 4, 23, 3}, 224},
+        {"resnet152", true, false, {3, 8, 36, 3}, 224},  {"resnet8", false, true, {1, 1, 1}, 32},
+        {"resnet20", false, true, {3, 3, 3}, 32},        {"resnet32", false, true, {5, 5, 5}, 32},
+        {"resnet56", false, true, {9, 9, 9}, 32},
+    };
+    return configs;
+}
+
+const ResNetConfig& find_resnet(const std::string& name) {
+    std::string accepted;
+    for (const auto& config : resnet_configs()) {
+        if (config.name == name) return config;
+        accepted += (accepted.empty() ? "" : ", ") + config.name;
+    }
+    throw std::invalid_argument("unknown model '" + name + "' (accepted: " + accepted + ")");
+}
+
+namespace {
+
+class Builder {
+public:
+    Builder(nn::Backend& backend, const ResNetOptions& options) : backend_(backend), options_(options) {}
+
+    void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride,
+                   bool relu, bool last_of_branch = false) {
+        into.add(backend_.convolution({name + ".conv", in, out, kernel, stride, kernel / 2}));
+        float gamma = last_of_branch && options_.zero_init_residual ? 0.0f : 1.0f;
+        into.add(backend_.batch_norm(name + ".bn", out, relu, gamma));
+    }
+
+    nn::LayerPtr block(const std::string& name, bool bottleneck, int in, int width, int stride) {
+        int out = bottleneck ? width * 4 : width;
+        auto main = std::make_unique<nn::Sequential>();
+        if (bottleneck) {
+            conv_norm(*main, name + ".1", in, width, 1, 1, true);
+            conv_norm(*main, name + ".2", width, width, 3, stride, true);  // v1.5: stride here
+            conv_norm(*main, name + ".3", width, out, 1, 1, false, true);
+        } else {
+            conv_norm(*main, name + ".1", in, width, 3, stride, true);
+            conv_norm(*main, name + ".2", width, out, 3, 1, false, true);
+        }
+        auto shortcut = std::make_unique<nn::Sequential>();
+        if (stride != 1 || in != out) conv_norm(*shortcut, name + ".downsample", in, out, 1, stride, false);
+        return std::make_unique<nn::ResidualBlock>(std::move(main), std::move(shortcut),
+                                                   backend_.residual_join(name + ".join"));
+    }
+
+private:
+    nn::Backend& backend_;
+    const ResNetOptions& options_;
+};
+
+}  // namespace
+
+std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetConfig& config,
+                                             const ResNetOptions& options) {
+    if (options.num_classes < 2) throw std::invalid_argument("--num-classes must be at least 2");
+    Builder builder(backend, options);
+    auto net = std::make_unique<nn::Sequential>();
+    int channels;
+    std::vector<int> widths;
+    if (config.cifar) {
+        channels = 16;
+        builder.conv_norm(*net, "stem", 3, channels, 3, 1, true);
+        widths = {16, 32, 64};
+    } else {
+        channels = 64;
+        net->add(backend.convolution({"stem.conv", 3, channels, 7, 2, 3}));
+        net->add(backend.batch_norm("stem.bn", channels, true, 1.0f));
+        net->add(backend.max_pool("stem.pool", 3, 2, 1));
+        widths = {64, 128, 256, 512};
+    }
+    for (std::size_t stage = 0; stage < config.blocks.size(); ++stage) {
+        for (int b = 0; b < config.blocks[stage]; ++b) {
+            int stride = (b == 0 && stage > 0) ? 2 : 1;
+            std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(b);
+            net->add(builder.block(name, config.bottleneck, channels, widths[stage], stride));
+            channels = config.bottleneck ? widths[stage] * 4 : widths[stage];
+        }
+    }
+    net->add(backend.global_average_pool("avgpool"));
+    net->add(backend.linear("fc", channels, options.num_classes));
+    return net;
+}
+
+}  // namespace trellis::models

@@ -1,0 +1,57 @@
+// The layers a backend provides. Models are written against this interface only, so the CPU
+// (oneDNN) and CUDA (cuDNN) backends build the same networks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/nn/layer.hpp"
+
+namespace trellis::nn {
+
+struct ConvolutionSpec {
+    std::string name;
+    int in_channels = 0;
+    int out_channels = 0;
+    int kernel = 1;
+    int stride = 1;
+    int padding = 0;
+};
+
+// y = relu(a + b), the end of a residual block, with the gradient sum the shortcut needs.
+class ResidualJoin {
+public:
+    virtual ~ResidualJoin() = default;
+    virtual TensorSpec setup(const TensorSpec& a, const TensorSpec& b) = 0;
+    virtual tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b) = 0;
+    // The gradient reaching both a and b (relu's backward of dy), in a's layout.
+    virtual tensor::Tensor backward(const tensor::Tensor& output_grad) = 0;
+    // target += addend, converting the addend's layout when it differs.
+    virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+
+    virtual LayerPtr convolution(const ConvolutionSpec& spec) = 0;
+    // Batch norm over channels, optionally followed by a fused ReLU; `scale_init` is gamma's
+    // starting value (0 for the last norm of a residual branch when asked).
+    virtual LayerPtr batch_norm(const std::string& name, int channels, bool relu, float scale_init) = 0;
+    virtual LayerPtr max_pool(const std::string& name, int kernel, int stride, int padding) = 0;
+    // Averages each channel over the image; the output is a plain N x C matrix.
+    virtual LayerPtr global_average_pool(const std::string& name) = 0;
+    virtual LayerPtr linear(const std::string& name, int in_features, int out_features) = 0;
+    virtual std::unique_ptr<ResidualJoin> residual_join(const std::string& name) = 0;
+
+    // The spec of an image batch stored N x H x W x C (as the data pipeline delivers it).
+    virtual TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) = 0;
+    // A copy in plain row-major (NCHW) order, for tests, evaluation and checkpoints.
+    virtual std::vector<float> to_plain(const tensor::Tensor& t) = 0;
+    // A tensor in the given spec's layout holding plain NCHW values.
+    virtual tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) = 0;
+};
+
+}  // namespace trellis::nn

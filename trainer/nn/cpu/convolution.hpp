@@ -1,0 +1,38 @@
+// Convolution without bias (every convolution in ResNet is followed by batch norm), on
+// oneDNN's direct convolution with the memory formats it picks.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cpu/dnnl_context.hpp"
+
+namespace trellis::nn::cpu {
+
+class Convolution : public Layer {
+public:
+    explicit Convolution(ConvolutionSpec spec);
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override { store.add(weight_); }
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    ConvolutionSpec spec_;
+    Parameter weight_;
+    bool input_grad_ = false;
+    tensor::Shape input_shape_;
+    tensor::Shape output_shape_;
+
+    dnnl::convolution_forward::primitive_desc forward_pd_;
+    dnnl::convolution_backward_data::primitive_desc backward_data_pd_;
+    dnnl::convolution_backward_weights::primitive_desc backward_weights_pd_;
+    dnnl::convolution_forward forward_;
+    dnnl::convolution_backward_data backward_data_;
+    dnnl::convolution_backward_weights backward_weights_;
+
+    tensor::Tensor input_;   // in the forward primitive's source layout, kept for backward
+    tensor::Tensor forward_weights_;  // the plain weights reordered for the forward primitive
+};
+
+}  // namespace trellis::nn::cpu

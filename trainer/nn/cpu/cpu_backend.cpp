@@ -1,0 +1,56 @@
+#include "trainer/nn/cpu/cpu_backend.hpp"
+
+#include <cstring>
+
+#include "trainer/nn/cpu/batch_norm.hpp"
+#include "trainer/nn/cpu/convolution.hpp"
+#include "trainer/nn/cpu/linear.hpp"
+#include "trainer/nn/cpu/pooling.hpp"
+#include "trainer/nn/cpu/residual_join.hpp"
+
+namespace trellis::nn::cpu {
+
+LayerPtr CpuBackend::convolution(const ConvolutionSpec& spec) { return std::make_unique<Convolution>(spec); }
+
+LayerPtr CpuBackend::batch_norm(const std::string& name, int channels, bool relu, float scale_init) {
+    return std::make_unique<BatchNorm>(name, channels, relu, scale_init);
+}
+
+LayerPtr CpuBackend::max_pool(const std::string& name, int kernel, int stride, int padding) {
+    return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_max, PoolingWindow{kernel, kernel, stride, padding},
+                                     false, false);
+}
+
+LayerPtr CpuBackend::global_average_pool(const std::string& name) {
+    return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_avg_exclude_padding, PoolingWindow{}, true, true);
+}
+
+LayerPtr CpuBackend::linear(const std::string& name, int in_features, int out_features) {
+    return std::make_unique<Linear>(name, in_features, out_features);
+}
+
+std::unique_ptr<nn::ResidualJoin> CpuBackend::residual_join(const std::string& name) {
+    return std::make_unique<ResidualJoin>(name);
+}
+
+TensorSpec CpuBackend::nhwc_spec(const tensor::Shape& nchw_shape) {
+    return spec_of(memory::desc(dims_of(nchw_shape), memory::data_type::f32, memory::format_tag::nhwc), nchw_shape);
+}
+
+std::vector<float> CpuBackend::to_plain(const tensor::Tensor& t) {
+    auto plain = reordered(t, plain_desc(t.shape()));
+    std::vector<float> values(static_cast<std::size_t>(t.shape().elements()));
+    std::memcpy(values.data(), plain.data(), values.size() * sizeof(float));
+    return values;
+}
+
+tensor::Tensor CpuBackend::from_plain(const std::vector<float>& values, const TensorSpec& spec) {
+    if (static_cast<std::int64_t>(values.size()) != spec.shape.elements())
+        throw std::invalid_argument("from_plain: " + std::to_string(values.size()) + " values for shape " +
+                                    spec.shape.str());
+    tensor::Tensor plain(spec.shape);
+    std::memcpy(plain.data(), values.data(), values.size() * sizeof(float));
+    return reordered(plain, desc_of(spec));
+}
+
+}  // namespace trellis::nn::cpu

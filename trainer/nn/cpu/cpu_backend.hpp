@@ -1,0 +1,22 @@
+// The CPU backend: every layer on oneDNN primitives.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+
+namespace trellis::nn::cpu {
+
+class CpuBackend : public Backend {
+public:
+    std::string name() const override { return "cpu"; }
+    LayerPtr convolution(const ConvolutionSpec& spec) override;
+    LayerPtr batch_norm(const std::string& name, int channels, bool relu, float scale_init) override;
+    LayerPtr max_pool(const std::string& name, int kernel, int stride, int padding) override;
+    LayerPtr global_average_pool(const std::string& name) override;
+    LayerPtr linear(const std::string& name, int in_features, int out_features) override;
+    std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;
+    TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
+    std::vector<float> to_plain(const tensor::Tensor& t) override;
+    tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
+};
+
+}  // namespace trellis::nn::cpu

@@ -1,0 +1,37 @@
+// Fully connected layer on plain N x in matrices (oneDNN's inner product; its GEMM path is as
+// fast on plain formats as on blocked ones for this size).
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cpu/dnnl_context.hpp"
+
+namespace trellis::nn::cpu {
+
+class Linear : public Layer {
+public:
+    Linear(const std::string& name, int in_features, int out_features);
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override;
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    std::string name_;
+    int in_features_, out_features_;
+    bool input_grad_ = false;
+    Parameter weight_, bias_;
+    tensor::Shape input_shape_, output_shape_;
+
+    dnnl::inner_product_forward::primitive_desc forward_pd_;
+    dnnl::inner_product_backward_data::primitive_desc backward_data_pd_;
+    dnnl::inner_product_backward_weights::primitive_desc backward_weights_pd_;
+    dnnl::inner_product_forward forward_;
+    dnnl::inner_product_backward_data backward_data_;
+    dnnl::inner_product_backward_weights backward_weights_;
+
+    tensor::Tensor input_;
+};
+
+}  // namespace trellis::nn::cpu

@@ -1,0 +1,58 @@
+#include "trainer/nn/cpu/residual_join.hpp"
+
+namespace trellis::nn::cpu {
+
+TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
+    if (a.shape != b.shape)
+        throw std::invalid_argument(name_ + ": branch shapes differ: " + a.shape.str() + " and " + b.shape.str());
+    shape_ = a.shape;
+    data_ = desc_of(a);
+    auto attr = attributes();
+    dnnl::post_ops relu;
+    relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(relu);
+    add_relu_pd_ = {{dnnl::algorithm::binary_add, data_, data_, data_}, attr, engine()};
+    add_relu_ = dnnl::binary(add_relu_pd_);
+
+    auto algorithm = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    dnnl::eltwise_forward::primitive_desc hint({dnnl::prop_kind::forward_training, algorithm, data_, 0.0f, 0.0f},
+                                               engine());
+    relu_backward_pd_ = {{algorithm, data_, data_, 0.0f, 0.0f}, attributes(), engine(), hint};
+    relu_backward_ = dnnl::eltwise_backward(relu_backward_pd_);
+    return spec_of(data_, shape_);
+}
+
+tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b) {
+    auto a_in = reordered(a, data_), b_in = reordered(b, data_);
+    output_ = allocate(data_, shape_);
+    add_relu_.execute(stream(), {{DNNL_ARG_SRC_0, memory_of(a_in)},
+                                 {DNNL_ARG_SRC_1, memory_of(b_in)},
+                                 {DNNL_ARG_DST, memory_of(output_)},
+                                 {DNNL_ARG_SCRATCHPAD, scratchpad(add_relu_pd_.scratchpad_desc())}});
+    return output_;
+}
+
+tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
+    auto diff_dst = reordered(output_grad, data_);
+    auto grad = allocate(data_, shape_);
+    relu_backward_.execute(stream(), {{DNNL_ARG_DST, memory_of(output_)},
+                                      {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
+                                      {DNNL_ARG_DIFF_SRC, memory_of(grad)},
+                                      {DNNL_ARG_SCRATCHPAD, scratchpad(relu_backward_pd_.scratchpad_desc())}});
+    output_ = {};
+    return grad;
+}
+
+void ResidualJoin::accumulate(tensor::Tensor& target, const tensor::Tensor& addend) {
+    auto target_desc = desc_of(target);
+    auto source = reordered(addend, target_desc);
+    dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, target_desc, target_desc, target_desc},
+                                    attributes(), engine());
+    auto target_memory = memory_of(target);
+    dnnl::binary(pd).execute(stream(), {{DNNL_ARG_SRC_0, target_memory},
+                                        {DNNL_ARG_SRC_1, memory_of(source)},
+                                        {DNNL_ARG_DST, target_memory},
+                                        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
+}
+
+}  // namespace trellis::nn::cpu

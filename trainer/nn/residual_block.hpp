@@ -1,0 +1,27 @@
+// A residual block: y = relu(main(x) + shortcut(x)), where the shortcut is the identity or a
+// projection (1x1 convolution and batch norm) when the shape changes.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/sequential.hpp"
+
+namespace trellis::nn {
+
+class ResidualBlock : public Layer {
+public:
+    ResidualBlock(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
+                  std::unique_ptr<ResidualJoin> join);
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override;
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    std::unique_ptr<Sequential> main_, shortcut_;
+    std::unique_ptr<ResidualJoin> join_;
+    bool input_grad_ = true;
+};
+
+}  // namespace trellis::nn

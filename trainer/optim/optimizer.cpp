@@ -1,0 +1,27 @@
+#include "trainer/optim/optimizer.hpp"
+
+#include <stdexcept>
+
+#include "trainer/optim/lars.hpp"
+#include "trainer/optim/rmsprop.hpp"
+#include "trainer/optim/sgd.hpp"
+
+namespace trellis::optim {
+
+Optimizer::Optimizer(const OptimizerConfig& config, nn::ParameterStore& store) : config_(config), store_(store) {
+    if (config.weight_decay < 0) throw std::invalid_argument("--weight-decay must not be negative");
+    if (config.momentum < 0 || config.momentum >= 1) throw std::invalid_argument("--momentum must be in [0, 1)");
+}
+
+float Optimizer::decay_of(const nn::Parameter& p) const {
+    return (p.decays_by_default() || config_.decay_norm_and_bias) ? config_.weight_decay : 0.0f;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::ParameterStore& store) {
+    if (config.kind == "sgd" || config.kind == "momentum") return std::make_unique<Sgd>(config, store);
+    if (config.kind == "rmsprop") return std::make_unique<RmsProp>(config, store);
+    if (config.kind == "lars") return std::make_unique<Lars>(config, store);
+    throw std::invalid_argument("unknown optimizer '" + config.kind + "' (accepted: sgd, rmsprop, lars)");
+}
+
+}  // namespace trellis::optim

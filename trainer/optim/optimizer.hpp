@@ -1,0 +1,48 @@
+// Optimizers update the parameter store in place from its gradients. Their state (momentum,
+// mean squares) lives in flat buffers aligned with the store, so a checkpoint saves it as is.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/nn/parameter_store.hpp"
+
+namespace trellis::optim {
+
+struct OptimizerConfig {
+    std::string kind = "sgd";  // sgd | rmsprop | lars
+    float momentum = 0.9f;
+    bool nesterov = false;
+    float weight_decay = 1e-4f;
+    bool decay_norm_and_bias = false;  // by default only weights decay
+    float rmsprop_decay = 0.9f;
+    float rmsprop_epsilon = 1.0f;      // TensorFlow's ImageNet recipes use 1.0
+    float lars_eta = 0.001f;           // trust coefficient (You et al. 2017)
+};
+
+// A named buffer of optimizer state, one value per learned parameter value.
+struct StateSlot {
+    std::string name;
+    std::vector<float>* values;
+};
+
+class Optimizer {
+public:
+    explicit Optimizer(const OptimizerConfig& config, nn::ParameterStore& store);
+    virtual ~Optimizer() = default;
+    virtual std::string name() const = 0;
+    virtual void step(float learning_rate) = 0;
+    virtual std::vector<StateSlot> state() = 0;
+
+protected:
+    float decay_of(const nn::Parameter& p) const;
+
+    OptimizerConfig config_;
+    nn::ParameterStore& store_;
+};
+
+// Throws std::invalid_argument naming the accepted optimizers.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::ParameterStore& store);
+
+}  // namespace trellis::optim

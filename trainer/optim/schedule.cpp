@@ -1,0 +1,38 @@
+#include "trainer/optim/schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+namespace trellis::optim {
+
+Schedule::Schedule(ScheduleConfig config) : config_(std::move(config)) {
+    const auto& k = config_.kind;
+    if (k != "step" && k != "cosine" && k != "poly" && k != "constant")
+        throw std::invalid_argument("unknown learning-rate schedule '" + k + "' (accepted: step, cosine, poly, constant)");
+    if (config_.base_lr <= 0) throw std::invalid_argument("the learning rate must be positive");
+    if (config_.warmup_steps < 0) throw std::invalid_argument("warmup must not be negative");
+    config_.total_steps = std::max<std::int64_t>(config_.total_steps, 1);
+    std::sort(config_.boundaries.begin(), config_.boundaries.end());
+}
+
+double Schedule::at(std::int64_t step) const {
+    const auto& c = config_;
+    if (step < c.warmup_steps) return c.base_lr * double(step + 1) / double(c.warmup_steps);
+    if (c.kind == "constant") return c.base_lr;
+    if (c.kind == "step") {
+        double lr = c.base_lr;
+        for (auto boundary : c.boundaries)
+            if (step >= boundary) lr *= c.decay;
+        return lr;
+    }
+    // Cosine and polynomial decay run over the steps after the warmup.
+    double span = double(std::max<std::int64_t>(c.total_steps - c.warmup_steps, 1));
+    double progress = std::clamp(double(step - c.warmup_steps) / span, 0.0, 1.0);
+    double factor = c.kind == "cosine" ? 0.5 * (1 + std::cos(std::numbers::pi * progress))
+                                       : std::pow(1 - progress, c.power);
+    return c.end_lr + (c.base_lr - c.end_lr) * factor;
+}
+
+}  // namespace trellis::optim

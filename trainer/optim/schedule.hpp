@@ -1,0 +1,34 @@
+// Learning-rate schedules over training steps: a linear warmup from zero, then step decay,
+// cosine decay or polynomial decay to the end of training. The base rate is already scaled
+// by the global batch (the linear scaling rule: lr = lr_per_256 * global_batch / 256).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trellis::optim {
+
+struct ScheduleConfig {
+    std::string kind = "step";          // step | cosine | poly | constant
+    double base_lr = 0.1;
+    std::int64_t warmup_steps = 0;
+    std::int64_t total_steps = 1;
+    std::vector<std::int64_t> boundaries;  // step decay: multiply by `decay` at each boundary
+    double decay = 0.1;
+    double power = 2.0;                 // polynomial decay exponent
+    double end_lr = 0.0;                // where cosine and poly end
+};
+
+class Schedule {
+public:
+    // Throws std::invalid_argument on an unknown kind or inconsistent numbers.
+    explicit Schedule(ScheduleConfig config);
+    double at(std::int64_t step) const;  // step counts from 0
+    const ScheduleConfig& config() const { return config_; }
+
+private:
+    ScheduleConfig config_;
+};
+
+}  // namespace trellis::optim
