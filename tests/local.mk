@@ -57,7 +57,8 @@ AM_TESTS_ENVIRONMENT = \
 noinst_PROGRAMS = tests/perf/plan_bench
 tests_perf_plan_bench_SOURCES = tests/perf/plan_bench.cpp
 tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
-EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp
+EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
+	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
@@ -87,3 +88,27 @@ tests_unit_layers_gradient_test_SOURCES = tests/unit/layers_gradient_test.cpp \
 	tests/unit/gradient_check.cpp tests/unit/gradient_check.hpp
 tests_unit_layers_gradient_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_layers_gradient_test_LDADD = $(TRAINER_TEST_LDADD)
+
+unit_tests += tests/unit/loss_test tests/unit/optimizer_test tests/unit/schedule_test \
+	tests/unit/train_options_test tests/unit/checkpoint_test
+tests_unit_loss_test_SOURCES = tests/unit/loss_test.cpp
+tests_unit_loss_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_loss_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_optimizer_test_SOURCES = tests/unit/optimizer_test.cpp
+tests_unit_optimizer_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_optimizer_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_schedule_test_SOURCES = tests/unit/schedule_test.cpp
+tests_unit_schedule_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_schedule_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
+tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_train_options_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
+tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_checkpoint_test_LDADD = $(TRAINER_TEST_LDADD)
+
+# trellis-train end to end: learning, resuming, bad data, the command line.
+train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
+	tests/train/cli_test.sh
+TESTS += $(train_tests)
+EXTRA_DIST += $(train_tests) tests/train/lib.sh

@@ -24,6 +24,18 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
 	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
 	trainer/optim/schedule.cpp trainer/optim/schedule.hpp \
-	trainer/optim/sgd.cpp trainer/optim/sgd.hpp
+	trainer/optim/sgd.cpp trainer/optim/sgd.hpp \
+	trainer/train/checkpoint.cpp trainer/train/checkpoint.hpp \
+	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
+	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
+	trainer/train/options.cpp trainer/train/options.hpp \
+	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
+	trainer/train/throughput.cpp trainer/train/throughput.hpp \
+	trainer/train/trainer.cpp trainer/train/trainer.hpp
+trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = $(DNNL_LIBS) -lgomp
+trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) -lgomp
+
+bin_PROGRAMS += trellis-train
+trellis_train_SOURCES = trainer/trellis-train.cpp
+trellis_train_LDADD = trainer/libtrellis-trainer.la

@@ -1,0 +1,21 @@
+#!/bin/bash
+# trellis-train's command line: help, refusals with exit status 2, synthetic training output.
+. "$(dirname "$0")/lib.sh"
+"$TRAIN" --help | grep -q -- "--checkpoint-dir" || fail "--help does not list the options"
+for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --epochs 1" "--threads x" "--bogus"; do
+    # shellcheck disable=SC2086
+    "$TRAIN" $bad >"$work/out" 2>&1
+    status=$?
+    [ $status -eq 2 ] || fail "'$bad': exit status $status, expected 2"
+    [ "$(wc -l <"$work/out")" -eq 1 ] || { cat "$work/out"; fail "'$bad': expected a one-line error"; }
+    grep -q "^trellis-train: " "$work/out" || fail "'$bad': error does not start with trellis-train:"
+done
+pass "bad command lines refused with one line and exit status 2"
+grep -q "resnet18, resnet34" < <("$TRAIN" --model resnet42 2>&1) || fail "unknown model: accepted models not listed"
+
+"$TRAIN" --model resnet8 --batch-size 8 --steps 5 --display-every 1 --warmup-batches 1 >"$work/out" 2>&1 ||
+    { cat "$work/out"; fail "synthetic run failed"; }
+grep -qE "^5	images/sec: [0-9.]+ \+/- [0-9.]+ \(jitter = [0-9.]+\)	[0-9.]+	" "$work/out" ||
+    { cat "$work/out"; fail "no tf_cnn_benchmarks-style progress line"; }
+grep -qE "^total images/sec: [0-9.]+" "$work/out" || fail "no total images/sec line"
+pass "synthetic run prints progress and total images/sec"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# Resuming gives the same losses as an uninterrupted run (--deterministic): after SIGTERM
+# (checkpoint saved on the way out) and after kill -9 (the last periodic checkpoint).
+. "$(dirname "$0")/lib.sh"
+make_learnable_dataset "$work/data"
+# Long enough (about ten seconds with one thread) that the signals land mid-run.
+steps=120
+common=(--model resnet20 --image-size 32 --batch-size 32 --data "$work/data/folder" --steps $steps --lr 0.4
+        --deterministic --threads 1 --display-every $steps)
+
+"$TRAIN" "${common[@]}" --log-dir "$work/whole" >/dev/null 2>&1 || fail "uninterrupted run failed"
+losses_of "$work/whole/metrics.jsonl" >"$work/whole.txt"
+[ "$(wc -l <"$work/whole.txt")" -eq $steps ] || fail "uninterrupted run logged $(wc -l <"$work/whole.txt") steps, not $steps"
+
+# wait_for_step LOG N: until the run has logged step N
+wait_for_step() {
+    for _ in $(seq 1 600); do
+        [ -f "$1" ] && [ "$(grep -c '"kind":"train"' "$1" 2>/dev/null)" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "the run never reached step $2"
+}
+
+check_same_losses() {  # NAME: the resumed run's losses equal the uninterrupted run's
+    losses_of "$work/$1/metrics.jsonl" | sort -n -u >"$work/$1.txt"
+    local resumed_from; resumed_from=$(head -n 1 "$work/$1-resume.out" | sed -n 's/.* at step \([0-9]*\).*/\1/p')
+    [ -n "$resumed_from" ] && [ "$resumed_from" -gt 0 ] || { cat "$work/$1-resume.out"; fail "$1: did not resume"; }
+    awk -v from="$resumed_from" '$1 > from' "$work/whole.txt" >"$work/expected.txt"
+    awk -v from="$resumed_from" '$1 > from' "$work/$1.txt" >"$work/got.txt"
+    [ -s "$work/got.txt" ] || fail "$1: no steps after $resumed_from"
+    diff "$work/expected.txt" "$work/got.txt" || fail "$1: losses after resuming at step $resumed_from differ"
+    pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps identical"
+}
+
+# SIGTERM: the trainer saves and exits 0.
+"$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" >"$work/term.out" 2>&1 &
+pid=$!
+wait_for_step "$work/term/metrics.jsonl" 12
+kill -TERM $pid
+wait $pid || { cat "$work/term.out"; fail "SIGTERM: exit status $? (expected 0)"; }
+grep -q "checkpoint saved" "$work/term.out" || { cat "$work/term.out"; fail "SIGTERM: no checkpoint saved"; }
+"$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" --resume >"$work/term-resume.out" 2>&1 ||
+    { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }
+check_same_losses term
+
+# kill -9: nothing is saved on the way out; the last periodic checkpoint (step 20) is used.
+"$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --checkpoint-every 10 \
+    >"$work/kill.out" 2>&1 &
+pid=$!
+wait_for_step "$work/kill/metrics.jsonl" 25
+kill -KILL $pid
+wait $pid 2>/dev/null
+ls "$work/kill-ckpt"/.checkpoint-* >/dev/null 2>&1 && echo "note: a temporary file was left by the killed run (ignored)"
+"$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --resume >"$work/kill-resume.out" 2>&1 ||
+    { cat "$work/kill-resume.out"; fail "resume after kill -9 failed"; }
+check_same_losses kill

@@ -1,0 +1,94 @@
+// Checkpoints: round trip, atomic files, damaged newest passed over, wrong model refused.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "trainer/train/checkpoint.hpp"
+
+using namespace trellis;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+    fs::path folder;
+    nn::Parameter weight{"w", tensor::Shape{3}, nn::ParameterKind::weight};
+    nn::Parameter mean{"m", tensor::Shape{2}, nn::ParameterKind::running_stat};
+    nn::ParameterStore store;
+    std::unique_ptr<optim::Optimizer> optimizer;
+    train::CheckpointInfo info{"resnet8", 10, 0, {}, "sgd", 1, 32};
+
+    Fixture() {
+        char name[] = "/tmp/trellis-checkpoint-XXXXXX";
+        folder = ::mkdtemp(name);
+        store.add(weight);
+        store.add(mean);
+        store.allocate();
+        optimizer = optim::make_optimizer({}, store);
+    }
+    ~Fixture() { fs::remove_all(folder); }
+    void set(float base) {
+        for (int i = 0; i < 3; ++i) weight.value[i] = base + float(i), weight.grad[i] = 1.0f;
+        mean.value[0] = base * 10;
+        optimizer->step(0.1f);  // gives the momentum slot a value
+    }
+};
+
+}  // namespace
+
+TEST_CASE("save then load restores values, statistics, optimizer state and position") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    f.set(1.0f);
+    f.info.step = 7;
+    f.info.next = {1, 2};
+    auto path = store.save(f.info, f.store, *f.optimizer);
+    CHECK(fs::path(path).filename() == "checkpoint-7.trellis");
+    auto saved_weight = f.weight.value[1];
+    auto saved_momentum = (*f.optimizer->state()[0].values)[1];
+    f.set(5.0f);
+    auto loaded = store.load_latest(f.info, f.store, *f.optimizer);
+    REQUIRE(loaded);
+    CHECK(loaded->step == 7);
+    CHECK(loaded->next == data::Position{1, 2});
+    CHECK(f.weight.value[1] == saved_weight);
+    CHECK(f.mean.value[0] == 10.0f);
+    CHECK((*f.optimizer->state()[0].values)[1] == saved_momentum);
+    for (auto& entry : fs::directory_iterator(f.folder))  // no temporary left behind
+        CHECK(entry.path().filename().string().front() != '.');
+}
+
+TEST_CASE("a damaged newest checkpoint is passed over; only the newest three are kept") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    for (int step = 1; step <= 5; ++step) {
+        f.set(float(step));
+        f.info.step = step;
+        store.save(f.info, f.store, *f.optimizer);
+    }
+    int files = 0;
+    for (auto& entry : fs::directory_iterator(f.folder)) files += entry.is_regular_file();
+    CHECK(files == 3);
+    fs::resize_file(f.folder / "checkpoint-5.trellis", 100);  // truncated, as by a crash
+    auto loaded = store.load_latest(f.info, f.store, *f.optimizer);
+    REQUIRE(loaded);
+    CHECK(loaded->step == 4);
+}
+
+TEST_CASE("a checkpoint of another model is refused with both names") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    f.set(1.0f);
+    store.save(f.info, f.store, *f.optimizer);
+    auto other = f.info;
+    other.model = "resnet20";
+    CHECK_THROWS_WITH(store.load_latest(other, f.store, *f.optimizer),
+                      Catch::Contains("model is resnet8, this run has resnet20"));
+}
+
+TEST_CASE("an empty folder has no checkpoint") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    CHECK_FALSE(store.load_latest(f.info, f.store, *f.optimizer));
+}

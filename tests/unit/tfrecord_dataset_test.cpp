@@ -1,0 +1,126 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "data_fixtures.hpp"
+#include "trainer/data/data_error.hpp"
+#include "trainer/data/example.hpp"
+#include "trainer/data/read_only_file.hpp"
+#include "trainer/data/tfrecord.hpp"
+#include "trainer/data/tfrecord_dataset.hpp"
+
+using namespace trellis::data;
+using trellis::test::TempDir;
+using trellis::test::WarningLog;
+
+namespace {
+
+// Shard s holds `per_shard` records; record r of shard s has label first_label + (s + r) % 3
+// and the JPEG test_jpeg(8, 8, s * 100 + r).
+std::vector<std::string> write_shards(const TempDir& dir, const std::string& split, int shards,
+                                      int per_shard, int first_label) {
+    std::vector<std::string> paths;
+    for (int s = 0; s < shards; ++s) {
+        char name[64];
+        std::snprintf(name, sizeof name, "%s-%05d-of-%05d", split.c_str(), s, shards);
+        paths.push_back(dir / name);
+        TfRecordWriter writer(paths.back());
+        for (int r = 0; r < per_shard; ++r)
+            writer.write(encode_image_example(trellis::test::test_jpeg(8, 8, s * 100 + r),
+                                              first_label + (s + r) % 3));
+        writer.close();
+    }
+    return paths;
+}
+
+}  // namespace
+
+TEST_CASE("shards are matched, sorted and indexed record by record") {
+    TempDir dir;
+    std::vector<std::string> paths = write_shards(dir, "train", 3, 4, 1);
+    write_shards(dir, "validation", 1, 2, 1);
+    TfRecordDataset train(dir / "train-*");
+    CHECK(train.shards() == paths);
+    CHECK(train.size() == 12);
+    CHECK(train.label_offset() == 1);  // labels 1..3 as in TensorFlow's layout
+    CHECK(train.num_classes() == 3);
+
+    EncodedSample sample = train.load(5);  // shard 1, record 1
+    CHECK(sample.label == (1 + 1) % 3);
+    CHECK(sample.bytes == trellis::test::test_jpeg(8, 8, 101));
+    CHECK_THAT(sample.source, Catch::StartsWith(paths[1] + ":"));
+    CHECK(sample.source == train.source(5));
+    CHECK_THAT(train.describe(), Catch::Contains("3 shards, 12 records, 3 classes"));
+
+    TfRecordDataset validation(validation_glob_for(dir / "train-*"));
+    CHECK(validation.size() == 2);
+}
+
+TEST_CASE("0-based labels are detected; explicit options win") {
+    TempDir dir;
+    write_shards(dir, "train", 1, 6, 0);
+    TfRecordDataset detected(dir / "train-*");
+    CHECK(detected.label_offset() == 0);
+    CHECK(detected.num_classes() == 3);
+
+    TfRecordDatasetOptions options;
+    options.label_offset = 0;
+    options.num_classes = 1000;
+    TfRecordDataset given(dir / "train-*", options);
+    CHECK(given.num_classes() == 1000);
+
+    options.num_classes = 2;  // label 2 does not fit
+    TfRecordDataset too_few(dir / "train-*", options);
+    CHECK_THROWS_WITH(too_few.load(2), Catch::Contains("label 2") && Catch::Contains("[0, 2)"));
+}
+
+TEST_CASE("a truncated shard is warned about and its complete records kept") {
+    TempDir dir;
+    std::vector<std::string> paths = write_shards(dir, "train", 2, 5, 1);
+    std::uint64_t last = TfRecordReader(paths[1]).scan_framing().offsets.back();
+    std::filesystem::resize_file(paths[1], std::filesystem::file_size(paths[1]) - 7);
+
+    WarningLog log;
+    TfRecordDatasetOptions options;
+    options.warn = log.sink();
+    TfRecordDataset train(dir / "train-*", options);
+    CHECK(train.size() == 9);
+    REQUIRE(log.lines().size() == 1);
+    CHECK_THAT(log.lines()[0], Catch::Contains(paths[1]) &&
+                                   Catch::Contains("record at byte " + std::to_string(last)) &&
+                                   Catch::Contains("truncated") &&
+                                   Catch::Contains("keeping the 4 complete records"));
+    for (std::size_t i = 0; i < train.size(); ++i) CHECK_NOTHROW(train.load(i));
+}
+
+TEST_CASE("a corrupted record fails at load with shard and offset") {
+    TempDir dir;
+    std::vector<std::string> paths = write_shards(dir, "train", 1, 3, 1);
+    std::uint64_t second = TfRecordReader(paths[0]).scan_framing().offsets[1];
+    Bytes file = read_whole_file(paths[0]);
+    file[second + 12 + 40] ^= 0xff;
+    trellis::test::write_file(paths[0], file);
+
+    TfRecordDatasetOptions options;
+    options.label_offset = 1;
+    options.num_classes = 3;
+    TfRecordDataset train(dir / "train-*", options);
+    CHECK_THROWS_WITH(train.load(1), Catch::Contains(paths[0]) &&
+                                         Catch::Contains("byte " + std::to_string(second)) &&
+                                         Catch::Contains("data CRC mismatch"));
+}
+
+TEST_CASE("no matching shard is an error before training starts") {
+    TempDir dir;
+    CHECK_THROWS_WITH(TfRecordDataset(dir / "train-*"),
+                      Catch::Contains(dir / "train-*") && Catch::Contains("no file matches"));
+    trellis::test::write_file(dir / "train-00000-of-00001", Bytes{});
+    CHECK_THROWS_WITH(TfRecordDataset(dir / "train-*"), Catch::Contains("no complete record"));
+}
+
+TEST_CASE("the validation glob replaces the last 'train'") {
+    CHECK(validation_glob_for("/data/train/train-*") == "/data/train/validation-*");
+    CHECK(validation_glob_for("/data/imagenet/train-*-of-01024") ==
+          "/data/imagenet/validation-*-of-01024");
+    CHECK(validation_glob_for("/data/shards-*").empty());
+}

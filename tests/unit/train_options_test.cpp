@@ -1,0 +1,37 @@
+// trellis-train's command line: defaults, both value forms, and the refusals.
+#include <catch2/catch.hpp>
+
+#include "trainer/train/options.hpp"
+
+using namespace trellis::train;
+
+namespace {
+TrainOptions parse(std::vector<std::string> args) { return parse_train_options(args).options; }
+}  // namespace
+
+TEST_CASE("defaults and values in both forms") {
+    auto o = parse({});
+    CHECK(o.model == "resnet50");
+    CHECK(o.batch_size == 32);
+    CHECK(o.data == "synthetic");
+    o = parse({"--model", "resnet20", "--batch-size=64", "--lr", "0.2", "--nesterov", "--lr-decay-epochs", "5,10"});
+    CHECK(o.model == "resnet20");
+    CHECK(o.batch_size == 64);
+    CHECK(o.lr == 0.2);
+    CHECK(o.optimizer.nesterov);
+    CHECK(o.lr_decay_epochs == std::vector<double>{5, 10});
+    CHECK(parse_train_options({"--help"}).action == ParsedCommand::Action::help);
+}
+
+TEST_CASE("bad values name the option and what is accepted") {
+    CHECK_THROWS_WITH(parse({"--batch-size", "0"}), Catch::Contains("--batch-size") && Catch::Contains("positive"));
+    CHECK_THROWS_WITH(parse({"--batch-size", "12x"}), Catch::Contains("'12x'"));
+    CHECK_THROWS_WITH(parse({"--optimizer", "adam"}), Catch::Contains("sgd, rmsprop or lars"));
+    CHECK_THROWS_WITH(parse({"--lr-schedule", "exp"}), Catch::Contains("step, cosine, poly or constant"));
+    CHECK_THROWS_WITH(parse({"--momentum", "1"}), Catch::Contains("[0, 1)"));
+    CHECK_THROWS_WITH(parse({"--epochs", "1", "--steps", "5"}), Catch::Contains("not both"));
+    CHECK_THROWS_WITH(parse({"--resume"}), Catch::Contains("--checkpoint-dir"));
+    CHECK_THROWS_WITH(parse({"--frobnicate"}), Catch::Contains("unknown option '--frobnicate'"));
+    CHECK_THROWS_WITH(parse({"--model"}), Catch::Contains("needs a value"));
+    CHECK_THROWS_WITH(parse({"--resume=yes"}), Catch::Contains("takes no value"));
+}

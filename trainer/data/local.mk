@@ -1,0 +1,87 @@
+# libtrellis-data: the trainer's input pipeline: datasets (ImageNet folder tree, TFRecord
+# shards, synthetic), JPEG decoding, augmentation and the prefetching pipeline. Its protobuf
+# wire helpers also serve the TensorBoard event writer.
+# Include from Makefile.am after tests/local.mk (this appends to unit_tests).
+noinst_LTLIBRARIES += trainer/libtrellis-data.la
+trainer_libtrellis_data_la_SOURCES = \
+	trainer/data/augment.cpp trainer/data/augment.hpp \
+	trainer/data/batch.hpp \
+	trainer/data/batch_plan.cpp trainer/data/batch_plan.hpp \
+	trainer/data/bytes.hpp \
+	trainer/data/crc32c.cpp trainer/data/crc32c.hpp \
+	trainer/data/crop_box.cpp trainer/data/crop_box.hpp \
+	trainer/data/data_error.hpp \
+	trainer/data/dataset.hpp \
+	trainer/data/example.cpp trainer/data/example.hpp \
+	trainer/data/image_folder.cpp trainer/data/image_folder.hpp \
+	trainer/data/jpeg.cpp trainer/data/jpeg.hpp \
+	trainer/data/pipeline.cpp trainer/data/pipeline.hpp \
+	trainer/data/protobuf_wire.cpp trainer/data/protobuf_wire.hpp \
+	trainer/data/read_only_file.cpp trainer/data/read_only_file.hpp \
+	trainer/data/rng.hpp \
+	trainer/data/synthetic.cpp trainer/data/synthetic.hpp \
+	trainer/data/tfrecord.cpp trainer/data/tfrecord.hpp \
+	trainer/data/tfrecord_dataset.cpp trainer/data/tfrecord_dataset.hpp \
+	trainer/data/warning.cpp trainer/data/warning.hpp
+trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS)
+trainer_libtrellis_data_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
+# libtool passes -pthread on to whatever links the library (inherited_linker_flags).
+trainer_libtrellis_data_la_LDFLAGS = $(AM_LDFLAGS) -pthread
+trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS)
+
+# Its unit tests (the JPEG test calls TurboJPEG directly to make a CMYK file).
+DATA_UNIT_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS)
+DATA_UNIT_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-data.la
+unit_tests += \
+	tests/unit/crc32c_test \
+	tests/unit/protobuf_wire_test \
+	tests/unit/tfrecord_test \
+	tests/unit/example_test \
+	tests/unit/jpeg_test \
+	tests/unit/augment_test \
+	tests/unit/batch_plan_test \
+	tests/unit/image_folder_test \
+	tests/unit/tfrecord_dataset_test \
+	tests/unit/pipeline_test \
+	tests/unit/synthetic_test
+tests_unit_crc32c_test_SOURCES = tests/unit/crc32c_test.cpp
+tests_unit_crc32c_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_crc32c_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_protobuf_wire_test_SOURCES = tests/unit/protobuf_wire_test.cpp
+tests_unit_protobuf_wire_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_protobuf_wire_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_tfrecord_test_SOURCES = tests/unit/tfrecord_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_tfrecord_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_tfrecord_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_example_test_SOURCES = tests/unit/example_test.cpp
+tests_unit_example_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_example_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_jpeg_test_SOURCES = tests/unit/jpeg_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_jpeg_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_jpeg_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_augment_test_SOURCES = tests/unit/augment_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_augment_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_augment_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_batch_plan_test_SOURCES = tests/unit/batch_plan_test.cpp
+tests_unit_batch_plan_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_batch_plan_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_image_folder_test_SOURCES = tests/unit/image_folder_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_image_folder_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_image_folder_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_tfrecord_dataset_test_SOURCES = tests/unit/tfrecord_dataset_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_tfrecord_dataset_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_tfrecord_dataset_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_pipeline_test_SOURCES = tests/unit/pipeline_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_pipeline_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_pipeline_test_CXXFLAGS = $(AM_CXXFLAGS) -pthread
+tests_unit_pipeline_test_LDFLAGS = $(AM_LDFLAGS) -pthread
+tests_unit_pipeline_test_LDADD = $(DATA_UNIT_LDADD)
+tests_unit_synthetic_test_SOURCES = tests/unit/synthetic_test.cpp
+tests_unit_synthetic_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
+tests_unit_synthetic_test_LDADD = $(DATA_UNIT_LDADD)
+
+# A small learnable ImageNet-shaped dataset (folder tree and TFRecord shards) for the
+# trainer's tests: make_dataset --out DIR --classes K --train-per-class N --val-per-class M --size S
+check_PROGRAMS += tests/data/make_dataset
+tests_data_make_dataset_SOURCES = tests/data/make_dataset.cpp
+tests_data_make_dataset_LDADD = trainer/libtrellis-data.la

@@ -1,0 +1,55 @@
+// Checkpoints: weights, batch-norm statistics, optimizer state, the step and the data position,
+// in one file per save, written atomically (temporary file, fsync, rename, fsync of the
+// folder) so that a preempted job never leaves a half-written checkpoint behind.
+//
+// File: "TRELLIS-CHECKPOINT 1\n", a little-endian u64 header length, a JSON header, the float
+// arrays the header lists, and a CRC-32C of everything before it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "trainer/data/batch.hpp"
+#include "trainer/nn/parameter_store.hpp"
+#include "trainer/optim/optimizer.hpp"
+
+namespace trellis::train {
+
+struct CheckpointError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct CheckpointInfo {
+    std::string model;
+    int num_classes = 0;
+    std::int64_t step = 0;        // steps completed
+    data::Position next;          // where the data continues
+    std::string optimizer;
+    std::uint64_t seed = 0;
+    int global_batch = 0;
+};
+
+class CheckpointStore {
+public:
+    // Creates the folder when missing; throws CheckpointError when it cannot.
+    explicit CheckpointStore(std::string folder, int keep = 3);
+
+    // Writes checkpoint-<step>.trellis and removes all but the newest `keep`; returns its path.
+    std::string save(const CheckpointInfo& info, nn::ParameterStore& parameters, optim::Optimizer& optimizer);
+
+    // Loads the newest checkpoint that reads back whole (a damaged newer one is reported on
+    // stderr and passed over). Empty when the folder holds none. A checkpoint of another
+    // model, class count or optimizer is a CheckpointError.
+    std::optional<CheckpointInfo> load_latest(const CheckpointInfo& expected, nn::ParameterStore& parameters,
+                                              optim::Optimizer& optimizer);
+
+    const std::string& folder() const { return folder_; }
+
+private:
+    std::string folder_;
+    int keep_;
+};
+
+}  // namespace trellis::train

@@ -1,0 +1,29 @@
+// Turns --data into the training and evaluation batch sources: synthetic batches, an
+// ImageNet folder tree, or TFRecord shards, sharded by rank.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "trainer/data/batch.hpp"
+#include "trainer/data/dataset.hpp"
+#include "trainer/train/options.hpp"
+
+namespace trellis::train {
+
+struct DataSources {
+    std::shared_ptr<const data::Dataset> train_set, eval_set;  // null for synthetic data
+    int num_classes = 1000;
+    std::string description;
+
+    // A training source positioned at `start`.
+    std::function<std::unique_ptr<data::BatchSource>(data::Position start)> open_train;
+    // One pass over the evaluation set (null when there is none).
+    std::function<std::unique_ptr<data::BatchSource>()> open_eval;
+};
+
+// Opens the datasets (listing folders, indexing shards) so that a missing or empty dataset
+// is reported before any training. Throws data::DataError or std::invalid_argument.
+DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size);
+
+}  // namespace trellis::train

@@ -1,0 +1,91 @@
+#include "trainer/train/metrics_log.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "trainer/data/protobuf_wire.hpp"
+
+namespace trellis::train {
+
+namespace {
+
+double wall_time() {
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+data::WireWriter event_header(std::int64_t step) {
+    data::WireWriter event;
+    event.double_field(1, wall_time());
+    event.int64_field(2, step);
+    return event;
+}
+
+}  // namespace
+
+TensorBoardWriter::TensorBoardWriter(const std::string& folder) {
+    char host[256] = "localhost";
+    ::gethostname(host, sizeof host - 1);
+    auto name = "events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host + "." +
+                std::to_string(::getpid()) + ".trellis";
+    records_ = std::make_unique<data::TfRecordWriter>((std::filesystem::path(folder) / name).string());
+    auto version = event_header(0);
+    version.string_field(3, "brain.Event:2");
+    records_->write(version.bytes());
+}
+
+void TensorBoardWriter::scalars(std::int64_t step, const std::map<std::string, double>& values) {
+    data::WireWriter summary;
+    for (const auto& [tag, value] : values) {
+        data::WireWriter entry;
+        entry.string_field(1, tag);
+        entry.float_field(2, float(value));
+        summary.message_field(1, entry);
+    }
+    auto event = event_header(step);
+    event.message_field(5, summary);
+    records_->write(event.bytes());
+}
+
+MetricsLog::MetricsLog(const std::string& folder) {
+    if (folder.empty()) return;
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    auto path = (std::filesystem::path(folder) / "metrics.jsonl").string();
+    // A run killed mid-line (kill -9) leaves a partial last line; a resumed run starts on a
+    // fresh line so that its records stay parseable.
+    bool cut_line = false;
+    if (std::ifstream existing(path, std::ios::binary | std::ios::ate); existing && existing.tellg() > 0) {
+        existing.seekg(-1, std::ios::end);
+        cut_line = existing.get() != '\n';
+    }
+    jsonl_.open(path, std::ios::app);
+    if (!jsonl_) throw std::runtime_error("--log-dir: cannot write " + path);
+    if (cut_line) jsonl_ << '\n';
+    tensorboard_ = std::make_unique<TensorBoardWriter>(folder);
+}
+
+void MetricsLog::record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values) {
+    if (!tensorboard_) return;
+    nlohmann::json line{{"kind", kind}, {"step", step}, {"time", wall_time()}};
+    std::map<std::string, double> scalars;
+    for (const auto& [name, value] : values) {
+        line[name] = value;
+        scalars[kind + "/" + name] = value;
+    }
+    // Flushed per record: users and tests follow the file while the run goes on.
+    jsonl_ << line.dump() << '\n' << std::flush;
+    tensorboard_->scalars(step, scalars);
+}
+
+void MetricsLog::flush() {
+    if (!tensorboard_) return;
+    jsonl_.flush();
+    tensorboard_->flush();
+}
+
+}  // namespace trellis::train

@@ -1,0 +1,43 @@
+// Where training metrics go besides the terminal: a JSON-lines file (one object per record)
+// and a TensorBoard event file, both in --log-dir.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "trainer/data/tfrecord.hpp"
+
+namespace trellis::train {
+
+// TensorBoard's event file: TFRecord framing around Event protos (wall_time = 1, step = 2,
+// file_version = 3, summary = 5 holding Summary.Value{tag = 1, simple_value = 2}).
+class TensorBoardWriter {
+public:
+    explicit TensorBoardWriter(const std::string& folder);
+    void scalars(std::int64_t step, const std::map<std::string, double>& values);
+    void flush() { records_->flush(); }
+    const std::string& path() const { return records_->path(); }
+
+private:
+    std::unique_ptr<data::TfRecordWriter> records_;
+};
+
+class MetricsLog {
+public:
+    // An empty folder disables both files.
+    explicit MetricsLog(const std::string& folder);
+
+    // kind is "train" or "eval"; values become the record's fields and TensorBoard scalars
+    // named "<kind>/<name>".
+    void record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values);
+    void flush();
+
+private:
+    std::ofstream jsonl_;
+    std::unique_ptr<TensorBoardWriter> tensorboard_;
+};
+
+}  // namespace trellis::train

@@ -1,0 +1,193 @@
+#include "trainer/train/options.hpp"
+
+#include <charconv>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+namespace trellis::train {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& option, const std::string& value, const std::string& accepted) {
+    throw std::invalid_argument("invalid value '" + value + "' for " + option + " (expected " + accepted + ")");
+}
+
+template <typename Number>
+Number number(const std::string& option, const std::string& value, Number low, const std::string& accepted) {
+    Number parsed{};
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (error != std::errc() || end != value.data() + value.size() || parsed < low) refuse(option, value, accepted);
+    return parsed;
+}
+
+int positive(const std::string& o, const std::string& v) { return number<int>(o, v, 1, "a positive integer"); }
+std::int64_t count(const std::string& o, const std::string& v) {
+    return number<std::int64_t>(o, v, 0, "a non-negative integer");
+}
+double real(const std::string& o, const std::string& v) { return number<double>(o, v, 0.0, "a non-negative number"); }
+
+std::vector<double> epochs_list(const std::string& option, const std::string& value) {
+    std::vector<double> list;
+    std::size_t start = 0;
+    while (start <= value.size() && !value.empty()) {
+        auto comma = value.find(',', start);
+        list.push_back(real(option, value.substr(start, comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return list;
+}
+
+using Setter = std::function<void(TrainOptions&, const std::string& option, const std::string& value)>;
+
+const std::map<std::string, Setter>& valued_options() {
+    static const std::map<std::string, Setter> table{
+        {"--model", [](auto& o, auto&, auto& v) { o.model = v; }},
+        {"--batch-size", [](auto& o, auto& n, auto& v) { o.batch_size = positive(n, v); }},
+        {"--image-size", [](auto& o, auto& n, auto& v) { o.image_size = positive(n, v); }},
+        {"--num-classes", [](auto& o, auto& n, auto& v) { o.num_classes = number<int>(n, v, 2, "an integer >= 2"); }},
+        {"--data", [](auto& o, auto& n, auto& v) { if (v.empty()) refuse(n, v, "synthetic, DIR or tfrecord:GLOB"); o.data = v; }},
+        {"--eval-data", [](auto& o, auto&, auto& v) { o.eval_data = v; }},
+        {"--epochs", [](auto& o, auto& n, auto& v) {
+             o.epochs = real(n, v);
+             if (*o.epochs <= 0) refuse(n, v, "a positive number");
+         }},
+        {"--steps", [](auto& o, auto& n, auto& v) { o.steps = positive(n, v); }},
+        {"--data-threads", [](auto& o, auto& n, auto& v) { o.data_threads = positive(n, v); }},
+        {"--prefetch", [](auto& o, auto& n, auto& v) { o.prefetch = positive(n, v); }},
+        {"--optimizer", [](auto& o, auto& n, auto& v) {
+             if (v != "sgd" && v != "momentum" && v != "rmsprop" && v != "lars") refuse(n, v, "sgd, rmsprop or lars");
+             o.optimizer.kind = v;
+         }},
+        {"--momentum", [](auto& o, auto& n, auto& v) {
+             o.optimizer.momentum = float(real(n, v));
+             if (o.optimizer.momentum >= 1) refuse(n, v, "a number in [0, 1)");
+         }},
+        {"--weight-decay", [](auto& o, auto& n, auto& v) { o.optimizer.weight_decay = float(real(n, v)); }},
+        {"--lars-eta", [](auto& o, auto& n, auto& v) { o.optimizer.lars_eta = float(real(n, v)); }},
+        {"--lr", [](auto& o, auto& n, auto& v) {
+             o.lr = real(n, v);
+             if (o.lr <= 0) refuse(n, v, "a positive number");
+         }},
+        {"--lr-schedule", [](auto& o, auto& n, auto& v) {
+             if (v != "step" && v != "cosine" && v != "poly" && v != "constant")
+                 refuse(n, v, "step, cosine, poly or constant");
+             o.lr_schedule = v;
+         }},
+        {"--warmup-epochs", [](auto& o, auto& n, auto& v) { o.warmup_epochs = real(n, v); }},
+        {"--lr-decay-epochs", [](auto& o, auto& n, auto& v) { o.lr_decay_epochs = epochs_list(n, v); }},
+        {"--lr-decay-factor", [](auto& o, auto& n, auto& v) { o.lr_decay_factor = real(n, v); }},
+        {"--label-smoothing", [](auto& o, auto& n, auto& v) {
+             o.label_smoothing = real(n, v);
+             if (o.label_smoothing >= 1) refuse(n, v, "a number in [0, 1)");
+         }},
+        {"--eval-every", [](auto& o, auto& n, auto& v) { o.eval_every = count(n, v); }},
+        {"--log-dir", [](auto& o, auto&, auto& v) { o.log_dir = v; }},
+        {"--checkpoint-dir", [](auto& o, auto&, auto& v) { o.checkpoint_dir = v; }},
+        {"--checkpoint-every", [](auto& o, auto& n, auto& v) { o.checkpoint_every = count(n, v); }},
+        {"--seed", [](auto& o, auto& n, auto& v) { o.seed = number<std::uint64_t>(n, v, 0, "a non-negative integer"); }},
+        {"--display-every", [](auto& o, auto& n, auto& v) { o.display_every = positive(n, v); }},
+        {"--warmup-batches", [](auto& o, auto& n, auto& v) { o.warmup_batches = int(count(n, v)); }},
+        {"--threads", [](auto& o, auto& n, auto& v) { o.threads = positive(n, v); }},
+    };
+    return table;
+}
+
+const std::map<std::string, std::function<void(TrainOptions&)>>& flag_options() {
+    static const std::map<std::string, std::function<void(TrainOptions&)>> table{
+        {"--nesterov", [](auto& o) { o.optimizer.nesterov = true; }},
+        {"--decay-norm-bias", [](auto& o) { o.optimizer.decay_norm_and_bias = true; }},
+        {"--zero-init-residual", [](auto& o) { o.zero_init_residual = true; }},
+        {"--strict-data", [](auto& o) { o.strict_data = true; }},
+        {"--resume", [](auto& o) { o.resume = true; }},
+        {"--deterministic", [](auto& o) { o.deterministic = true; }},
+    };
+    return table;
+}
+
+}  // namespace
+
+ParsedCommand parse_train_options(const std::vector<std::string>& args) {
+    ParsedCommand command;
+    auto& options = command.options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i], value;
+        if (arg == "-h" || arg == "--help") return {ParsedCommand::Action::help, options};
+        if (arg == "--version") return {ParsedCommand::Action::version, options};
+        auto equals = arg.find('=');
+        bool inline_value = arg.rfind("--", 0) == 0 && equals != std::string::npos;
+        if (inline_value) {
+            value = arg.substr(equals + 1);
+            arg = arg.substr(0, equals);
+        }
+        if (auto flag = flag_options().find(arg); flag != flag_options().end()) {
+            if (inline_value) throw std::invalid_argument(arg + " takes no value");
+            flag->second(options);
+            continue;
+        }
+        auto setter = valued_options().find(arg);
+        if (setter == valued_options().end())
+            throw std::invalid_argument("unknown option '" + arg + "' (see trellis-train --help)");
+        if (!inline_value) {
+            if (i + 1 >= args.size()) throw std::invalid_argument(arg + " needs a value");
+            value = args[++i];
+        }
+        setter->second(options, arg, value);
+    }
+    if (options.epochs && options.steps) throw std::invalid_argument("give --epochs or --steps, not both");
+    if (options.resume && options.checkpoint_dir.empty())
+        throw std::invalid_argument("--resume needs --checkpoint-dir");
+    return command;
+}
+
+const char* train_usage() {
+    return R"(usage: trellis-train [options]
+
+Trains a ResNet on ImageNet-style data on this machine's CPUs (oneDNN).
+
+Model
+  --model M               resnet18|34|50|101|152 (ImageNet), resnet8|20|32|56 (32x32)
+                          (default resnet50)
+  --batch-size B          images per step and process (default 32)
+  --image-size S          input size (default 224, 32 for the small models)
+  --num-classes K         output classes (default: the dataset's, 1000 for synthetic)
+  --zero-init-residual    start each residual branch's last batch-norm scale at 0
+Data
+  --data D                synthetic | DIR (DIR/train/<class>/*.JPEG, DIR/val/...) |
+                          tfrecord:GLOB (TensorFlow ImageNet shards) (default synthetic)
+  --eval-data GLOB        validation shards for tfrecord data (default: GLOB with
+                          "train" replaced by "validation")
+  --epochs E | --steps N  how long to train (default 100 steps)
+  --data-threads T        decoding threads (default 2)
+  --prefetch N            batches decoded ahead (default 2)
+  --strict-data           stop on a corrupt sample instead of skipping it
+Optimizer
+  --optimizer O           sgd | rmsprop | lars (default sgd)
+  --momentum M            (default 0.9)      --nesterov
+  --weight-decay W        (default 1e-4); only weights unless --decay-norm-bias
+  --lars-eta E            LARS trust coefficient (default 0.001)
+  --lr X                  learning rate per 256 images; scaled by the global batch
+                          (default 0.1)
+  --lr-schedule S         step | cosine | poly | constant (default step)
+  --warmup-epochs W       linear warmup (default 0)
+  --lr-decay-epochs LIST  step schedule boundaries (default 30,60,80)
+  --lr-decay-factor F     step schedule factor (default 0.1)
+  --label-smoothing S     (default 0)
+Running
+  --eval-every K          evaluate every K steps (default: at the end only)
+  --display-every K       progress line every K steps (default 10)
+  --warmup-batches N      steps left out of "total images/sec" (default 2)
+  --log-dir DIR           metrics.jsonl and TensorBoard event files
+  --checkpoint-dir DIR    checkpoints (at the end, every --checkpoint-every steps, and on
+                          SIGTERM or SIGUSR1, after which the run exits with status 0)
+  --checkpoint-every K    (default 0: only at the end and on a signal)
+  --resume                continue from the newest valid checkpoint in --checkpoint-dir
+  --seed S                initial weights, data order and augmentation (default 1)
+  --deterministic         bit-identical runs for the same seed and thread count
+  --threads T             compute threads (default: the CPUs this process may use)
+  -h, --help | --version
+)";
+}
+
+}  // namespace trellis::train

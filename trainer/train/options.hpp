@@ -1,0 +1,58 @@
+// trellis-train's command line: every option with its default, and the parser that refuses
+// bad values with a message naming the option, the value and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainer/optim/optimizer.hpp"
+
+namespace trellis::train {
+
+struct TrainOptions {
+    std::string model = "resnet50";
+    int batch_size = 32;                 // per process
+    std::optional<int> image_size;       // default: the model's
+    std::optional<int> num_classes;      // default: the dataset's, or 1000
+    bool zero_init_residual = false;
+
+    std::string data = "synthetic";      // synthetic | DIR | tfrecord:GLOB
+    std::string eval_data;               // tfrecord: validation shards (default derived)
+    std::optional<double> epochs;
+    std::optional<std::int64_t> steps;
+    int data_threads = 2;
+    int prefetch = 2;
+    bool strict_data = false;
+
+    optim::OptimizerConfig optimizer;
+    double lr = 0.1;                     // per 256 images
+    std::string lr_schedule = "step";
+    double warmup_epochs = 0;
+    std::vector<double> lr_decay_epochs{30, 60, 80};
+    double lr_decay_factor = 0.1;
+    double label_smoothing = 0;
+
+    std::int64_t eval_every = 0;         // steps; 0: only at the end
+    std::string log_dir;
+    std::string checkpoint_dir;
+    std::int64_t checkpoint_every = 0;   // steps; 0: at the end and on SIGTERM/SIGUSR1
+    bool resume = false;
+    std::uint64_t seed = 1;
+    bool deterministic = false;
+    std::int64_t display_every = 10;
+    int warmup_batches = 2;              // left out of "total images/sec"
+    int threads = 0;                     // 0: the CPUs this process may run on
+};
+
+struct ParsedCommand {
+    enum class Action { train, help, version } action = Action::train;
+    TrainOptions options;
+};
+
+// Throws std::invalid_argument with a one-line message on a bad command line.
+ParsedCommand parse_train_options(const std::vector<std::string>& args);
+const char* train_usage();
+
+}  // namespace trellis::train

@@ -1,0 +1,245 @@
+#include "trainer/train/trainer.hpp"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "trainer/models/model.hpp"
+#include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/optim/schedule.hpp"
+#include "trainer/train/checkpoint.hpp"
+#include "trainer/train/data_sources.hpp"
+#include "trainer/train/metrics_log.hpp"
+#include "trainer/train/stop_request.hpp"
+#include "trainer/train/throughput.hpp"
+
+namespace trellis::train {
+
+namespace {
+
+int usable_cpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    return CPU_COUNT(&set);
+}
+
+struct Evaluation {
+    double loss = 0, top1 = 0, top5 = 0;
+    std::int64_t examples = 0;
+};
+
+// Training state that outlives single steps.
+class Run {
+public:
+    Run(const TrainOptions& options, RunIdentity identity);
+    int execute();
+
+private:
+    Evaluation evaluate();
+    void save_checkpoint(std::int64_t step);
+    void print_header() const;
+    optim::ScheduleConfig schedule_config() const;
+
+    const TrainOptions& options_;
+    RunIdentity identity_;
+    int threads_;
+    const models::ResNetConfig& config_;
+    int image_size_;
+    DataSources sources_;
+    nn::cpu::CpuBackend backend_;
+    std::unique_ptr<models::Model> model_;
+    std::unique_ptr<optim::Optimizer> optimizer_;
+    nn::SoftmaxCrossEntropy loss_;
+    std::unique_ptr<data::BatchSource> train_source_;
+    std::int64_t steps_per_epoch_ = 1, total_steps_ = 0, step_ = 0;
+    std::optional<CheckpointStore> checkpoints_;
+    MetricsLog metrics_;
+    std::unique_ptr<optim::Schedule> schedule_;
+};
+
+Run::Run(const TrainOptions& options, RunIdentity identity)
+    : options_(options),
+      identity_(identity),
+      threads_(options.threads > 0 ? options.threads : usable_cpus()),
+      config_(models::find_resnet(options.model)),
+      image_size_(options.image_size.value_or(config_.default_image_size)),
+      sources_(open_data_sources(options, image_size_, identity.rank, identity.world_size)),
+      loss_(float(options.label_smoothing)),
+      metrics_(identity.rank == 0 ? options.log_dir : std::string()) {
+    // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
+    // count is set explicitly so that --threads and the report agree.
+    omp_set_num_threads(threads_);
+    if (options.deterministic) omp_set_dynamic(0);
+
+    models::ResNetOptions model_options{sources_.num_classes, options.zero_init_residual};
+    model_ = std::make_unique<models::Model>(backend_, config_, model_options, options.batch_size, image_size_,
+                                             options.seed);
+    optimizer_ = optim::make_optimizer(options.optimizer, model_->parameters());
+
+    data::Position start;
+    if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
+    if (options.resume) {
+        CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, options.optimizer.kind, options.seed,
+                                options.batch_size * identity.world_size};
+        if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
+            step_ = info->step;
+            start = info->next;
+            std::printf("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
+                        static_cast<long long>(step_), static_cast<long long>(start.epoch),
+                        static_cast<long long>(start.batch));
+        } else {
+            std::printf("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
+        }
+    }
+    train_source_ = sources_.open_train(start);
+    steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch(), 1);
+    if (options.steps)
+        total_steps_ = *options.steps;
+    else if (options.epochs)
+        total_steps_ = std::max<std::int64_t>(1, std::llround(*options.epochs * double(steps_per_epoch_)));
+    else
+        total_steps_ = 100;
+    schedule_ = std::make_unique<optim::Schedule>(schedule_config());
+}
+
+optim::ScheduleConfig Run::schedule_config() const {
+    optim::ScheduleConfig config;
+    config.kind = options_.lr_schedule;
+    config.base_lr = options_.lr * double(options_.batch_size * identity_.world_size) / 256.0;
+    config.warmup_steps = std::llround(options_.warmup_epochs * double(steps_per_epoch_));
+    config.total_steps = total_steps_;
+    for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * double(steps_per_epoch_)));
+    config.decay = options_.lr_decay_factor;
+    return config;
+}
+
+void Run::print_header() const {
+    if (identity_.rank != 0) return;
+    auto parameters = double(model_->parameters().learned_elements()) / 1e6;
+    std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
+                sources_.num_classes, image_size_, image_size_);
+    std::printf("Data:        %s\n", sources_.description.c_str());
+    std::printf("Batch size:  %d global, %d per process, %d process(es)\n", options_.batch_size * identity_.world_size,
+                options_.batch_size, identity_.world_size);
+    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
+                optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
+                static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
+    std::printf("Device:      cpu (oneDNN), %d threads\n", threads_);
+    std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
+    std::fflush(stdout);
+}
+
+Evaluation Run::evaluate() {
+    Evaluation result;
+    if (!sources_.open_eval) return result;
+    auto source = sources_.open_eval();
+    // Synthetic data has no evaluation set: one batch shows the path works.
+    auto batches = sources_.eval_set ? source->steps_per_epoch() : 1;
+    std::vector<float> padded;
+    for (std::int64_t b = 0; b < batches; ++b) {
+        const auto& batch = source->next();
+        std::span<const float> images = batch.images;
+        auto full = std::size_t(model_->batch()) * image_size_ * image_size_ * 3;
+        if (images.size() < full) {  // a short last batch: pad, and score only the real images
+            padded.assign(full, 0.0f);
+            std::copy(images.begin(), images.end(), padded.begin());
+            images = padded;
+        }
+        std::vector<int> labels(batch.labels.begin(), batch.labels.begin() + batch.size);
+        labels.resize(std::size_t(model_->batch()), 0);
+        auto scored = model_->evaluate(images, labels, batch.size, loss_);
+        result.loss += scored.loss * batch.size;
+        result.top1 += scored.top1_hits;
+        result.top5 += scored.top5_hits;
+        result.examples += batch.size;
+    }
+    if (result.examples > 0) {
+        result.loss /= double(result.examples);
+        result.top1 /= double(result.examples);
+        result.top5 /= double(result.examples);
+    }
+    if (identity_.rank == 0) {
+        std::printf("Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples] (loss %.4f)\n", result.top1, result.top5,
+                    static_cast<long long>(result.examples), result.loss);
+        std::fflush(stdout);
+    }
+    metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss}});
+    metrics_.flush();
+    return result;
+}
+
+void Run::save_checkpoint(std::int64_t step) {
+    if (!checkpoints_ || identity_.rank != 0) return;
+    CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
+                        options_.seed, options_.batch_size * identity_.world_size};
+    auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
+    std::printf("checkpoint saved: %s\n", path.c_str());
+    std::fflush(stdout);
+}
+
+int Run::execute() {
+    print_header();
+    ThroughputMeter meter(options_.warmup_batches);
+    using clock = std::chrono::steady_clock;
+    while (step_ < total_steps_) {
+        if (int signal = stop_requested()) {
+            std::printf("received signal %d at step %lld: ", signal, static_cast<long long>(step_));
+            if (checkpoints_) {
+                std::printf("saving a checkpoint and stopping\n");
+                save_checkpoint(step_);
+            } else {
+                std::printf("stopping (no --checkpoint-dir, nothing saved)\n");
+            }
+            metrics_.flush();
+            return 0;
+        }
+        auto started = clock::now();
+        const auto& batch = train_source_->next();
+        double lr = schedule_->at(step_);
+        auto result = model_->train_step(batch.images, batch.labels, loss_);
+        optimizer_->step(float(lr));
+        double seconds = std::chrono::duration<double>(clock::now() - started).count();
+        meter.add(seconds, std::int64_t(batch.size) * identity_.world_size);
+        ++step_;
+
+        if (!std::isfinite(result.loss)) {
+            std::fprintf(stderr, "trellis-train: loss is %f at step %lld: training diverged (lower --lr?)\n",
+                         result.loss, static_cast<long long>(step_));
+            return 1;
+        }
+        if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
+            std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g\n", static_cast<long long>(step_),
+                        meter.mean(), meter.uncertainty(), meter.jitter(), result.loss, lr);
+            std::fflush(stdout);
+        }
+        metrics_.record("train", step_, {{"loss", result.loss}, {"lr", lr}, {"images_per_sec", meter.last()}});
+        if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
+        if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save_checkpoint(step_);
+    }
+    if (identity_.rank == 0) {
+        std::printf("----------------------------------------------------------------\n");
+        std::printf("total images/sec: %.2f\n", meter.total());
+        std::printf("----------------------------------------------------------------\n");
+        std::fflush(stdout);
+    }
+    metrics_.record("train", step_, {{"total_images_per_sec", meter.total()}});
+    evaluate();
+    save_checkpoint(step_);
+    metrics_.flush();
+    return 0;
+}
+
+}  // namespace
+
+int train(const TrainOptions& options, RunIdentity identity) {
+    install_stop_handlers();
+    Run run(options, identity);
+    return run.execute();
+}
+
+}  // namespace trellis::train

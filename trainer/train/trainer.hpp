@@ -1,0 +1,20 @@
+// The training loop of one process: data, model, optimizer and schedule, progress output,
+// metrics, evaluation and checkpoints. Rank and world size come from the wireup (0 and 1 for
+// a single process).
+#pragma once
+
+#include "trainer/train/options.hpp"
+
+namespace trellis::train {
+
+struct RunIdentity {
+    int rank = 0;
+    int world_size = 1;
+};
+
+// Trains as the options say and returns the process exit status: 0 when training finished or
+// stopped on SIGTERM/SIGUSR1 after saving, 1 on a runtime failure (reported on stderr).
+// Throws std::invalid_argument and data::DataError for bad input found before training.
+int train(const TrainOptions& options, RunIdentity identity = {});
+
+}  // namespace trellis::train
