@@ -19,3 +19,10 @@ grep -qE "^5	images/sec: [0-9.]+ \+/- [0-9.]+ \(jitter = [0-9.]+\)	[0-9.]+	" "$w
     { cat "$work/out"; fail "no tf_cnn_benchmarks-style progress line"; }
 grep -qE "^total images/sec: [0-9.]+" "$work/out" || fail "no total images/sec line"
 pass "synthetic run prints progress and total images/sec"
+
+# Compute threads follow the affinity mask the binding sets, unless --threads says otherwise.
+taskset -c 0 "$TRAIN" --model resnet8 --batch-size 8 --steps 1 >"$work/out" 2>&1 || fail "run under taskset failed"
+grep -q "Device: *cpu (oneDNN), 1 threads" "$work/out" || { cat "$work/out"; fail "one allowed CPU did not give one thread"; }
+taskset -c 0 "$TRAIN" --model resnet8 --batch-size 8 --steps 1 --threads 3 >"$work/out" 2>&1 || fail "--threads 3 failed"
+grep -q "3 threads" "$work/out" || fail "--threads 3 not honoured"
+pass "threads follow the affinity mask; --threads overrides"

@@ -53,7 +53,6 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
             config.start = start;
             return std::make_unique<data::SyntheticBatches>(config);
         };
-        sources.open_eval = [config]() { return std::make_unique<data::SyntheticBatches>(config); };
         return sources;
     }
     if (spec.rfind("tfrecord:", 0) == 0) {

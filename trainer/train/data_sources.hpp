@@ -18,7 +18,7 @@ struct DataSources {
 
     // A training source positioned at `start`.
     std::function<std::unique_ptr<data::BatchSource>(data::Position start)> open_train;
-    // One pass over the evaluation set (null when there is none).
+    // One pass over the evaluation set (null when there is none, as for synthetic data).
     std::function<std::unique_ptr<data::BatchSource>()> open_eval;
 };
 

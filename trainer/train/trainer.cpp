@@ -138,8 +138,7 @@ Evaluation Run::evaluate() {
     Evaluation result;
     if (!sources_.open_eval) return result;
     auto source = sources_.open_eval();
-    // Synthetic data has no evaluation set: one batch shows the path works.
-    auto batches = sources_.eval_set ? source->steps_per_epoch() : 1;
+    auto batches = source->steps_per_epoch();
     std::vector<float> padded;
     for (std::int64_t b = 0; b < batches; ++b) {
         const auto& batch = source->next();
