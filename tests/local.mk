@@ -109,6 +109,12 @@ tests_unit_checkpoint_test_LDADD = $(TRAINER_TEST_LDADD)
 
 # trellis-train end to end: learning, resuming, bad data, the command line.
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
-	tests/train/cli_test.sh
+	tests/train/cli_test.sh tests/train/distributed_test.sh
 TESTS += $(train_tests)
 EXTRA_DIST += $(train_tests) tests/train/lib.sh
+
+# The communication layer: ranks as threads over real TCP connections.
+unit_tests += tests/unit/comm_test
+tests_unit_comm_test_SOURCES = tests/unit/comm_test.cpp
+tests_unit_comm_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_comm_test_LDADD = $(TRAINER_TEST_LDADD)

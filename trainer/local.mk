@@ -20,6 +20,16 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
 	trainer/models/model.cpp trainer/models/model.hpp \
 	trainer/models/resnet.cpp trainer/models/resnet.hpp \
+	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
+	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
+	trainer/comm/comm_error.hpp \
+	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
+	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
+	trainer/comm/ring_allreduce.cpp trainer/comm/ring_allreduce.hpp \
+	trainer/comm/socket.cpp trainer/comm/socket.hpp \
+	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
+	trainer/comm/transport.hpp \
+	trainer/comm/wireup.cpp trainer/comm/wireup.hpp \
 	trainer/optim/lars.cpp trainer/optim/lars.hpp \
 	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
 	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
@@ -32,10 +42,16 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
-trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
+trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) -lgomp
+trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) $(SLURM_LIBS) -lgomp
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp
 trellis_train_LDADD = trainer/libtrellis-trainer.la
+
+bin_PROGRAMS += trellis-bench
+trellis_bench_SOURCES = trainer/trellis-bench.cpp \
+	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
+	trainer/bench/benchmarks.hpp trainer/bench/p2p_benchmark.cpp
+trellis_bench_LDADD = trainer/libtrellis-trainer.la

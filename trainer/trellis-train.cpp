@@ -1,9 +1,13 @@
 // trellis-train: ResNet training on ImageNet-style data (see trellis-train(1)).
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 
 #include "config.h"
+#include "trainer/comm/comm_error.hpp"
+#include "trainer/comm/tcp_transport.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/train/checkpoint.hpp"
 #include "trainer/train/trainer.hpp"
@@ -25,19 +29,38 @@ int main(int argc, char** argv) {
         std::printf("trellis-train %s\n", PACKAGE_VERSION);
         return 0;
     }
+    const auto& options = command.options;
+    std::string who = "trellis-train: ";
     try {
-        return train(command.options);
+        auto timeout = std::chrono::seconds(options.comm_timeout);
+        auto wireup = trellis::comm::make_wireup(options.wireup, timeout);
+        const auto& identity = wireup->identity();
+        if (identity.size > 1) who += "rank " + std::to_string(identity.rank) + " (" + identity.host + "): ";
+        std::unique_ptr<trellis::comm::TcpTransport> transport;
+        if (identity.size > 1) {
+            trellis::comm::TcpOptions tcp;
+            tcp.streams = options.tcp_streams;
+            tcp.timeout = timeout;
+            transport = std::make_unique<trellis::comm::TcpTransport>(*wireup, tcp);
+        }
+        return train(options, identity, transport.get());
+    } catch (const trellis::comm::PeerFailure& error) {
+        std::fprintf(stderr, "%sstopping: %s\n", who.c_str(), error.what());
+        return 1;
+    } catch (const trellis::comm::CommError& error) {
+        std::fprintf(stderr, "%scommunication: %s\n", who.c_str(), error.what());
+        return 1;
     } catch (const std::invalid_argument& error) {  // a bad option value found while setting up
-        std::fprintf(stderr, "trellis-train: %s\n", error.what());
+        std::fprintf(stderr, "%s%s\n", who.c_str(), error.what());
         return 2;
     } catch (const trellis::data::DataError& error) {
-        std::fprintf(stderr, "trellis-train: data: %s\n", error.what());
+        std::fprintf(stderr, "%sdata: %s\n", who.c_str(), error.what());
         return 1;
     } catch (const CheckpointError& error) {
-        std::fprintf(stderr, "trellis-train: checkpoint: %s\n", error.what());
+        std::fprintf(stderr, "%scheckpoint: %s\n", who.c_str(), error.what());
         return 1;
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "trellis-train: %s\n", error.what());
+        std::fprintf(stderr, "%s%s\n", who.c_str(), error.what());
         return 1;
     }
 }

@@ -27,3 +27,26 @@ for line in open(sys.argv[1]):
     if r["kind"] == "train" and "loss" in r:
         print(r["step"], repr(r["loss"]))' "$1"
 }
+
+# launch_ranks N PORT OUTPREFIX ARGS...: N ranks of trellis-train with the plain-environment
+# wireup on this machine, in the background; their PIDs in $rank_pids.
+launch_ranks() {
+    local n=$1 port=$2 prefix=$3
+    shift 3
+    rank_pids=()
+    for ((r = 0; r < n; r++)); do
+        TRELLIS_RANK=$r TRELLIS_WORLD_SIZE=$n TRELLIS_MASTER=127.0.0.1:$port "$@" >"$prefix.$r" 2>&1 &
+        rank_pids+=($!)
+    done
+}
+
+# mean_relative_difference A.jsonl B.jsonl STEPS: of the train losses of two runs.
+mean_relative_difference() {
+    "$PYTHON3" - "$1" "$2" "$3" <<'PY'
+import json, sys
+def losses(path):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if r["kind"] == "train" and "loss" in r}
+a, b, steps = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+print(sum(abs(a[s] - b[s]) / a[s] for s in range(1, steps + 1)) / steps)
+PY
+}

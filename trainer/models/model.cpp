@@ -17,8 +17,16 @@ Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptio
     network_ = build_resnet(backend, config, options);
     input_spec_ = backend.nhwc_spec(tensor::Shape{batch, 3, image_size, image_size});
     network_->setup(input_spec_, false);
-    network_->collect(store_);
+    std::vector<std::size_t> first_parameter;
+    for (const auto& layer : network_->layers()) {
+        first_parameter.push_back(store_.learned().size());
+        layer->collect(store_);
+    }
     store_.allocate();
+    for (auto index : first_parameter)
+        layer_offsets_.push_back(index < store_.learned().size()
+                                     ? std::size_t(store_.learned()[index]->value - store_.values().data())
+                                     : store_.values().size());
     std::mt19937_64 rng(seed);
     network_->initialize(rng);
     logits_grad_.resize(std::size_t(batch) * num_classes_);
@@ -36,11 +44,13 @@ tensor::Tensor Model::wrap(std::span<const float> images) const {
 }
 
 nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
-                                 const nn::SoftmaxCrossEntropy& loss) {
+                                 const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready) {
     auto logits = network_->forward(wrap(images), nn::Mode::train);
     auto values = backend_.to_plain(logits);
     auto result = loss.evaluate(values, labels, num_classes_, logits_grad_);
-    network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}));
+    std::function<void(std::size_t)> after;
+    if (ready) after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
+    network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}), after);
     return result;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -23,9 +24,13 @@ public:
     int num_classes() const { return num_classes_; }
     nn::ParameterStore& parameters() { return store_; }
 
+    // Called during backward with an offset into the flat gradients: from there to the end
+    // they are final for this step.
+    using GradientsReady = std::function<void(std::size_t offset)>;
+
     // Forward, loss and backward: the parameters' gradients are this batch's afterwards.
     nn::LossResult train_step(std::span<const float> images, std::span<const int> labels,
-                              const nn::SoftmaxCrossEntropy& loss);
+                              const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready = {});
     // Inference with running statistics; only the first `count` images are scored (a final
     // partial batch is padded by the caller).
     nn::LossResult evaluate(std::span<const float> images, std::span<const int> labels, int count,
@@ -41,6 +46,7 @@ private:
     nn::TensorSpec input_spec_;
     nn::ParameterStore store_;
     std::vector<float> logits_grad_;
+    std::vector<std::size_t> layer_offsets_;  // where each top-level layer's gradients start
 };
 
 }  // namespace trellis::models

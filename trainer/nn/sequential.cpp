@@ -27,9 +27,14 @@ tensor::Tensor Sequential::forward(const tensor::Tensor& input, Mode mode) {
     return x;
 }
 
-tensor::Tensor Sequential::backward(const tensor::Tensor& output_grad) {
+tensor::Tensor Sequential::backward(const tensor::Tensor& output_grad) { return backward(output_grad, {}); }
+
+tensor::Tensor Sequential::backward(const tensor::Tensor& output_grad, const std::function<void(std::size_t)>& after) {
     tensor::Tensor grad = output_grad;
-    for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) grad = (*layer)->backward(grad);
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+        grad = layers_[i]->backward(grad);
+        if (after) after(i);
+    }
     return grad;
 }
 

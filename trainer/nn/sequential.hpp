@@ -1,6 +1,7 @@
 // Layers applied one after another; itself a layer, so blocks and whole networks nest.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "trainer/nn/layer.hpp"
@@ -17,6 +18,10 @@ public:
     void initialize(std::mt19937_64& rng) override;
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    // The same, calling `after(i)` once layer i's backward has run (last layer first), so
+    // that gradient communication can start while earlier layers still compute.
+    tensor::Tensor backward(const tensor::Tensor& output_grad, const std::function<void(std::size_t)>& after);
+    const std::vector<LayerPtr>& layers() const { return layers_; }
 
 private:
     std::vector<LayerPtr> layers_;

@@ -82,6 +82,24 @@ const std::map<std::string, Setter>& valued_options() {
              o.label_smoothing = real(n, v);
              if (o.label_smoothing >= 1) refuse(n, v, "a number in [0, 1)");
          }},
+        {"--strategy", [](auto& o, auto& n, auto& v) {
+             if (v != "allreduce") refuse(n, v, "allreduce");
+             o.strategy = v;
+         }},
+        {"--wireup", [](auto& o, auto& n, auto& v) {
+             if (v != "auto" && v != "pmix" && v != "slurm" && v != "env") refuse(n, v, "auto, pmix, slurm or env");
+             o.wireup = v;
+         }},
+        {"--transport", [](auto& o, auto& n, auto& v) {
+             if (v != "tcp" && v != "auto") refuse(n, v, "tcp or auto");
+             o.transport = "tcp";
+         }},
+        {"--tcp-streams", [](auto& o, auto& n, auto& v) { o.tcp_streams = positive(n, v); }},
+        {"--comm-timeout", [](auto& o, auto& n, auto& v) { o.comm_timeout = positive(n, v); }},
+        {"--bucket-mb", [](auto& o, auto& n, auto& v) {
+             o.bucket_mb = real(n, v);
+             if (o.bucket_mb <= 0) refuse(n, v, "a positive number");
+         }},
         {"--eval-every", [](auto& o, auto& n, auto& v) { o.eval_every = count(n, v); }},
         {"--log-dir", [](auto& o, auto&, auto& v) { o.log_dir = v; }},
         {"--checkpoint-dir", [](auto& o, auto&, auto& v) { o.checkpoint_dir = v; }},
@@ -174,6 +192,16 @@ Optimizer
   --lr-decay-epochs LIST  step schedule boundaries (default 30,60,80)
   --lr-decay-factor F     step schedule factor (default 0.1)
   --label-smoothing S     (default 0)
+Distributed (every rank of an srun step, trellis-agent launch, or TRELLIS_* variables)
+  --strategy allreduce    ring allreduce of gradient buckets, overlapped with the backward
+                          pass (default)
+  --wireup W              auto | pmix | slurm | env (default auto: PMIx when started by a
+                          PMIx server, else Slurm's variables, else TRELLIS_RANK,
+                          TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)
+  --transport tcp         (default tcp)
+  --tcp-streams N         connections per peer for large messages (default 2)
+  --comm-timeout S        seconds without progress before a peer is lost (default 60)
+  --bucket-mb M           gradient bucket size (default 25)
 Running
   --eval-every K          evaluate every K steps (default: at the end only)
   --display-every K       progress line every K steps (default 10)

@@ -34,6 +34,14 @@ struct TrainOptions {
     double lr_decay_factor = 0.1;
     double label_smoothing = 0;
 
+    // Distributed training (see trellis-train(1)).
+    std::string strategy = "allreduce";
+    std::string wireup = "auto";         // auto | pmix | slurm | env
+    std::string transport = "tcp";
+    int tcp_streams = 2;
+    int comm_timeout = 60;               // seconds without progress before a peer is lost
+    double bucket_mb = 25;               // gradient bucket size
+
     std::int64_t eval_every = 0;         // steps; 0: only at the end
     std::string log_dir;
     std::string checkpoint_dir;

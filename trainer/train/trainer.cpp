@@ -4,11 +4,15 @@
 #include <sched.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "trainer/comm/broadcast.hpp"
+#include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
@@ -36,17 +40,20 @@ struct Evaluation {
 // Training state that outlives single steps.
 class Run {
 public:
-    Run(const TrainOptions& options, RunIdentity identity);
+    Run(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport);
     int execute();
 
 private:
     Evaluation evaluate();
     void save_checkpoint(std::int64_t step);
     void print_header() const;
+    void share_initial_state();
+    void sum_over_ranks(std::span<float> values);
     optim::ScheduleConfig schedule_config() const;
 
     const TrainOptions& options_;
-    RunIdentity identity_;
+    comm::Identity identity_;
+    comm::Transport* transport_;  // null: a single process
     int threads_;
     const models::ResNetConfig& config_;
     int image_size_;
@@ -60,15 +67,17 @@ private:
     std::optional<CheckpointStore> checkpoints_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
+    std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
 };
 
-Run::Run(const TrainOptions& options, RunIdentity identity)
+Run::Run(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport)
     : options_(options),
       identity_(identity),
+      transport_(transport),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
       config_(models::find_resnet(options.model)),
       image_size_(options.image_size.value_or(config_.default_image_size)),
-      sources_(open_data_sources(options, image_size_, identity.rank, identity.world_size)),
+      sources_(open_data_sources(options, image_size_, identity.rank, identity.size)),
       loss_(float(options.label_smoothing)),
       metrics_(identity.rank == 0 ? options.log_dir : std::string()) {
     // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
@@ -85,7 +94,7 @@ Run::Run(const TrainOptions& options, RunIdentity identity)
     if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
     if (options.resume) {
         CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, options.optimizer.kind, options.seed,
-                                options.batch_size * identity.world_size};
+                                options.batch_size * identity.size};
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
             start = info->next;
@@ -105,12 +114,32 @@ Run::Run(const TrainOptions& options, RunIdentity identity)
     else
         total_steps_ = 100;
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
+    if (transport_) {
+        share_initial_state();
+        gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
+            *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)));
+    }
 }
+
+void Run::share_initial_state() {
+    // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
+    // optimizer state), whatever the others initialised or read.
+    comm::broadcast_from_root(*transport_, model_->parameters().values());
+    comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
+    for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
+}
+
+void Run::sum_over_ranks(std::span<float> values) {
+    if (!transport_) return;
+    comm::RingAllreduce ring(*transport_);
+    ring.sum(values);
+}
+
 
 optim::ScheduleConfig Run::schedule_config() const {
     optim::ScheduleConfig config;
     config.kind = options_.lr_schedule;
-    config.base_lr = options_.lr * double(options_.batch_size * identity_.world_size) / 256.0;
+    config.base_lr = options_.lr * double(options_.batch_size * identity_.size) / 256.0;
     config.warmup_steps = std::llround(options_.warmup_epochs * double(steps_per_epoch_));
     config.total_steps = total_steps_;
     for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * double(steps_per_epoch_)));
@@ -124,12 +153,15 @@ void Run::print_header() const {
     std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
                 sources_.num_classes, image_size_, image_size_);
     std::printf("Data:        %s\n", sources_.description.c_str());
-    std::printf("Batch size:  %d global, %d per process, %d process(es)\n", options_.batch_size * identity_.world_size,
-                options_.batch_size, identity_.world_size);
+    std::printf("Batch size:  %d global, %d per process, %d process(es)\n", options_.batch_size * identity_.size,
+                options_.batch_size, identity_.size);
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
     std::printf("Device:      cpu (oneDNN), %d threads\n", threads_);
+    if (transport_)
+        std::printf("Strategy:    %s over %s, %d ranks, %.0f MB gradient buckets\n", options_.strategy.c_str(),
+                    transport_->name().c_str(), identity_.size, options_.bucket_mb);
     std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
     std::fflush(stdout);
 }
@@ -157,6 +189,10 @@ Evaluation Run::evaluate() {
         result.top5 += scored.top5_hits;
         result.examples += batch.size;
     }
+    // Each rank scored its own shard of the evaluation set.
+    float totals[] = {float(result.loss), float(result.top1), float(result.top5), float(result.examples)};
+    sum_over_ranks(totals);
+    result = {totals[0], totals[1], totals[2], std::int64_t(totals[3])};
     if (result.examples > 0) {
         result.loss /= double(result.examples);
         result.top1 /= double(result.examples);
@@ -175,7 +211,7 @@ Evaluation Run::evaluate() {
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
     CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
-                        options_.seed, options_.batch_size * identity_.world_size};
+                        options_.seed, options_.batch_size * identity_.size};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
     std::printf("checkpoint saved: %s\n", path.c_str());
     std::fflush(stdout);
@@ -184,9 +220,12 @@ void Run::save_checkpoint(std::int64_t step) {
 int Run::execute() {
     print_header();
     ThroughputMeter meter(options_.warmup_batches);
+    bool stop_agreed = false;
     using clock = std::chrono::steady_clock;
     while (step_ < total_steps_) {
-        if (int signal = stop_requested()) {
+        // With several ranks, the decision taken together at the end of the last step counts.
+        int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
+        if (signal) {
             std::printf("received signal %d at step %lld: ", signal, static_cast<long long>(step_));
             if (checkpoints_) {
                 std::printf("saving a checkpoint and stopping\n");
@@ -200,11 +239,24 @@ int Run::execute() {
         auto started = clock::now();
         const auto& batch = train_source_->next();
         double lr = schedule_->at(step_);
-        auto result = model_->train_step(batch.images, batch.labels, loss_);
+        models::Model::GradientsReady ready;
+        if (gradient_allreduce_) ready = [this](std::size_t offset) { gradient_allreduce_->ready_from(offset); };
+        auto result = model_->train_step(batch.images, batch.labels, loss_, ready);
+        comm::CommStats comm;
+        if (gradient_allreduce_) comm = gradient_allreduce_->finish();
         optimizer_->step(float(lr));
         double seconds = std::chrono::duration<double>(clock::now() - started).count();
-        meter.add(seconds, std::int64_t(batch.size) * identity_.world_size);
+        meter.add(seconds, std::int64_t(batch.size) * identity_.size);
         ++step_;
+        if (transport_) {
+            // One small allreduce per step: the mean loss over all ranks, and whether any rank
+            // was asked to stop (a signal reaches ranks at slightly different steps; they stop
+            // together so that none waits in an allreduce for a rank that has left).
+            float shared[] = {stop_requested() ? 1.0f : 0.0f, float(result.loss)};
+            sum_over_ranks(shared);
+            stop_agreed = shared[0] > 0;
+            result.loss = shared[1] / float(identity_.size);
+        }
 
         if (!std::isfinite(result.loss)) {
             std::fprintf(stderr, "trellis-train: loss is %f at step %lld: training diverged (lower --lr?)\n",
@@ -212,11 +264,21 @@ int Run::execute() {
             return 1;
         }
         if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
-            std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g\n", static_cast<long long>(step_),
+            std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g", static_cast<long long>(step_),
                         meter.mean(), meter.uncertainty(), meter.jitter(), result.loss, lr);
+            if (transport_)
+                std::printf("\tcomm %.1f ms (waited %.1f ms) busbw %.2f GB/s", comm.seconds * 1e3,
+                            comm.wait_seconds * 1e3, comm.bus_bandwidth(identity_.size));
+            std::printf("\n");
             std::fflush(stdout);
         }
-        metrics_.record("train", step_, {{"loss", result.loss}, {"lr", lr}, {"images_per_sec", meter.last()}});
+        std::map<std::string, double> record{{"loss", result.loss}, {"lr", lr}, {"images_per_sec", meter.last()}};
+        if (transport_) {
+            record["comm_seconds"] = comm.seconds;
+            record["comm_wait_seconds"] = comm.wait_seconds;
+            record["busbw_gbs"] = comm.bus_bandwidth(identity_.size);
+        }
+        metrics_.record("train", step_, record);
         if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save_checkpoint(step_);
     }
@@ -235,9 +297,9 @@ int Run::execute() {
 
 }  // namespace
 
-int train(const TrainOptions& options, RunIdentity identity) {
+int train(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport) {
     install_stop_handlers();
-    Run run(options, identity);
+    Run run(options, identity, transport);
     return run.execute();
 }
 

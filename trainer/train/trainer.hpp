@@ -3,18 +3,16 @@
 // a single process).
 #pragma once
 
+#include "trainer/comm/transport.hpp"
+#include "trainer/comm/wireup.hpp"
 #include "trainer/train/options.hpp"
 
 namespace trellis::train {
 
-struct RunIdentity {
-    int rank = 0;
-    int world_size = 1;
-};
-
 // Trains as the options say and returns the process exit status: 0 when training finished or
 // stopped on SIGTERM/SIGUSR1 after saving, 1 on a runtime failure (reported on stderr).
-// Throws std::invalid_argument and data::DataError for bad input found before training.
-int train(const TrainOptions& options, RunIdentity identity = {});
+// Throws std::invalid_argument and data::DataError for bad input found before training, and
+// comm::PeerFailure when another rank fails. `transport` is null for a single process.
+int train(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport);
 
 }  // namespace trellis::train

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Distributed trellis-train on this machine with the plain-environment wireup:
+#  - ring allreduce with 2 ranks equals 1 rank with the doubled batch: the mean relative
+#    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as
+#    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
+#    step differs by more than that, so the comparison can tell;
+#  - kill -9 of one of 3 ranks mid-run: the others exit non-zero within 10 s naming it;
+#  - trellis-bench allreduce checks its sums on 3 ranks; p2p runs between 2.
+. "$(dirname "$0")/lib.sh"
+BENCH="$TRELLIS_BUILD/trellis-bench"
+make_learnable_dataset "$work/data"
+common=(--model resnet8 --image-size 32 --data "$work/data/folder" --steps 5 --lr 0.05 --deterministic
+        --threads 1 --data-threads 1 --display-every 5)
+tolerance=0.025
+
+"$TRAIN" "${common[@]}" --batch-size 32 --log-dir "$work/one" >"$work/one.out" 2>&1 || { cat "$work/one.out"; fail "1 rank"; }
+"$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/half" >/dev/null 2>&1 || fail "control run"
+launch_ranks 2 29811 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/two"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/two.out.*; fail "a rank of the 2-rank run failed"; }; done
+grep -q "Strategy: *allreduce over tcp, 2 ranks" "$work/two.out.0" || { cat "$work/two.out.0"; fail "no allreduce strategy line"; }
+grep -qE "comm [0-9.]+ ms .* busbw [0-9.]+ GB/s" "$work/two.out.0" || fail "no communication figures in the progress lines"
+same=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" 5)
+control=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/half/metrics.jsonl" 5)
+echo "2 ranks x 16 against 1 rank x 32: mean relative loss difference $same; control (1 x 16): $control"
+"$PYTHON3" -c "import sys; sys.exit(0 if $same < $tolerance < $control else 1)" ||
+    fail "2-rank allreduce differs by $same (tolerance $tolerance, control $control)"
+pass "2-rank allreduce matches the doubled batch within $tolerance ($same; control $control)"
+
+# kill -9 of rank 1 of 3
+launch_ranks 3 29812 "$work/kill.out" "$TRAIN" --model resnet20 --batch-size 16 --steps 100000 --threads 1 \
+    --display-every 1 --comm-timeout 60
+for _ in $(seq 1 300); do grep -q "^3	" "$work/kill.out.0" 2>/dev/null && break; sleep 0.1; done
+grep -q "^3	" "$work/kill.out.0" || { cat "$work"/kill.out.*; fail "the 3-rank run did not get going"; }
+kill -KILL "${rank_pids[1]}"
+killed_at=$(date +%s.%N)
+for r in 0 2; do
+    status=0
+    timeout 15 tail --pid="${rank_pids[$r]}" -f /dev/null || fail "rank $r still running 15 s after the kill"
+    wait "${rank_pids[$r]}" || status=$?
+    [ $status -ne 0 ] || fail "rank $r exited 0 after rank 1 was killed"
+    grep -q "rank 1 " "$work/kill.out.$r" || { cat "$work/kill.out.$r"; fail "rank $r does not name rank 1"; }
+done
+elapsed=$("$PYTHON3" -c "import time; print(round(time.time() - $killed_at, 1))")
+"$PYTHON3" -c "import sys; sys.exit(0 if $elapsed < 10 else 1)" || fail "ranks took $elapsed s to stop (limit 10 s)"
+echo "rank 0: $(grep stopping "$work/kill.out.0")"
+pass "kill -9 of rank 1: ranks 0 and 2 stopped in $elapsed s naming it"
+
+launch_ranks 3 29813 "$work/bench.out" "$BENCH" allreduce --sizes 4K,1M,5M --iters 3
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/bench.out.*; fail "trellis-bench allreduce failed"; }; done
+cat "$work/bench.out.0"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$work/bench.out.0")" -eq 3 ] || fail "allreduce table incomplete or wrong sums"
+launch_ranks 2 29814 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/p2p.out.*; fail "trellis-bench p2p failed"; }; done
+[ "$(grep -c '"benchmark":"p2p"' "$work/p2p.out.0")" -eq 3 ] || { cat "$work/p2p.out.0"; fail "p2p JSON incomplete"; }
+pass "trellis-bench allreduce (3 ranks, sums checked) and p2p (JSON)"

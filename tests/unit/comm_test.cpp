@@ -1,0 +1,116 @@
+// The communication layer with real TCP connections between ranks running as threads of
+// this process: rendezvous, ring allreduce, bucketed gradient averaging, broadcast, and the
+// failure notice naming the rank that failed.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "trainer/comm/broadcast.hpp"
+#include "trainer/comm/bucketed_allreduce.hpp"
+#include "trainer/comm/rendezvous.hpp"
+#include "trainer/comm/tcp_transport.hpp"
+
+using namespace trellis::comm;
+
+namespace {
+
+// Runs body(rank, transport) on `ranks` threads, each with its own wireup and transport.
+void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int streams = 2) {
+    static std::uint16_t port = 29700;
+    auto this_port = port++;
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> failures(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                RendezvousWireup wireup("test", Identity{r, ranks, r, 0, "rank" + std::to_string(r)}, "127.0.0.1",
+                                        this_port, std::chrono::seconds(20));
+                TcpTransport transport(wireup, {streams, 1024, std::chrono::seconds(20), ""});
+                body(r, transport);
+            } catch (...) {
+                failures[std::size_t(r)] = std::current_exception();
+            }
+        });
+    for (auto& t : threads) t.join();
+    for (auto& f : failures)
+        if (f) std::rethrow_exception(f);
+}
+
+}  // namespace
+
+TEST_CASE("ring allreduce sums exactly for sizes around the rank count and across segments") {
+    for (int ranks : {2, 3}) {
+        for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(300001)}) {
+            std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
+            with_ranks(ranks, [&](int rank, Transport& transport) {
+                std::vector<float> data(count);
+                for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 13));
+                RingAllreduce(transport, 64 << 10).sum(data);  // small segments: many pieces
+                results[std::size_t(rank)] = data;
+            });
+            float ranks_sum = float(ranks * (ranks + 1) / 2);
+            for (const auto& result : results) {
+                REQUIRE(result.size() == count);
+                for (std::size_t i = 0; i < count; ++i) REQUIRE(result[i] == ranks_sum * float(i % 13));
+            }
+        }
+    }
+}
+
+TEST_CASE("bucketed allreduce averages gradients released during the backward pass") {
+    const int ranks = 3;
+    const std::size_t count = 100000;
+    std::vector<std::vector<float>> results(ranks);
+    std::vector<std::size_t> bytes(ranks);
+    with_ranks(ranks, [&](int rank, Transport& transport) {
+        std::vector<float> grads(count);
+        BucketedAllreduce reducer(transport, grads, 64 << 10);
+        for (int step = 0; step < 2; ++step) {
+            for (std::size_t i = 0; i < count; ++i) grads[i] = float(rank * 3 + step);
+            // Release the gradients from the end in uneven pieces, as layers finish.
+            for (std::size_t offset : {std::size_t(90000), std::size_t(50000), std::size_t(49999), std::size_t(1000)})
+                reducer.ready_from(offset);
+            auto stats = reducer.finish();
+            bytes[std::size_t(rank)] = stats.bytes;
+        }
+        results[std::size_t(rank)] = grads;
+    });
+    for (int r = 0; r < ranks; ++r) {
+        CHECK(bytes[std::size_t(r)] == count * sizeof(float));
+        for (float g : results[std::size_t(r)]) REQUIRE(g == Approx((0 + 3 + 6) / 3.0 + 1));
+    }
+}
+
+TEST_CASE("broadcast gives every rank rank 0's values") {
+    std::vector<std::vector<float>> results(3);
+    with_ranks(3, [&](int rank, Transport& transport) {
+        std::vector<float> data(5000, float(rank));
+        broadcast_from_root(transport, data);
+        results[std::size_t(rank)] = data;
+    });
+    for (const auto& r : results)
+        for (float v : r) REQUIRE(v == 0.0f);
+}
+
+TEST_CASE("a rank that fails is named to the others, who stop instead of hanging") {
+    std::vector<std::string> messages(3);
+    with_ranks(3, [&](int rank, Transport& transport) {
+        std::vector<float> data(1000, 1.0f);
+        if (rank == 2) return;  // leaves before the allreduce: its connections close
+        try {
+            RingAllreduce(transport).sum(data);
+        } catch (const PeerFailure& failure) {
+            messages[std::size_t(rank)] = failure.what();
+        }
+    });
+    CHECK_THAT(messages[0], Catch::Contains("rank 2"));
+    CHECK_THAT(messages[1], Catch::Contains("rank 2"));
+}
+
+TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
+    Identity identity{1, 2, 1, 0, "lonely"};
+    CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", 29699, std::chrono::seconds(1)),
+                      Catch::Contains("cannot connect to 127.0.0.1:29699"));
+}

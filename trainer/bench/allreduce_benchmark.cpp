@@ -1,0 +1,55 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "trainer/bench/benchmarks.hpp"
+#include "trainer/comm/ring_allreduce.hpp"
+
+namespace trellis::bench {
+
+int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
+    using Clock = std::chrono::steady_clock;
+    const int n = transport.size(), rank = transport.rank();
+    comm::RingAllreduce allreduce(transport);
+    if (rank == 0 && !options.json)
+        std::printf("# allreduce (ring, float32 sum) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
+                    transport.name().c_str(), n, "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
+    int failures = 0;
+    for (auto size : options.sizes) {
+        std::size_t count = std::max<std::size_t>(size / sizeof(float), 1);
+        std::vector<float> data(count);
+        // Rank r contributes (r + 1) * (i % 7 + 1): small integers, so the float sum is exact.
+        auto fill = [&] {
+            for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 7 + 1));
+        };
+        std::vector<double> times;
+        for (int i = 0; i < options.warmup + options.iterations; ++i) {
+            fill();
+            auto start = Clock::now();
+            allreduce.sum(data);
+            if (i >= options.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        }
+        long wrong = 0;
+        const float ranks_sum = float(n * (n + 1) / 2);
+        for (std::size_t i = 0; i < count; ++i) wrong += data[i] != ranks_sum * float(i % 7 + 1);
+        failures += wrong > 0;
+        std::sort(times.begin(), times.end());
+        double median = times[times.size() / 2];
+        double bytes = double(count * sizeof(float));
+        double algbw = bytes / median / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
+        if (rank != 0) continue;
+        if (options.json)
+            std::printf("{\"benchmark\":\"allreduce\",\"transport\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,\"time_us\":%.1f,"
+                        "\"algbw_gbs\":%.3f,\"busbw_gbs\":%.3f,\"wrong\":%ld}\n",
+                        transport.name().c_str(), n, bytes, median * 1e6, algbw, busbw, wrong);
+        else
+            std::printf(" %12.0f %12zu %10.1f %10.3f %10.3f %8ld\n", bytes, count, median * 1e6, algbw, busbw, wrong);
+        std::fflush(stdout);
+    }
+    if (failures) std::fprintf(stderr, "trellis-bench: rank %d: allreduce results wrong at %d size(s)\n", rank, failures);
+    return failures ? 1 : 0;
+}
+
+}  // namespace trellis::bench

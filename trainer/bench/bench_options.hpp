@@ -1,0 +1,27 @@
+// trellis-bench's command line, shared by its benchmarks.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace trellis::bench {
+
+struct BenchOptions {
+    std::string benchmark;              // p2p | allreduce
+    std::vector<std::size_t> sizes;     // bytes
+    int iterations = 20;
+    int warmup = 3;
+    std::string wireup = "auto";
+    std::string transport = "tcp";
+    int tcp_streams = 2;
+    int timeout_seconds = 60;
+    bool json = false;
+};
+
+// Throws std::invalid_argument naming the bad option; `help` is set for -h/--help.
+BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& help);
+std::size_t parse_size(const std::string& text);  // 64, 16K, 4M, 1G (powers of two)
+const char* bench_usage();
+
+}  // namespace trellis::bench

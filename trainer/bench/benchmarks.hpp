@@ -1,0 +1,15 @@
+// The benchmarks of trellis-bench. Each runs on every rank and prints from rank 0.
+#pragma once
+
+#include "trainer/bench/bench_options.hpp"
+#include "trainer/comm/transport.hpp"
+
+namespace trellis::bench {
+
+// Ping-pong between ranks 0 and 1 (other ranks wait): latency is half the median round trip
+// of one message; bandwidth streams `iterations` messages one way and waits for a reply.
+int run_p2p(const BenchOptions& options, comm::Transport& transport);
+// Ring allreduce of float32 sums; every rank checks the result. Non-zero on a wrong sum.
+int run_allreduce(const BenchOptions& options, comm::Transport& transport);
+
+}  // namespace trellis::bench

@@ -1,0 +1,68 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "trainer/bench/benchmarks.hpp"
+
+namespace trellis::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int run_p2p(const BenchOptions& options, comm::Transport& transport) {
+    if (transport.size() < 2) {
+        std::fprintf(stderr, "trellis-bench: p2p needs at least 2 ranks, this job has %d\n", transport.size());
+        return 2;
+    }
+    const int rank = transport.rank();
+    if (rank > 1) return 0;
+    const int peer = 1 - rank;
+    auto largest = *std::max_element(options.sizes.begin(), options.sizes.end());
+    std::vector<char> buffer(largest, char(rank)), ack(1);
+    if (rank == 0 && !options.json)
+        std::printf("# p2p over %s between rank 0 (%s) and rank 1 (%s)\n#%12s %14s %14s\n", transport.name().c_str(),
+                    transport.host_of(0).c_str(), transport.host_of(1).c_str(), "bytes", "latency(us)",
+                    "bandwidth(GB/s)");
+    for (auto size : options.sizes) {
+        auto ping = comm::Transfer::send(peer, buffer.data(), size), pong = comm::Transfer::recv(peer, buffer.data(), size);
+        std::vector<double> round_trips;
+        for (int i = 0; i < options.warmup + options.iterations; ++i) {
+            auto start = Clock::now();
+            if (rank == 0) {
+                transport.exchange({&ping, 1});
+                transport.exchange({&pong, 1});
+            } else {
+                transport.exchange({&pong, 1});
+                transport.exchange({&ping, 1});
+            }
+            if (i >= options.warmup) round_trips.push_back(seconds_since(start));
+        }
+        std::sort(round_trips.begin(), round_trips.end());
+        double latency = round_trips[round_trips.size() / 2] / 2;
+
+        // Streaming: many messages one way, one byte back at the end.
+        auto start = Clock::now();
+        for (int i = 0; i < options.iterations; ++i) transport.exchange({rank == 0 ? &ping : &pong, 1});
+        auto reply = rank == 0 ? comm::Transfer::recv(peer, ack.data(), 1) : comm::Transfer::send(peer, ack.data(), 1);
+        transport.exchange({&reply, 1});
+        double bandwidth = double(size) * options.iterations / seconds_since(start) / 1e9;
+        if (rank != 0) continue;
+        if (options.json)
+            std::printf("{\"benchmark\":\"p2p\",\"transport\":\"%s\",\"bytes\":%zu,\"latency_us\":%.2f,\"bandwidth_gbs\":%.3f}\n",
+                        transport.name().c_str(), size, latency * 1e6, bandwidth);
+        else
+            std::printf(" %12zu %14.2f %14.3f\n", size, latency * 1e6, bandwidth);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
+}  // namespace trellis::bench

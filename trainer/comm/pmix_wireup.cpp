@@ -1,0 +1,96 @@
+#include "trainer/comm/pmix_wireup.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "trainer/comm/comm_error.hpp"
+#include "trainer/comm/socket.hpp"
+
+namespace trellis::comm {
+
+namespace {
+
+std::string this_host() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return host;
+}
+
+}  // namespace
+
+bool PmixWireup::available() {
+    // The variables a PMIx server gives its clients (PMIx v2+ and Slurm's plugin).
+    return std::getenv("PMIX_RANK") != nullptr && std::getenv("PMIX_NAMESPACE") != nullptr;
+}
+
+PmixWireup::PmixWireup() {
+    int status = PMIx_Init(&me_, nullptr, 0);
+    if (status != PMIX_SUCCESS) throw CommError(std::string("pmix wireup: PMIx_Init failed: ") + PMIx_Error_string(status));
+    identity_.rank = int(me_.rank);
+    identity_.size = int(job_value(PMIX_JOB_SIZE, PMIX_RANK_WILDCARD));
+    identity_.local_rank = int(job_value(PMIX_LOCAL_RANK, me_.rank));
+    identity_.node = int(job_value(PMIX_NODEID, me_.rank));
+    const char* node = std::getenv("SLURMD_NODENAME");
+    identity_.host = node ? node : this_host();
+    try {
+        address_ = resolve_ipv4(this_host());
+    } catch (const CommError&) {
+        address_ = "127.0.0.1";
+    }
+}
+
+PmixWireup::~PmixWireup() { PMIx_Finalize(nullptr, 0); }
+
+std::uint32_t PmixWireup::job_value(const char* key, pmix_rank_t rank) const {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, me_.nspace, rank);
+    pmix_value_t* value = nullptr;
+    if (PMIx_Get(&proc, key, nullptr, 0, &value) != PMIX_SUCCESS || !value)
+        throw CommError(std::string("pmix wireup: the server does not provide ") + key);
+    std::uint32_t result = 0;
+    switch (value->type) {
+        case PMIX_UINT32: result = value->data.uint32; break;
+        case PMIX_UINT16: result = value->data.uint16; break;
+        case PMIX_INT: result = std::uint32_t(value->data.integer); break;
+        case PMIX_PROC_RANK: result = value->data.rank; break;
+        default: result = value->data.uint32;
+    }
+    PMIX_VALUE_RELEASE(value);
+    return result;
+}
+
+std::vector<std::string> PmixWireup::all_gather(const std::string& mine) {
+    auto key = "trellis.wireup." + std::to_string(round_++);
+    pmix_value_t value;
+    pmix_byte_object_t bytes{const_cast<char*>(mine.data()), mine.size()};
+    PMIX_VALUE_LOAD(&value, &bytes, PMIX_BYTE_OBJECT);
+    int status = PMIx_Put(PMIX_GLOBAL, key.c_str(), &value);
+    PMIX_VALUE_DESTRUCT(&value);
+    if (status == PMIX_SUCCESS) status = PMIx_Commit();
+    if (status != PMIX_SUCCESS) throw CommError(std::string("pmix wireup: put/commit: ") + PMIx_Error_string(status));
+
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, me_.nspace, PMIX_RANK_WILDCARD);
+    pmix_info_t collect;
+    bool yes = true;
+    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    status = PMIx_Fence(&all, 1, &collect, 1);
+    PMIX_INFO_DESTRUCT(&collect);
+    if (status != PMIX_SUCCESS) throw CommError(std::string("pmix wireup: fence: ") + PMIx_Error_string(status));
+
+    std::vector<std::string> blobs(std::size_t(identity_.size));
+    for (int r = 0; r < identity_.size; ++r) {
+        pmix_proc_t peer;
+        PMIX_LOAD_PROCID(&peer, me_.nspace, pmix_rank_t(r));
+        pmix_value_t* got = nullptr;
+        if (PMIx_Get(&peer, key.c_str(), nullptr, 0, &got) != PMIX_SUCCESS || !got || got->type != PMIX_BYTE_OBJECT)
+            throw CommError("pmix wireup: no " + key + " from rank " + std::to_string(r));
+        blobs[std::size_t(r)].assign(got->data.bo.bytes, got->data.bo.size);
+        PMIX_VALUE_RELEASE(got);
+    }
+    return blobs;
+}
+
+}  // namespace trellis::comm

@@ -1,0 +1,219 @@
+#include "trainer/comm/tcp_transport.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+namespace trellis::comm {
+
+namespace {
+
+// The first bytes on every new connection: who is calling, and for which stream (-1: control).
+struct Hello {
+    std::int32_t rank;
+    std::int32_t stream;
+};
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
+    return parts;
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(Wireup& wireup, TcpOptions options) : options_(std::move(options)) {
+    rank_ = wireup.identity().rank;
+    size_ = wireup.identity().size;
+    if (options_.streams < 1) throw std::invalid_argument("--tcp-streams must be at least 1");
+    connect_mesh(wireup);
+}
+
+TcpTransport::~TcpTransport() {
+    // Goodbye (a notice of length 0): the peers must not take this rank's exit for a crash.
+    if (failed_) return;
+    std::uint32_t goodbye = 0;
+    for (auto& peer : peers_)
+        if (peer.control.valid()) ::send(peer.control.fd(), &goodbye, sizeof goodbye, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void TcpTransport::connect_mesh(Wireup& wireup) {
+    Listener listener("0.0.0.0", 0);
+    auto address = options_.interface_address.empty() ? wireup.reachable_address() : options_.interface_address;
+    auto endpoints = wireup.all_gather(address + "|" + std::to_string(listener.port()) + "|" + wireup.identity().host);
+    peers_.resize(std::size_t(size_));
+    hosts_.resize(std::size_t(size_));
+    for (int r = 0; r < size_; ++r) {
+        auto parts = split(endpoints[std::size_t(r)], '|');
+        if (parts.size() != 3) throw CommError("tcp: malformed endpoint from rank " + std::to_string(r));
+        hosts_[std::size_t(r)] = parts[2];
+        peers_[std::size_t(r)].streams.resize(std::size_t(options_.streams));
+    }
+    auto deadline = Clock::now() + options_.timeout;
+    // Lower ranks accept, higher ranks connect: every pair is connected exactly once, and the
+    // listen backlog holds early connections while a rank is still connecting elsewhere.
+    for (int r = 0; r < rank_; ++r) {
+        auto parts = split(endpoints[std::size_t(r)], '|');
+        for (int stream = -1; stream < options_.streams; ++stream) {
+            auto socket = connect_to(parts[0], std::uint16_t(std::stoi(parts[1])), deadline);
+            Hello hello{rank_, stream};
+            socket.send_all(&hello, sizeof hello, deadline, "tcp: hello to rank " + std::to_string(r));
+            socket.set_nonblocking();
+            (stream < 0 ? peers_[std::size_t(r)].control : peers_[std::size_t(r)].streams[std::size_t(stream)]) =
+                std::move(socket);
+        }
+    }
+    int expected = (size_ - 1 - rank_) * (options_.streams + 1);
+    for (int n = 0; n < expected; ++n) {
+        auto socket = listener.accept(deadline, "tcp: waiting for higher ranks to connect");
+        Hello hello{};
+        socket.recv_all(&hello, sizeof hello, deadline, "tcp: hello");
+        if (hello.rank <= rank_ || hello.rank >= size_ || hello.stream < -1 || hello.stream >= options_.streams)
+            throw CommError("tcp: unexpected connection (rank " + std::to_string(hello.rank) + ", stream " +
+                            std::to_string(hello.stream) + ")");
+        socket.set_nonblocking();
+        auto& peer = peers_[std::size_t(hello.rank)];
+        (hello.stream < 0 ? peer.control : peer.streams[std::size_t(hello.stream)]) = std::move(socket);
+    }
+}
+
+// One transfer's parts, one per stream it uses, and how far each has come.
+struct TcpTransport::Progress {
+    const Transfer* transfer;
+    struct Part {
+        int fd;
+        char* data;
+        std::size_t left;
+    };
+    std::vector<Part> parts;
+};
+
+void TcpTransport::fail(const PeerFailure& failure) {
+    if (!failed_) {
+        failed_ = true;
+        // Tell everyone else who failed, so that they name it rather than the rank that
+        // stopped because of it.
+        std::string notice = std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what();
+        std::uint32_t length = std::uint32_t(notice.size());
+        for (int r = 0; r < size_; ++r) {
+            if (r == rank_ || r == failure.rank || !peers_[std::size_t(r)].control.valid()) continue;
+            int fd = peers_[std::size_t(r)].control.fd();
+            ::send(fd, &length, sizeof length, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ::send(fd, notice.data(), notice.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+    }
+    throw failure;
+}
+
+void TcpTransport::check_control(int peer) {
+    int fd = peers_[std::size_t(peer)].control.fd();
+    std::uint32_t length = 0;
+    ssize_t n = ::recv(fd, &length, sizeof length, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (peers_[std::size_t(peer)].finished) return;
+        fail(PeerFailure(peer, host_of(peer), "exited or was killed (its connection closed)"));
+    }
+    if (n <= 0) return;
+    if (length == 0) {
+        peers_[std::size_t(peer)].finished = true;
+        return;
+    }
+    std::string notice(std::min<std::uint32_t>(length, 4096), '\0');
+    ::recv(fd, notice.data(), notice.size(), MSG_DONTWAIT);
+    auto parts = split(notice, '|');
+    if (parts.size() >= 3) {
+        int culprit = std::atoi(parts[0].c_str());
+        auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);
+        throw PeerFailure(culprit, parts[1], "failed (reported by rank " + std::to_string(peer) + "): " + reason);
+    }
+    fail(PeerFailure(peer, host_of(peer), "sent a malformed failure notice"));
+}
+
+void TcpTransport::exchange(std::span<const Transfer> transfers) {
+    std::vector<Progress> work;
+    for (const auto& t : transfers) {
+        if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
+            throw std::invalid_argument("tcp: transfer with rank " + std::to_string(t.peer) + " from rank " +
+                                        std::to_string(rank_));
+        Progress p{&t, {}};
+        auto& streams = peers_[std::size_t(t.peer)].streams;
+        int used = t.bytes >= options_.split_threshold ? int(streams.size()) : 1;
+        std::size_t share = (t.bytes + std::size_t(used) - 1) / std::size_t(used), offset = 0;
+        for (int s = 0; s < used && offset < t.bytes; ++s) {
+            std::size_t part = std::min(share, t.bytes - offset);
+            p.parts.push_back({streams[std::size_t(s)].fd(), static_cast<char*>(t.data) + offset, part});
+            offset += part;
+        }
+        work.push_back(std::move(p));
+    }
+
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, std::size_t>> owner;  // (work, part) per fd; control: (npos, peer)
+    auto last_progress = Clock::now();
+    while (true) {
+        fds.clear();
+        owner.clear();
+        for (std::size_t w = 0; w < work.size(); ++w) {
+            short events = work[w].transfer->kind == Transfer::Kind::send ? POLLOUT : POLLIN;
+            for (std::size_t p = 0; p < work[w].parts.size(); ++p)
+                if (work[w].parts[p].left > 0) {
+                    fds.push_back({work[w].parts[p].fd, events, 0});
+                    owner.emplace_back(w, p);
+                }
+        }
+        if (fds.empty()) return;
+        // Watch every peer's control connection: a notice or a closed connection is news.
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_ && !peers_[std::size_t(r)].finished) {
+                fds.push_back({peers_[std::size_t(r)].control.fd(), POLLIN, 0});
+                owner.emplace_back(std::size_t(-1), std::size_t(r));
+            }
+        int ready = ::poll(fds.data(), fds.size(), 1000);
+        if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
+        if (ready <= 0) {
+            if (Clock::now() - last_progress > options_.timeout) {
+                int peer = work.front().transfer->peer;
+                for (auto& w : work)
+                    for (auto& p : w.parts)
+                        if (p.left > 0) peer = w.transfer->peer;
+                fail(PeerFailure(peer, host_of(peer),
+                                 "made no progress for " + std::to_string(options_.timeout.count()) +
+                                     " s (--comm-timeout)"));
+            }
+            continue;
+        }
+        bool progressed = false;
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (!fds[i].revents) continue;
+            auto [w, p] = owner[i];
+            if (w == std::size_t(-1)) {
+                // Data already received counts first; the notice or close is read next round.
+                if (!progressed) check_control(int(p));
+                continue;
+            }
+            auto& part = work[w].parts[p];
+            int peer = work[w].transfer->peer;
+            bool sending = work[w].transfer->kind == Transfer::Kind::send;
+            ssize_t n = sending ? ::send(part.fd, part.data, part.left, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                : ::recv(part.fd, part.data, part.left, MSG_DONTWAIT);
+            if (n > 0) {
+                part.data += n;
+                part.left -= std::size_t(n);
+                last_progress = Clock::now();
+                progressed = true;
+            } else if (n == 0 && !sending) {
+                check_control(peer);  // a notice explains the close when there is one
+                fail(PeerFailure(peer, host_of(peer), "exited or was killed (its connection closed)"));
+            } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                check_control(peer);
+                fail(PeerFailure(peer, host_of(peer), std::string("connection failed: ") + std::strerror(errno)));
+            }
+        }
+    }
+}
+
+}  // namespace trellis::comm

@@ -1,0 +1,39 @@
+// trellis-bench: the network as trellis-train sees it (see trellis-bench(1)).
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+
+#include "trainer/bench/benchmarks.hpp"
+#include "trainer/comm/comm_error.hpp"
+#include "trainer/comm/tcp_transport.hpp"
+
+int main(int argc, char** argv) {
+    using namespace trellis;
+    bench::BenchOptions options;
+    try {
+        bool help = false;
+        options = bench::parse_bench_options({argv + 1, argv + argc}, help);
+        if (help) {
+            std::fputs(bench::bench_usage(), stdout);
+            return 0;
+        }
+    } catch (const std::invalid_argument& error) {
+        std::fprintf(stderr, "trellis-bench: %s\n", error.what());
+        return 2;
+    }
+    try {
+        auto wireup = comm::make_wireup(options.wireup, std::chrono::seconds(options.timeout_seconds));
+        comm::TcpOptions tcp;
+        tcp.streams = options.tcp_streams;
+        tcp.timeout = std::chrono::seconds(options.timeout_seconds);
+        comm::TcpTransport transport(*wireup, tcp);
+        return options.benchmark == "p2p" ? bench::run_p2p(options, transport)
+                                          : bench::run_allreduce(options, transport);
+    } catch (const std::invalid_argument& error) {
+        std::fprintf(stderr, "trellis-bench: %s\n", error.what());
+        return 2;
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "trellis-bench: %s\n", error.what());
+        return 1;
+    }
+}
