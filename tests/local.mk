@@ -78,8 +78,8 @@ check_PROGRAMS += tests/slurm/pmix_exchange
 tests_slurm_pmix_exchange_SOURCES = tests/slurm/pmix_exchange.cpp
 tests_slurm_pmix_exchange_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
-TESTS += tests/slurm/slurm_test.sh
-EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/cluster
+TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh
+EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/cluster
 
 # The trainer's units: layer gradients, loss, optimizers, models.
 TRAINER_TEST_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-trainer.la

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
             tcp.timeout = timeout;
             transport = std::make_unique<trellis::comm::TcpTransport>(*wireup, tcp);
         }
-        return train(options, identity, transport.get());
+        return train(options, *wireup, transport.get());
     } catch (const trellis::comm::PeerFailure& error) {
         std::fprintf(stderr, "%sstopping: %s\n", who.c_str(), error.what());
         return 1;

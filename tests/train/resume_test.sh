@@ -8,7 +8,7 @@ steps=120
 common=(--model resnet20 --image-size 32 --batch-size 32 --data "$work/data/folder" --steps $steps --lr 0.4
         --deterministic --threads 1 --display-every $steps)
 
-"$TRAIN" "${common[@]}" --log-dir "$work/whole" >/dev/null 2>&1 || fail "uninterrupted run failed"
+"$TRAIN" "${common[@]}" --log-dir "$work/whole" >"$work/whole.out" 2>&1 || fail "uninterrupted run failed"
 losses_of "$work/whole/metrics.jsonl" >"$work/whole.txt"
 [ "$(wc -l <"$work/whole.txt")" -eq $steps ] || fail "uninterrupted run logged $(wc -l <"$work/whole.txt") steps, not $steps"
 
@@ -22,14 +22,19 @@ wait_for_step() {
 }
 
 check_same_losses() {  # NAME: the resumed run's losses equal the uninterrupted run's
-    losses_of "$work/$1/metrics.jsonl" | sort -n -u >"$work/$1.txt"
+    # The resumed run repeats the steps after its checkpoint: its records (the last) count.
+    losses_of "$work/$1/metrics.jsonl" | awk '{last[$1] = $2} END {for (s in last) print s, last[s]}' |
+        sort -n >"$work/$1.txt"
     local resumed_from; resumed_from=$(head -n 1 "$work/$1-resume.out" | sed -n 's/.* at step \([0-9]*\).*/\1/p')
     [ -n "$resumed_from" ] && [ "$resumed_from" -gt 0 ] || { cat "$work/$1-resume.out"; fail "$1: did not resume"; }
     awk -v from="$resumed_from" '$1 > from' "$work/whole.txt" >"$work/expected.txt"
     awk -v from="$resumed_from" '$1 > from' "$work/$1.txt" >"$work/got.txt"
     [ -s "$work/got.txt" ] || fail "$1: no steps after $resumed_from"
     diff "$work/expected.txt" "$work/got.txt" || fail "$1: losses after resuming at step $resumed_from differ"
-    pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps identical"
+    # Evaluation uses the running batch-norm statistics: they must have been restored too.
+    [ "$(grep "^Accuracy" "$work/whole.out")" = "$(grep "^Accuracy" "$work/$1-resume.out")" ] ||
+        fail "$1: final evaluation differs: $(grep "^Accuracy" "$work/whole.out") / $(grep "^Accuracy" "$work/$1-resume.out")"
+    pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps and the final evaluation identical"
 }
 
 # SIGTERM: the trainer saves and exits 0.
@@ -54,3 +59,12 @@ ls "$work/kill-ckpt"/.checkpoint-* >/dev/null 2>&1 && echo "note: a temporary fi
 "$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --resume >"$work/kill-resume.out" 2>&1 ||
     { cat "$work/kill-resume.out"; fail "resume after kill -9 failed"; }
 check_same_losses kill
+
+# A new run (no --resume) must not mix its checkpoints into another run's folder.
+"$TRAIN" "${common[@]}" --steps 2 --checkpoint-dir "$work/kill-ckpt" >"$work/mix.out" 2>&1
+[ $? -eq 1 ] && grep -q "already holds checkpoints.*--resume" "$work/mix.out" ||
+    { cat "$work/mix.out"; fail "a fresh run in a used checkpoint folder was not refused"; }
+"$TRAIN" "${common[@]}" --batch-size 8 --checkpoint-dir "$work/kill-ckpt" --resume >"$work/batch.out" 2>&1
+[ $? -eq 1 ] && grep -q "global batch is 32, this run has 8" "$work/batch.out" ||
+    { cat "$work/batch.out"; fail "resuming with another batch size was not refused"; }
+pass "a used checkpoint folder needs --resume; resuming with another batch size is refused"

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trainer/data/crc32c.hpp"
 #include "trainer/train/checkpoint.hpp"
 
 using namespace trellis;
@@ -91,4 +92,42 @@ TEST_CASE("an empty folder has no checkpoint") {
     Fixture f;
     train::CheckpointStore store(f.folder.string());
     CHECK_FALSE(store.load_latest(f.info, f.store, *f.optimizer));
+}
+
+TEST_CASE("a malformed header or another global batch is a CheckpointError naming the file") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    f.set(1.0f);
+    store.save(f.info, f.store, *f.optimizer);
+    auto other = f.info;
+    other.global_batch = 64;
+    CHECK_THROWS_WITH(store.load_latest(other, f.store, *f.optimizer),
+                      Catch::Contains("global batch is 32, this run has 64"));
+
+    // A well-framed file (valid CRC) whose header is not what a checkpoint holds.
+    std::string header = "[1,2,3]";
+    std::vector<std::uint8_t> bytes;
+    std::string magic = "TRELLIS-CHECKPOINT 1\n";
+    bytes.insert(bytes.end(), magic.begin(), magic.end());
+    std::uint64_t length = header.size();
+    bytes.insert(bytes.end(), reinterpret_cast<std::uint8_t*>(&length), reinterpret_cast<std::uint8_t*>(&length) + 8);
+    bytes.insert(bytes.end(), header.begin(), header.end());
+    std::uint32_t crc = data::crc32c(bytes);
+    bytes.insert(bytes.end(), reinterpret_cast<std::uint8_t*>(&crc), reinterpret_cast<std::uint8_t*>(&crc) + 4);
+    std::ofstream(f.folder / "checkpoint-9.trellis", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    CHECK_THROWS_WITH(store.load_latest(f.info, f.store, *f.optimizer),
+                      Catch::Contains("checkpoint-9.trellis") && Catch::Contains("not a JSON object"));
+}
+
+TEST_CASE("the checkpoint just written is kept even when older runs left higher steps") {
+    Fixture f;
+    train::CheckpointStore store(f.folder.string());
+    for (int step : {10, 20, 30, 2}) {
+        f.set(1.0f);
+        f.info.step = step;
+        store.save(f.info, f.store, *f.optimizer);
+    }
+    CHECK(fs::exists(f.folder / "checkpoint-2.trellis"));
+    CHECK(*store.newest_step() == 30);
 }

@@ -1,6 +1,8 @@
 // Every CPU layer's backward against central finite differences.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "tests/unit/gradient_check.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/nn/residual_block.hpp"
@@ -73,4 +75,25 @@ TEST_CASE("residual block with projection shortcut and with identity") {
     expect_gradients_match(projection, images(2, 8, 6, 6));
     auto identity = block(16, 16, 1);
     expect_gradients_match(identity, images(2, 16, 4, 4));
+}
+
+TEST_CASE("batch norm keeps running statistics in training and uses them in evaluation") {
+    auto norm = backend.batch_norm("bn", 2, false, 1.0f);
+    nn::TensorSpec spec = images(2, 2, 1, 2);
+    norm->setup(spec, true);
+    nn::ParameterStore store;
+    norm->collect(store);
+    store.allocate();
+    std::mt19937_64 rng(1);
+    norm->initialize(rng);
+    // Channel 0 holds {1, 2, 5, 6}: mean 3.5, biased variance 4.25, unbiased 17/3.
+    std::vector<float> x{1, 2, 0, 0, 5, 6, 0, 0};
+    norm->forward(backend.from_plain(x, spec), nn::Mode::train);
+    const auto& stats = store.statistics();
+    REQUIRE(stats.size() == 2);
+    CHECK(stats[0]->value[0] == Approx(0.1 * 3.5));
+    CHECK(stats[1]->value[0] == Approx(0.9 + 0.1 * 17.0 / 3.0));
+    auto y = backend.to_plain(norm->forward(backend.from_plain(x, spec), nn::Mode::eval));
+    double mean = stats[0]->value[0], variance = stats[1]->value[0];
+    CHECK(y[0] == Approx((1 - mean) / std::sqrt(variance + 1e-5)));
 }

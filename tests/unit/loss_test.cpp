@@ -55,6 +55,9 @@ TEST_CASE("top-1 and top-5 hits; a label out of range is refused") {
     auto result = loss.evaluate(logits, labels, 10, {});
     CHECK(result.top1_hits == 1);  // only the first
     CHECK(result.top5_hits == 1);  // class 4 is sixth
+    std::vector<float> diverged(10, std::nanf(""));
+    std::vector<int> label{3};
+    CHECK(loss.evaluate(diverged, label, 10, {}).top5_hits == 0);  // NaN scores are misses
     std::vector<int> bad{9, 10};
     CHECK_THROWS_WITH(loss.evaluate(logits, bad, 10, {}), Catch::Contains("label 10 outside [0, 10)"));
     CHECK_THROWS(SoftmaxCrossEntropy(1.0f));

@@ -34,4 +34,7 @@ TEST_CASE("bad values name the option and what is accepted") {
     CHECK_THROWS_WITH(parse({"--frobnicate"}), Catch::Contains("unknown option '--frobnicate'"));
     CHECK_THROWS_WITH(parse({"--model"}), Catch::Contains("needs a value"));
     CHECK_THROWS_WITH(parse({"--resume=yes"}), Catch::Contains("takes no value"));
+    CHECK_THROWS_WITH(parse({"--lr", "nan"}), Catch::Contains("'nan'"));
+    CHECK_THROWS_WITH(parse({"--epochs", "inf"}), Catch::Contains("'inf'"));
+    CHECK(parse({"--optimizer", "momentum"}).optimizer.kind == "sgd");
 }

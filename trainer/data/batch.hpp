@@ -20,6 +20,7 @@ struct Batch {
     std::vector<float> images;  // size x image_size x image_size x 3, NHWC, normalised
     std::vector<int> labels;    // size entries, in [0, num_classes)
     int size = 0;               // the batch size, except for a short last evaluation batch
+    std::vector<char> stand_in; // 1 where a copy of another sample stands in for a bad one
     int image_size = 0;
     std::int64_t epoch = 0;
     std::int64_t index_in_epoch = 0;

@@ -173,9 +173,11 @@ void Pipeline::finish(Slot& slot) {
                       std::to_string(slot.batch.epoch) + " on rank " +
                       std::to_string(config_.rank) + ": none of its " + std::to_string(count) +
                       " samples could be read (last: " + slot.problems.back() + ")"));
+    slot.batch.stand_in.assign(count, 0);
     if (!slot.error && slot.bad > 0) {
         for (std::size_t j = 0; j < count; ++j) {
             if (slot.good[j]) continue;
+            slot.batch.stand_in[j] = 1;
             std::size_t donor = (j + 1) % count;
             while (!slot.good[donor]) donor = (donor + 1) % count;
             std::copy_n(slot.batch.images.begin() + donor * image_floats_, image_floats_,

@@ -36,8 +36,10 @@ LossResult SoftmaxCrossEntropy::evaluate(std::span<const float> logits, std::spa
         }
         result.loss += loss / batch;
 
-        int higher = 0;  // classes scoring above the label; ties count for the label
-        for (int k = 0; k < classes; ++k) higher += row[k] > row[label];
+        // Classes scoring above the label (ties count for the label); a non-finite score is
+        // a miss, so that a diverged model does not look perfect.
+        int higher = std::isfinite(row[label]) ? 0 : classes;
+        for (int k = 0; k < classes; ++k) higher += row[k] > row[label] || !std::isfinite(row[k]);
         result.top1_hits += higher < 1;
         result.top5_hits += higher < 5;
     }

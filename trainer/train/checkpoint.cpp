@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -63,8 +64,10 @@ std::int64_t step_of(const fs::path& file) {
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
         return -1;
     auto digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-    return std::stoll(digits);
+    std::int64_t step = -1;
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (error != std::errc() || end != digits.data() + digits.size()) return -1;
+    return step;
 }
 
 // Newest first.
@@ -87,7 +90,49 @@ void check(bool ok, const fs::path& path, const std::string& what) {
     if (!ok) throw CheckpointError(path.string() + ": " + what);
 }
 
+// A readable checkpoint of something else is the user's mistake, not damage: an error.
+CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const std::vector<std::uint8_t>& bytes,
+                       std::size_t payload, const CheckpointInfo& expected, nn::ParameterStore& parameters,
+                       optim::Optimizer& optimizer) {
+    check(header.is_object(), path, "the header is not a JSON object");
+    auto mismatch = [&](const char* key, const std::string& theirs, const std::string& ours) {
+        if (theirs != ours) throw CheckpointError(path.string() + ": " + key + " is " + theirs + ", this run has " + ours);
+    };
+    mismatch("model", header.value("model", ""), expected.model);
+    mismatch("num_classes", std::to_string(header.value("num_classes", 0)), std::to_string(expected.num_classes));
+    mismatch("optimizer", header.value("optimizer", ""), expected.optimizer);
+    // The data position means other samples under another global batch or seed.
+    mismatch("global batch", std::to_string(header.value("global_batch", 0)), std::to_string(expected.global_batch));
+    mismatch("seed", std::to_string(header.value("seed", std::uint64_t(0))), std::to_string(expected.seed));
+
+    auto arrays = arrays_of(parameters, optimizer);
+    const auto& listed = header.at("arrays");
+    check(listed.is_array() && listed.size() == arrays.size(), path,
+          "holds " + std::to_string(listed.size()) + " arrays, expected " + std::to_string(arrays.size()));
+    std::size_t offset = payload;
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+        auto count = listed[i].at("count").get<std::size_t>();
+        check(listed[i].at("name") == arrays[i].name && count == arrays[i].values.size(), path,
+              "array " + arrays[i].name + " has " + std::to_string(count) + " values, expected " +
+                  std::to_string(arrays[i].values.size()));
+        check(count * 4 <= bytes.size() - 4 - offset, path, "array " + arrays[i].name + " runs past the end");
+        std::memcpy(arrays[i].values.data(), bytes.data() + offset, count * 4);
+        offset += count * 4;
+    }
+    CheckpointInfo info = expected;
+    info.step = header.at("step").get<std::int64_t>();
+    info.next = {header.at("epoch").get<std::int64_t>(), header.at("batch").get<std::int64_t>()};
+    check(info.step >= 0 && info.next.epoch >= 0 && info.next.batch >= 0, path, "negative step or data position");
+    return info;
+}
+
 }  // namespace
+
+std::optional<std::int64_t> CheckpointStore::newest_step() const {
+    auto files = checkpoints_in(folder_);
+    if (files.empty()) return std::nullopt;
+    return step_of(files.front());
+}
 
 CheckpointStore::CheckpointStore(std::string folder, int keep) : folder_(std::move(folder)), keep_(keep) {
     std::error_code error;
@@ -135,8 +180,18 @@ std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore
     }
     sync_folder(folder_);
 
+    // Keep the newest `keep` checkpoints, this one always among them.
     auto files = checkpoints_in(folder_);
-    for (std::size_t i = std::size_t(keep_); i < files.size(); ++i) fs::remove(files[i]);
+    std::size_t kept = 1;
+    for (const auto& file : files) {
+        if (file == final_path) continue;
+        if (kept < std::size_t(keep_)) {
+            ++kept;
+            continue;
+        }
+        std::error_code ignored;
+        fs::remove(file, ignored);
+    }
     return final_path;
 }
 
@@ -157,41 +212,18 @@ std::optional<CheckpointInfo> CheckpointStore::load_latest(const CheckpointInfo&
                   "CRC mismatch (damaged or truncated)");
             std::uint64_t length;
             std::memcpy(&length, bytes.data() + magic.size(), 8);
+            check(length <= bytes.size() - magic.size() - 12, path, "header longer than the file");
             payload = magic.size() + 8 + length;
-            check(payload <= bytes.size() - 4, path, "header longer than the file");
             header = nlohmann::json::parse(bytes.begin() + magic.size() + 8, bytes.begin() + long(payload));
         } catch (const std::exception& error) {
             std::cerr << "trellis-train: warning: skipping checkpoint " << error.what() << "\n";
             continue;
         }
-        // A readable checkpoint of something else is the user's mistake, not damage.
-        auto mismatch = [&](const char* key, const std::string& theirs, const std::string& ours) {
-            if (theirs != ours)
-                throw CheckpointError(path.string() + ": " + key + " is " + theirs + ", this run has " + ours);
-        };
-        mismatch("model", header.value("model", ""), expected.model);
-        mismatch("num_classes", std::to_string(header.value("num_classes", 0)), std::to_string(expected.num_classes));
-        mismatch("optimizer", header.value("optimizer", ""), expected.optimizer);
-        auto arrays = arrays_of(parameters, optimizer);
-        const auto& listed = header.at("arrays");
-        check(listed.size() == arrays.size(), path, "holds " + std::to_string(listed.size()) + " arrays, expected " +
-                                                        std::to_string(arrays.size()));
-        std::size_t offset = payload;
-        for (std::size_t i = 0; i < arrays.size(); ++i) {
-            auto count = listed[i].at("count").get<std::size_t>();
-            check(listed[i].at("name") == arrays[i].name && count == arrays[i].values.size(), path,
-                  "array " + arrays[i].name + " has " + std::to_string(count) + " values, expected " +
-                      std::to_string(arrays[i].values.size()));
-            check(offset + count * 4 <= bytes.size() - 4, path, "array " + arrays[i].name + " runs past the end");
-            std::memcpy(arrays[i].values.data(), bytes.data() + offset, count * 4);
-            offset += count * 4;
+        try {
+            return restore(path, header, bytes, payload, expected, parameters, optimizer);
+        } catch (const nlohmann::json::exception& error) {
+            throw CheckpointError(path.string() + ": malformed header: " + error.what());
         }
-        CheckpointInfo info = expected;
-        info.step = header.at("step");
-        info.next = {header.at("epoch"), header.at("batch")};
-        info.seed = header.value("seed", expected.seed);
-        info.global_batch = header.value("global_batch", expected.global_batch);
-        return info;
     }
     return std::nullopt;
 }

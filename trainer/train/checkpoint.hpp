@@ -41,11 +41,14 @@ public:
 
     // Loads the newest checkpoint that reads back whole (a damaged newer one is reported on
     // stderr and passed over). Empty when the folder holds none. A checkpoint of another
-    // model, class count or optimizer is a CheckpointError.
+    // model, class count, optimizer, global batch or seed is a CheckpointError, and so is a
+    // malformed header.
     std::optional<CheckpointInfo> load_latest(const CheckpointInfo& expected, nn::ParameterStore& parameters,
                                               optim::Optimizer& optimizer);
 
     const std::string& folder() const { return folder_; }
+    // The step of the newest checkpoint file in the folder, if any.
+    std::optional<std::int64_t> newest_step() const;
 
 private:
     std::string folder_;

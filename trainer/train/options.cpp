@@ -1,6 +1,8 @@
 #include "trainer/train/options.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <type_traits>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -17,7 +19,10 @@ template <typename Number>
 Number number(const std::string& option, const std::string& value, Number low, const std::string& accepted) {
     Number parsed{};
     auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-    if (error != std::errc() || end != value.data() + value.size() || parsed < low) refuse(option, value, accepted);
+    bool finite = true;
+    if constexpr (std::is_floating_point_v<Number>) finite = std::isfinite(parsed);
+    if (error != std::errc() || end != value.data() + value.size() || !finite || !(parsed >= low))
+        refuse(option, value, accepted);
     return parsed;
 }
 
@@ -58,7 +63,7 @@ const std::map<std::string, Setter>& valued_options() {
         {"--prefetch", [](auto& o, auto& n, auto& v) { o.prefetch = positive(n, v); }},
         {"--optimizer", [](auto& o, auto& n, auto& v) {
              if (v != "sgd" && v != "momentum" && v != "rmsprop" && v != "lars") refuse(n, v, "sgd, rmsprop or lars");
-             o.optimizer.kind = v;
+             o.optimizer.kind = v == "momentum" ? "sgd" : v;
          }},
         {"--momentum", [](auto& o, auto& n, auto& v) {
              o.optimizer.momentum = float(real(n, v));
@@ -212,7 +217,8 @@ Running
   --checkpoint-every K    (default 0: only at the end and on a signal)
   --resume                continue from the newest valid checkpoint in --checkpoint-dir
   --seed S                initial weights, data order and augmentation (default 1)
-  --deterministic         bit-identical runs for the same seed and thread count
+  --deterministic         fix the thread team (runs are bit-identical for the same seed,
+                          batch and thread count in any case)
   --threads T             compute threads (default: the CPUs this process may use)
   -h, --help | --version
 )";

@@ -40,7 +40,7 @@ struct Evaluation {
 // Training state that outlives single steps.
 class Run {
 public:
-    Run(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport);
+    Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport);
     int execute();
 
 private:
@@ -53,6 +53,7 @@ private:
 
     const TrainOptions& options_;
     comm::Identity identity_;
+    std::string wireup_;
     comm::Transport* transport_;  // null: a single process
     int threads_;
     const models::ResNetConfig& config_;
@@ -70,16 +71,17 @@ private:
     std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
 };
 
-Run::Run(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport)
+Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport)
     : options_(options),
-      identity_(identity),
+      identity_(wireup.identity()),
+      wireup_(wireup.name()),
       transport_(transport),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
       config_(models::find_resnet(options.model)),
       image_size_(options.image_size.value_or(config_.default_image_size)),
-      sources_(open_data_sources(options, image_size_, identity.rank, identity.size)),
+      sources_(open_data_sources(options, image_size_, identity_.rank, identity_.size)),
       loss_(float(options.label_smoothing)),
-      metrics_(identity.rank == 0 ? options.log_dir : std::string()) {
+      metrics_(identity_.rank == 0 ? options.log_dir : std::string()) {
     // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
     // count is set explicitly so that --threads and the report agree.
     omp_set_num_threads(threads_);
@@ -92,9 +94,13 @@ Run::Run(const TrainOptions& options, const comm::Identity& identity, comm::Tran
 
     data::Position start;
     if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
+    if (checkpoints_ && !options.resume && identity_.rank == 0)
+        if (auto newest = checkpoints_->newest_step())
+            throw CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
+                                  std::to_string(*newest) + "): add --resume to continue it, or use another folder");
     if (options.resume) {
         CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, options.optimizer.kind, options.seed,
-                                options.batch_size * identity.size};
+                                options.batch_size * identity_.size};
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
             start = info->next;
@@ -160,8 +166,9 @@ void Run::print_header() const {
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
     std::printf("Device:      cpu (oneDNN), %d threads\n", threads_);
     if (transport_)
-        std::printf("Strategy:    %s over %s, %d ranks, %.0f MB gradient buckets\n", options_.strategy.c_str(),
-                    transport_->name().c_str(), identity_.size, options_.bucket_mb);
+        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets\n",
+                    options_.strategy.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
+                    identity_.host.c_str(), options_.bucket_mb);
     std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
     std::fflush(stdout);
 }
@@ -171,23 +178,32 @@ Evaluation Run::evaluate() {
     if (!sources_.open_eval) return result;
     auto source = sources_.open_eval();
     auto batches = source->steps_per_epoch();
-    std::vector<float> padded;
+    const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
+    std::vector<float> images(std::size_t(model_->batch()) * image_floats);
+    std::vector<int> labels(std::size_t(model_->batch()));
     for (std::int64_t b = 0; b < batches; ++b) {
-        const auto& batch = source->next();
-        std::span<const float> images = batch.images;
-        auto full = std::size_t(model_->batch()) * image_size_ * image_size_ * 3;
-        if (images.size() < full) {  // a short last batch: pad, and score only the real images
-            padded.assign(full, 0.0f);
-            std::copy(images.begin(), images.end(), padded.begin());
-            images = padded;
+        // A preempted job must reach its checkpoint: an evaluation pass yields to a signal.
+        if (stop_requested()) {
+            if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
+            return {};
         }
-        std::vector<int> labels(batch.labels.begin(), batch.labels.begin() + batch.size);
-        labels.resize(std::size_t(model_->batch()), 0);
-        auto scored = model_->evaluate(images, labels, batch.size, loss_);
-        result.loss += scored.loss * batch.size;
+        const auto& batch = source->next();
+        // Score only real samples: copies standing in for unreadable ones are left out, and
+        // a short last batch is padded.
+        int count = 0;
+        for (int i = 0; i < batch.size; ++i) {
+            if (!batch.stand_in.empty() && batch.stand_in[std::size_t(i)]) continue;
+            std::copy_n(batch.images.begin() + std::ptrdiff_t(std::size_t(i) * image_floats), image_floats,
+                        images.begin() + std::ptrdiff_t(std::size_t(count) * image_floats));
+            labels[std::size_t(count++)] = batch.labels[std::size_t(i)];
+        }
+        if (count == 0) continue;
+        std::fill(labels.begin() + count, labels.end(), 0);
+        auto scored = model_->evaluate(images, labels, count, loss_);
+        result.loss += scored.loss * count;
         result.top1 += scored.top1_hits;
         result.top5 += scored.top5_hits;
-        result.examples += batch.size;
+        result.examples += count;
     }
     // Each rank scored its own shard of the evaluation set.
     float totals[] = {float(result.loss), float(result.top1), float(result.top5), float(result.examples)};
@@ -289,17 +305,18 @@ int Run::execute() {
         std::fflush(stdout);
     }
     metrics_.record("train", step_, {{"total_images_per_sec", meter.total()}});
+    // Saved before the final evaluation, which may be long: a preemption then loses nothing.
+    if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) save_checkpoint(step_);
     evaluate();
-    save_checkpoint(step_);
     metrics_.flush();
     return 0;
 }
 
 }  // namespace
 
-int train(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport) {
+int train(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport) {
     install_stop_handlers();
-    Run run(options, identity, transport);
+    Run run(options, wireup, transport);
     return run.execute();
 }
 

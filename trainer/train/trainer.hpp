@@ -13,6 +13,6 @@ namespace trellis::train {
 // stopped on SIGTERM/SIGUSR1 after saving, 1 on a runtime failure (reported on stderr).
 // Throws std::invalid_argument and data::DataError for bad input found before training, and
 // comm::PeerFailure when another rank fails. `transport` is null for a single process.
-int train(const TrainOptions& options, const comm::Identity& identity, comm::Transport* transport);
+int train(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport);
 
 }  // namespace trellis::train

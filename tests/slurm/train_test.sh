@@ -1,0 +1,77 @@
+#!/bin/bash
+# Distributed trellis-train under a real Slurm: 2 nodes x 2 tasks with --mpi=pmix (PMIx
+# wireup), with --mpi=none (Slurm wireup: SLURM_* variables, the step's first node from
+# libslurm, a TCP rendezvous there), and with the plain-environment wireup; then kill -9 of
+# one rank mid-run: the others stop within 10 s naming it. Skips (77) like slurm_test.sh.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${TRELLIS_BUILD:?}
+plugin=$build/spank/.libs/spank_trellis.so train=$build/trellis-train
+python=${PYTHON3:-python3}
+
+dir=$(mktemp -d /tmp/trellis-slurm-train.XXXXXX)
+trap '"$here/cluster" stop "$dir"; rm -rf "$dir"' EXIT
+"$here/cluster" start "$dir" "$plugin"
+status=$?
+[ $status -eq 0 ] || exit $status
+export SLURM_CONF=$dir/slurm.conf
+cd "$dir" || exit 1
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+short=(--model resnet8 --batch-size 8 --steps 6 --threads 1 --display-every 3 --comm-timeout 30)
+
+# train NAME SRUN-ARGS... -- TRAIN-ARGS...: 2 nodes x 2 tasks; output of task t in NAME.t
+train_step() {
+    local name=$1
+    shift
+    timeout 120 srun -N2 --ntasks-per-node=2 --trellis-bind=closest -o "$dir/$name.%t" "$@"
+}
+
+check_run() {  # NAME WIREUP STATUS
+    local name=$1 wireup=$2 rc=$3
+    if [ "$rc" -ne 0 ]; then
+        fail "$name: srun exit status $rc: $(tail -n 3 "$dir/$name".*)"
+        return
+    fi
+    grep -q "Strategy: *allreduce over tcp, 4 ranks (wireup $wireup" "$dir/$name.0" ||
+        { fail "$name: rank 0 does not report 4 ranks over $wireup: $(head -n 8 "$dir/$name.0")"; return; }
+    grep -q "^total images/sec" "$dir/$name.0" || { fail "$name: training did not finish"; return; }
+    pass "$name: 4 ranks on n1 and n2, wireup $wireup, training finished"
+}
+
+train_step pmix --mpi=pmix "$train" "${short[@]}"
+check_run pmix pmix $?
+train_step slurm --mpi=none "$train" "${short[@]}"
+check_run slurm slurm $?
+train_step env --mpi=none bash -c 'TRELLIS_RANK=$SLURM_PROCID TRELLIS_WORLD_SIZE=$SLURM_NTASKS \
+    TRELLIS_LOCAL_RANK=$SLURM_LOCALID TRELLIS_MASTER=127.0.0.1:29831 exec "$0" --wireup env "$@"' \
+    "$train" "${short[@]}"
+check_run env env $?
+
+# kill -9 of rank 2 (on n2) while all four train
+timeout 120 srun -N2 --ntasks-per-node=2 --mpi=pmix -o "$dir/kill.%t" bash -c \
+    'echo $$ >"pid.$SLURM_PROCID"; exec "$0" "$@"' "$train" --model resnet20 --batch-size 8 --steps 100000 \
+    --threads 1 --display-every 1 &
+srun_pid=$!
+for _ in $(seq 1 600); do grep -q "^3	" "$dir/kill.0" 2>/dev/null && break; sleep 0.1; done
+if ! grep -q "^3	" "$dir/kill.0" 2>/dev/null || [ ! -f pid.2 ]; then
+    fail "kill: the 4-rank run did not get going: $(tail -n 3 "$dir"/kill.*)"
+    kill "$srun_pid"
+else
+    kill -KILL "$(cat pid.2)"
+    killed_at=$(date +%s.%N)
+    wait "$srun_pid"
+    rc=$?
+    elapsed=$("$python" -c "import time; print(round(time.time() - $killed_at, 1))")
+    named=0
+    for t in 0 1 3; do grep -q "stopping: rank 2 " "$dir/kill.$t" && named=$((named + 1)); done
+    if [ "$rc" -eq 0 ]; then fail "kill: srun exited 0"
+    elif ! "$python" -c "import sys; sys.exit(0 if $elapsed < 10 else 1)"; then fail "kill: the step took $elapsed s to end"
+    elif [ $named -ne 3 ]; then fail "kill: only $named of 3 ranks name rank 2: $(tail -n 2 "$dir"/kill.*)"
+    else pass "kill -9 of rank 2: ranks 0, 1, 3 stopped naming it; the step ended $elapsed s after the kill"; fi
+    grep -h "stopping" "$dir"/kill.* | head -n 3
+fi
+
+[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
