@@ -85,7 +85,7 @@ const char* bench_usage() {
     return R"(usage: trellis-bench p2p|allreduce [options]
 
 Measures the network with trellis-train's own transports, on every rank of the job (srun,
-trellis-agent launch, or TRELLIS_RANK/TRELLIS_WORLD_SIZE/TRELLIS_MASTER).
+or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port).
 
   p2p          ranks 0 and 1: latency (half the round trip) and bandwidth by message size
   allreduce    ring allreduce of float32 sums over all ranks: time, algbw and

@@ -197,7 +197,7 @@ Optimizer
   --lr-decay-epochs LIST  step schedule boundaries (default 30,60,80)
   --lr-decay-factor F     step schedule factor (default 0.1)
   --label-smoothing S     (default 0)
-Distributed (every rank of an srun step, trellis-agent launch, or TRELLIS_* variables)
+Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --strategy allreduce    ring allreduce of gradient buckets, overlapped with the backward
                           pass (default)
   --wireup W              auto | pmix | slurm | env (default auto: PMIx when started by a
