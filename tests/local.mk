@@ -58,7 +58,9 @@ noinst_PROGRAMS = tests/perf/plan_bench
 tests_perf_plan_bench_SOURCES = tests/perf/plan_bench.cpp
 tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
-	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py
+	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py \
+	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
+	tests/perf/training_scaling
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'

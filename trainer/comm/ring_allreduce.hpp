@@ -13,7 +13,7 @@ namespace trellis::comm {
 
 class RingAllreduce {
 public:
-    explicit RingAllreduce(Transport& transport, std::size_t segment_bytes = 4 << 20);
+    explicit RingAllreduce(Transport& transport, std::size_t segment_bytes = 1 << 20);
     // In place: afterwards every rank holds the element-wise sum over all ranks.
     void sum(std::span<float> data);
 
