@@ -24,6 +24,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
+	trainer/comm/ps_layout.cpp trainer/comm/ps_layout.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
 	trainer/comm/ring_allreduce.cpp trainer/comm/ring_allreduce.hpp \
 	trainer/comm/socket.cpp trainer/comm/socket.hpp \
@@ -39,6 +40,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
+	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp trainer/train/ps_messages.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp

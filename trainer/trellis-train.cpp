@@ -10,6 +10,7 @@
 #include "trainer/comm/tcp_transport.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/train/checkpoint.hpp"
+#include "trainer/train/parameter_server.hpp"
 #include "trainer/train/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
             tcp.timeout = timeout;
             transport = std::make_unique<trellis::comm::TcpTransport>(*wireup, tcp);
         }
+        if (options.strategy == "ps" && transport && identity.rank >= identity.size - options.ps_servers)
+            return trellis::train::serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());
     } catch (const trellis::comm::PeerFailure& error) {
         std::fprintf(stderr, "%sstopping: %s\n", who.c_str(), error.what());

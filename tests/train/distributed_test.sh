@@ -4,6 +4,7 @@
 #    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as
 #    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
 #    step differs by more than that, so the comparison can tell;
+#  - the synchronous parameter server equals the allreduce; the asynchronous one learns;
 #  - kill -9 of one of 3 ranks mid-run: the others exit non-zero within 10 s naming it;
 #  - trellis-bench allreduce checks its sums on 3 ranks; p2p runs between 2.
 . "$(dirname "$0")/lib.sh"
@@ -25,6 +26,25 @@ echo "2 ranks x 16 against 1 rank x 32: mean relative loss difference $same; con
 "$PYTHON3" -c "import sys; sys.exit(0 if $same < $tolerance < $control else 1)" ||
     fail "2-rank allreduce differs by $same (tolerance $tolerance, control $control)"
 pass "2-rank allreduce matches the doubled batch within $tolerance ($same; control $control)"
+
+# Synchronous parameter server (2 workers, 1 server) against the 2-rank allreduce: the same
+# average of the same gradients, applied by the server: the same losses to float rounding.
+launch_ranks 3 29815 "$work/ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/ps.out.*; fail "a rank of the PS run failed"; }; done
+grep -q "Strategy: *ps (sync) over tcp, 3 ranks.*2 workers, 1 servers" "$work/ps.out.0" || { cat "$work/ps.out.0"; fail "no PS strategy line"; }
+grep -q "parameter server 0 (rank 2" "$work/ps.out.2" || { cat "$work/ps.out.2"; fail "rank 2 did not serve"; }
+ps_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ps/metrics.jsonl" 5)
+"$PYTHON3" -c "import sys; sys.exit(0 if $ps_difference < 1e-4 else 1)" ||
+    fail "synchronous PS differs from the allreduce by $ps_difference"
+pass "synchronous PS (2 workers + 1 server) equals the 2-rank allreduce ($ps_difference)"
+
+# Asynchronous parameter server, 2 workers and 2 servers, learns the generated dataset.
+launch_ranks 4 29816 "$work/async.out" "$TRAIN" --model resnet8 --image-size 32 --data "$work/data/folder" \
+    --batch-size 32 --steps 150 --lr 0.4 --threads 1 --display-every 50 --strategy ps --ps-servers 2 --ps-mode async
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/async.out.*; fail "a rank of the async PS run failed"; }; done
+top1=$(sed -n 's/^Accuracy @ 1 = \([0-9.]*\).*/\1/p' "$work/async.out.0" | tail -n 1)
+"$PYTHON3" -c "import sys; sys.exit(0 if ${top1:-0} >= 0.6 else 1)" || { cat "$work/async.out.0"; fail "async PS top-1 ${top1:-none} < 0.6"; }
+pass "asynchronous PS (2 workers, 2 servers) reaches top-1 $top1 >= 0.6 in 150 steps per worker"
 
 # kill -9 of rank 1 of 3
 launch_ranks 3 29812 "$work/kill.out" "$TRAIN" --model resnet20 --batch-size 16 --steps 100000 --threads 1 \

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace trellis::comm {
@@ -153,14 +154,19 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
 
     std::vector<pollfd> fds;
     std::vector<std::pair<std::size_t, std::size_t>> owner;  // (work, part) per fd; control: (npos, peer)
+    std::set<std::pair<int, bool>> busy;                      // (fd, sending) taken this round
     auto last_progress = Clock::now();
     while (true) {
         fds.clear();
         owner.clear();
+        // Transfers to one peer in one direction share its connections: on each connection
+        // only the earliest unfinished part moves, so that messages keep their posting order.
+        busy.clear();
         for (std::size_t w = 0; w < work.size(); ++w) {
-            short events = work[w].transfer->kind == Transfer::Kind::send ? POLLOUT : POLLIN;
+            bool sending = work[w].transfer->kind == Transfer::Kind::send;
+            short events = sending ? POLLOUT : POLLIN;
             for (std::size_t p = 0; p < work[w].parts.size(); ++p)
-                if (work[w].parts[p].left > 0) {
+                if (work[w].parts[p].left > 0 && busy.insert({work[w].parts[p].fd, sending}).second) {
                     fds.push_back({work[w].parts[p].fd, events, 0});
                     owner.emplace_back(w, p);
                 }
@@ -212,6 +218,43 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
                 check_control(peer);
                 fail(PeerFailure(peer, host_of(peer), std::string("connection failed: ") + std::strerror(errno)));
             }
+        }
+    }
+}
+
+}  // namespace trellis::comm
+
+namespace trellis::comm {
+
+std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
+    if (receives.empty()) throw std::invalid_argument("tcp: exchange_first with nothing to receive");
+    // A message starts on the peer's first stream whatever its size, so a readable first
+    // stream means that peer's message is under way.
+    auto last_progress = Clock::now();
+    std::vector<pollfd> fds;
+    std::vector<int> control_peers;
+    while (true) {
+        fds.clear();
+        control_peers.clear();
+        for (const auto& t : receives) fds.push_back({peers_.at(std::size_t(t.peer)).streams[0].fd(), POLLIN, 0});
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_ && !peers_[std::size_t(r)].finished) {
+                fds.push_back({peers_[std::size_t(r)].control.fd(), POLLIN, 0});
+                control_peers.push_back(r);
+            }
+        int ready = ::poll(fds.data(), fds.size(), 1000);
+        if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
+        for (std::size_t i = 0; ready > 0 && i < receives.size(); ++i)
+            if (fds[i].revents) {
+                exchange(receives.subspan(i, 1));
+                return i;
+            }
+        for (std::size_t i = receives.size(); ready > 0 && i < fds.size(); ++i)
+            if (fds[i].revents) check_control(control_peers[i - receives.size()]);
+        if (ready == 0 && Clock::now() - last_progress > options_.timeout) {
+            int peer = receives.front().peer;
+            fail(PeerFailure(peer, host_of(peer),
+                             "sent nothing for " + std::to_string(options_.timeout.count()) + " s (--comm-timeout)"));
         }
     }
 }

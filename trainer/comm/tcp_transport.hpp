@@ -27,6 +27,7 @@ public:
 
     std::string name() const override { return "tcp"; }
     void exchange(std::span<const Transfer> transfers) override;
+    std::size_t exchange_first(std::span<const Transfer> receives) override;
 
 private:
     struct Peer {

@@ -37,6 +37,11 @@ public:
     // telling the other ranks, so that they stop too.
     virtual void exchange(std::span<const Transfer> transfers) = 0;
 
+    // Receives whichever of `receives` (from different peers) starts arriving first, in
+    // full, and returns its index; the others are left for later calls. For servers that
+    // answer workers in the order they come (the asynchronous parameter server).
+    virtual std::size_t exchange_first(std::span<const Transfer> receives) = 0;
+
 protected:
     int rank_ = 0, size_ = 1;
     std::vector<std::string> hosts_;

@@ -83,9 +83,8 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start);
     };
     if (sources.eval_set)
-        sources.open_eval = [&options, set = sources.eval_set, image_size, rank, world_size]() {
-            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world_size,
-                            {});
+        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world) {
+            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {});
         };
     return sources;
 }

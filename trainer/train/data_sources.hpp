@@ -18,8 +18,9 @@ struct DataSources {
 
     // A training source positioned at `start`.
     std::function<std::unique_ptr<data::BatchSource>(data::Position start)> open_train;
-    // One pass over the evaluation set (null when there is none, as for synthetic data).
-    std::function<std::unique_ptr<data::BatchSource>()> open_eval;
+    // One pass over rank `rank` of `world`'s shard of the evaluation set (null when there is
+    // none, as for synthetic data).
+    std::function<std::unique_ptr<data::BatchSource>(int rank, int world)> open_eval;
 };
 
 // Opens the datasets (listing folders, indexing shards) so that a missing or empty dataset

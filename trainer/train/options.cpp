@@ -88,8 +88,13 @@ const std::map<std::string, Setter>& valued_options() {
              if (o.label_smoothing >= 1) refuse(n, v, "a number in [0, 1)");
          }},
         {"--strategy", [](auto& o, auto& n, auto& v) {
-             if (v != "allreduce") refuse(n, v, "allreduce");
+             if (v != "allreduce" && v != "ps") refuse(n, v, "allreduce or ps");
              o.strategy = v;
+         }},
+        {"--ps-servers", [](auto& o, auto& n, auto& v) { o.ps_servers = positive(n, v); }},
+        {"--ps-mode", [](auto& o, auto& n, auto& v) {
+             if (v != "sync" && v != "async") refuse(n, v, "sync or async");
+             o.ps_mode = v;
          }},
         {"--wireup", [](auto& o, auto& n, auto& v) {
              if (v != "auto" && v != "pmix" && v != "slurm" && v != "env") refuse(n, v, "auto, pmix, slurm or env");
@@ -159,6 +164,9 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
         setter->second(options, arg, value);
     }
     if (options.epochs && options.steps) throw std::invalid_argument("give --epochs or --steps, not both");
+    if (options.strategy == "ps" && !options.checkpoint_dir.empty())
+        throw std::invalid_argument("--checkpoint-dir is not supported with --strategy ps yet (the optimizer state "
+                                    "lives on the servers); use --strategy allreduce for checkpointed runs");
     if (options.resume && options.checkpoint_dir.empty())
         throw std::invalid_argument("--resume needs --checkpoint-dir");
     return command;
@@ -200,6 +208,9 @@ Optimizer
 Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --strategy allreduce    ring allreduce of gradient buckets, overlapped with the backward
                           pass (default)
+  --strategy ps           parameter servers: the last --ps-servers K ranks (default 1) hold
+                          key ranges of the parameters and apply the optimizer; the others
+                          push gradients and pull parameters; --ps-mode sync|async
   --wireup W              auto | pmix | slurm | env (default auto: PMIx when started by a
                           PMIx server, else Slurm's variables, else TRELLIS_RANK,
                           TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)

@@ -35,7 +35,9 @@ struct TrainOptions {
     double label_smoothing = 0;
 
     // Distributed training (see trellis-train(1)).
-    std::string strategy = "allreduce";
+    std::string strategy = "allreduce";  // allreduce | ps
+    int ps_servers = 1;
+    std::string ps_mode = "sync";        // sync | async
     std::string wireup = "auto";         // auto | pmix | slurm | env
     std::string transport = "tcp";
     int tcp_streams = 2;

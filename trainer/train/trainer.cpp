@@ -13,12 +13,14 @@
 
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
+#include "trainer/comm/ps_layout.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
 #include "trainer/train/checkpoint.hpp"
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/metrics_log.hpp"
+#include "trainer/train/parameter_server.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
 
@@ -55,6 +57,7 @@ private:
     comm::Identity identity_;
     std::string wireup_;
     comm::Transport* transport_;  // null: a single process
+    int workers_;                 // ranks that compute: all, or all but the parameter servers
     int threads_;
     const models::ResNetConfig& config_;
     int image_size_;
@@ -69,6 +72,8 @@ private:
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
+    std::unique_ptr<comm::PsLayout> ps_layout_;
+    std::unique_ptr<PsWorker> ps_worker_;
 };
 
 Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport)
@@ -76,10 +81,11 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
       identity_(wireup.identity()),
       wireup_(wireup.name()),
       transport_(transport),
+      workers_(options.strategy == "ps" && transport ? identity_.size - options.ps_servers : identity_.size),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
       config_(models::find_resnet(options.model)),
       image_size_(options.image_size.value_or(config_.default_image_size)),
-      sources_(open_data_sources(options, image_size_, identity_.rank, identity_.size)),
+      sources_(open_data_sources(options, image_size_, identity_.rank, workers_)),
       loss_(float(options.label_smoothing)),
       metrics_(identity_.rank == 0 ? options.log_dir : std::string()) {
     // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
@@ -100,7 +106,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
                                   std::to_string(*newest) + "): add --resume to continue it, or use another folder");
     if (options.resume) {
         CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, options.optimizer.kind, options.seed,
-                                options.batch_size * identity_.size};
+                                options.batch_size * workers_};
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
             start = info->next;
@@ -122,8 +128,13 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
     if (transport_) {
         share_initial_state();
-        gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
-            *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)));
+        if (options.strategy == "ps") {
+            ps_layout_ = std::make_unique<comm::PsLayout>(model_->parameters(), identity_.size, options.ps_servers);
+            ps_worker_ = std::make_unique<PsWorker>(*transport_, *ps_layout_, model_->parameters());
+        } else {
+            gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
+                *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)));
+        }
     }
 }
 
@@ -132,7 +143,9 @@ void Run::share_initial_state() {
     // optimizer state), whatever the others initialised or read.
     comm::broadcast_from_root(*transport_, model_->parameters().values());
     comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
-    for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
+    // Parameter servers keep the optimizer state themselves.
+    if (options_.strategy != "ps")
+        for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
 }
 
 void Run::sum_over_ranks(std::span<float> values) {
@@ -145,7 +158,7 @@ void Run::sum_over_ranks(std::span<float> values) {
 optim::ScheduleConfig Run::schedule_config() const {
     optim::ScheduleConfig config;
     config.kind = options_.lr_schedule;
-    config.base_lr = options_.lr * double(options_.batch_size * identity_.size) / 256.0;
+    config.base_lr = options_.lr * double(options_.batch_size * workers_) / 256.0;
     config.warmup_steps = std::llround(options_.warmup_epochs * double(steps_per_epoch_));
     config.total_steps = total_steps_;
     for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * double(steps_per_epoch_)));
@@ -159,13 +172,17 @@ void Run::print_header() const {
     std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
                 sources_.num_classes, image_size_, image_size_);
     std::printf("Data:        %s\n", sources_.description.c_str());
-    std::printf("Batch size:  %d global, %d per process, %d process(es)\n", options_.batch_size * identity_.size,
-                options_.batch_size, identity_.size);
+    std::printf("Batch size:  %d global, %d per worker, %d worker(s)\n", options_.batch_size * workers_,
+                options_.batch_size, workers_);
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
     std::printf("Device:      cpu (oneDNN), %d threads\n", threads_);
-    if (transport_)
+    if (transport_ && ps_worker_)
+        std::printf("Strategy:    ps (%s) over %s, %d ranks (wireup %s, rank 0 on %s): %d workers, %d servers\n",
+                    options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
+                    identity_.host.c_str(), workers_, ps_layout_->servers());
+    else if (transport_)
         std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets\n",
                     options_.strategy.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), options_.bucket_mb);
@@ -176,7 +193,11 @@ void Run::print_header() const {
 Evaluation Run::evaluate() {
     Evaluation result;
     if (!sources_.open_eval) return result;
-    auto source = sources_.open_eval();
+    // With parameter servers, rank 0 evaluates the whole set (the servers take no part in
+    // collectives); with the allreduce, every rank its shard and the sums are combined.
+    bool shared = transport_ && !ps_worker_;
+    if (ps_worker_ && identity_.rank != 0) return result;
+    auto source = shared ? sources_.open_eval(identity_.rank, identity_.size) : sources_.open_eval(0, 1);
     auto batches = source->steps_per_epoch();
     const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
     std::vector<float> images(std::size_t(model_->batch()) * image_floats);
@@ -207,7 +228,7 @@ Evaluation Run::evaluate() {
     }
     // Each rank scored its own shard of the evaluation set.
     float totals[] = {float(result.loss), float(result.top1), float(result.top5), float(result.examples)};
-    sum_over_ranks(totals);
+    if (shared) sum_over_ranks(totals);
     result = {totals[0], totals[1], totals[2], std::int64_t(totals[3])};
     if (result.examples > 0) {
         result.loss /= double(result.examples);
@@ -227,7 +248,7 @@ Evaluation Run::evaluate() {
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
     CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
-                        options_.seed, options_.batch_size * identity_.size};
+                        options_.seed, options_.batch_size * workers_};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
     std::printf("checkpoint saved: %s\n", path.c_str());
     std::fflush(stdout);
@@ -236,11 +257,11 @@ void Run::save_checkpoint(std::int64_t step) {
 int Run::execute() {
     print_header();
     ThroughputMeter meter(options_.warmup_batches);
-    bool stop_agreed = false;
+    bool stop_agreed = false, ps_stop = false;
     using clock = std::chrono::steady_clock;
     while (step_ < total_steps_) {
         // With several ranks, the decision taken together at the end of the last step counts.
-        int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
+        int signal = transport_ ? (stop_agreed || ps_stop ? std::max(stop_requested(), 1) : 0) : stop_requested();
         if (signal) {
             std::printf("received signal %d at step %lld: ", signal, static_cast<long long>(step_));
             if (checkpoints_) {
@@ -259,12 +280,27 @@ int Run::execute() {
         if (gradient_allreduce_) ready = [this](std::size_t offset) { gradient_allreduce_->ready_from(offset); };
         auto result = model_->train_step(batch.images, batch.labels, loss_, ready);
         comm::CommStats comm;
-        if (gradient_allreduce_) comm = gradient_allreduce_->finish();
-        optimizer_->step(float(lr));
+        if (ps_worker_) {
+            // The servers apply the optimizer and answer with the new parameters, the mean
+            // loss (synchronous mode) and whether any worker was asked to stop.
+            auto started_comm = clock::now();
+            // An asynchronous server waits for every worker's last push: a worker that stops
+            // early says so.
+            bool last = step_ + 1 == total_steps_ ||
+                        (options_.ps_mode == "async" && (ps_stop || stop_requested() != 0));
+            auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last);
+            comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
+            comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
+            if (options_.ps_mode == "sync") result.loss = reply.mean_loss;
+            ps_stop = reply.stop;
+        } else {
+            if (gradient_allreduce_) comm = gradient_allreduce_->finish();
+            optimizer_->step(float(lr));
+        }
         double seconds = std::chrono::duration<double>(clock::now() - started).count();
-        meter.add(seconds, std::int64_t(batch.size) * identity_.size);
+        meter.add(seconds, std::int64_t(batch.size) * workers_);
         ++step_;
-        if (transport_) {
+        if (transport_ && !ps_worker_) {
             // One small allreduce per step: the mean loss over all ranks, and whether any rank
             // was asked to stop (a signal reaches ranks at slightly different steps; they stop
             // together so that none waits in an allreduce for a rank that has left).
@@ -282,7 +318,10 @@ int Run::execute() {
         if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
             std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g", static_cast<long long>(step_),
                         meter.mean(), meter.uncertainty(), meter.jitter(), result.loss, lr);
-            if (transport_)
+            if (ps_worker_)  // pushed gradients and pulled parameters, both ways counted
+                std::printf("\tpush/pull %.1f ms %.2f GB/s", comm.seconds * 1e3,
+                            comm.seconds > 0 ? ps_worker_->bytes_per_step() / comm.seconds / 1e9 : 0.0);
+            else if (transport_)
                 std::printf("\tcomm %.1f ms (waited %.1f ms) busbw %.2f GB/s", comm.seconds * 1e3,
                             comm.wait_seconds * 1e3, comm.bus_bandwidth(identity_.size));
             std::printf("\n");
@@ -292,7 +331,7 @@ int Run::execute() {
         if (transport_) {
             record["comm_seconds"] = comm.seconds;
             record["comm_wait_seconds"] = comm.wait_seconds;
-            record["busbw_gbs"] = comm.bus_bandwidth(identity_.size);
+            if (!ps_worker_) record["busbw_gbs"] = comm.bus_bandwidth(identity_.size);
         }
         metrics_.record("train", step_, record);
         if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();

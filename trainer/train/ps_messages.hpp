@@ -1,0 +1,22 @@
+// The parameter server's messages. A push (worker to server) is the server's shard of the
+// gradients followed by a trailer; a pull (server to worker) is the shard of the updated
+// parameters followed by a trailer. Sizes are known to both sides, so no framing is needed.
+#pragma once
+
+#include <cstddef>
+
+namespace trellis::train::ps {
+
+constexpr std::size_t trailer_floats = 4;
+
+// Push trailer.
+constexpr std::size_t push_lr = 0;     // the worker's learning rate for this step
+constexpr std::size_t push_loss = 1;   // its loss
+constexpr std::size_t push_stop = 2;   // 1 when it was asked to stop (a signal)
+constexpr std::size_t push_last = 3;   // 1 on its last push
+
+// Pull trailer.
+constexpr std::size_t pull_stop = 0;   // 1 when any worker asked to stop: finish this step
+constexpr std::size_t pull_loss = 1;   // synchronous: the mean loss of all workers
+
+}  // namespace trellis::train::ps
