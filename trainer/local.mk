@@ -55,9 +55,9 @@ trellis_train_LDADD = trainer/libtrellis-trainer.la
 bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \
 	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
-	trainer/bench/benchmarks.hpp trainer/bench/p2p_benchmark.cpp
+	trainer/bench/benchmarks.hpp trainer/bench/p2p_benchmark.cpp trainer/bench/ps_benchmark.cpp
 trellis_bench_LDADD = trainer/libtrellis-trainer.la
 
 # Example batch scripts, installed with the documentation.
 examplesdir = $(docdir)/examples
-dist_examples_DATA = etc/sbatch/resnet50-allreduce.sbatch
+dist_examples_DATA = etc/sbatch/resnet50-allreduce.sbatch etc/sbatch/resnet50-ps.sbatch

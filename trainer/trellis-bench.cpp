@@ -27,8 +27,9 @@ int main(int argc, char** argv) {
         tcp.streams = options.tcp_streams;
         tcp.timeout = std::chrono::seconds(options.timeout_seconds);
         comm::TcpTransport transport(*wireup, tcp);
-        return options.benchmark == "p2p" ? bench::run_p2p(options, transport)
-                                          : bench::run_allreduce(options, transport);
+        if (options.benchmark == "p2p") return bench::run_p2p(options, transport);
+        if (options.benchmark == "ps") return bench::run_ps(options, transport);
+        return bench::run_allreduce(options, transport);
     } catch (const std::invalid_argument& error) {
         std::fprintf(stderr, "trellis-bench: %s\n", error.what());
         return 2;

@@ -72,4 +72,8 @@ cat "$work/bench.out.0"
 launch_ranks 2 29814 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json
 for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/p2p.out.*; fail "trellis-bench p2p failed"; }; done
 [ "$(grep -c '"benchmark":"p2p"' "$work/p2p.out.0")" -eq 3 ] || { cat "$work/p2p.out.0"; fail "p2p JSON incomplete"; }
-pass "trellis-bench allreduce (3 ranks, sums checked) and p2p (JSON)"
+launch_ranks 3 29817 "$work/psb.out" "$BENCH" ps --sizes 64K,1M --iters 3 --json
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/psb.out.*; fail "trellis-bench ps failed"; }; done
+[ "$(grep -c '"benchmark":"ps","transport":"tcp","workers":2,"servers":1' "$work/psb.out.0")" -eq 2 ] ||
+    { cat "$work/psb.out.0"; fail "ps JSON incomplete"; }
+pass "trellis-bench allreduce (3 ranks, sums checked), p2p and ps (JSON)"

@@ -55,8 +55,8 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         }
         if (arg.rfind("--", 0) != 0) {
             if (!options.benchmark.empty()) throw std::invalid_argument("unexpected argument '" + arg + "'");
-            if (arg != "p2p" && arg != "allreduce")
-                throw std::invalid_argument("unknown benchmark '" + arg + "' (accepted: p2p, allreduce)");
+            if (arg != "p2p" && arg != "allreduce" && arg != "ps")
+                throw std::invalid_argument("unknown benchmark '" + arg + "' (accepted: p2p, allreduce, ps)");
             options.benchmark = arg;
             continue;
         }
@@ -70,10 +70,11 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
             if (value != "tcp") throw std::invalid_argument("invalid value '" + value + "' for --transport (accepted: tcp)");
             options.transport = value;
         } else if (arg == "--tcp-streams") options.tcp_streams = positive(arg, value);
+        else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
         else if (arg == "--comm-timeout") options.timeout_seconds = positive(arg, value);
         else throw std::invalid_argument("unknown option '" + arg + "' (see trellis-bench --help)");
     }
-    if (options.benchmark.empty()) throw std::invalid_argument("name a benchmark: p2p or allreduce");
+    if (options.benchmark.empty()) throw std::invalid_argument("name a benchmark: p2p, allreduce or ps");
     if (options.sizes.empty())
         options.sizes = options.benchmark == "p2p"
                             ? std::vector<std::size_t>{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20}
@@ -82,7 +83,7 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
 }
 
 const char* bench_usage() {
-    return R"(usage: trellis-bench p2p|allreduce [options]
+    return R"(usage: trellis-bench p2p|allreduce|ps [options]
 
 Measures the network with trellis-train's own transports, on every rank of the job (srun,
 or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port).
@@ -90,6 +91,9 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
   p2p          ranks 0 and 1: latency (half the round trip) and bandwidth by message size
   allreduce    ring allreduce of float32 sums over all ranks: time, algbw and
                busbw = algbw x 2(n-1)/n, as nccl-tests prints them; results are checked
+  ps           parameter-server rounds: workers push a buffer split over the servers (the
+               last --ps-servers ranks, default 1), servers sum and send back; push/pull
+               rate per worker and aggregate bandwidth
 
   --sizes LIST        bytes, e.g. 8,64K,1M,16M (K, M, G are powers of two)
   --iters N           timed iterations per size (default 20)
@@ -97,6 +101,7 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
   --wireup W          auto | pmix | slurm | env (default auto)
   --transport tcp     (verbs comes with the RDMA transport)
   --tcp-streams N     connections per peer for large messages (default 2)
+  --ps-servers K      servers for the ps benchmark (default 1)
   --comm-timeout S    seconds without progress before a peer counts as lost (default 60)
   --json              one JSON object per size instead of the table
   -h, --help

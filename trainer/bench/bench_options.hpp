@@ -8,7 +8,8 @@
 namespace trellis::bench {
 
 struct BenchOptions {
-    std::string benchmark;              // p2p | allreduce
+    std::string benchmark;              // p2p | allreduce | ps
+    int ps_servers = 1;
     std::vector<std::size_t> sizes;     // bytes
     int iterations = 20;
     int warmup = 3;

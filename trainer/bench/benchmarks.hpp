@@ -11,5 +11,7 @@ namespace trellis::bench {
 int run_p2p(const BenchOptions& options, comm::Transport& transport);
 // Ring allreduce of float32 sums; every rank checks the result. Non-zero on a wrong sum.
 int run_allreduce(const BenchOptions& options, comm::Transport& transport);
+// Synchronous push/pull rounds between workers and the last --ps-servers ranks.
+int run_ps(const BenchOptions& options, comm::Transport& transport);
 
 }  // namespace trellis::bench
