@@ -1,0 +1,24 @@
+#!/bin/bash
+# The soft-RoCE VM harness works: the VM boots this machine's kernel, soft-RoCE comes up, and
+# an RC queue pair between two processes on rxe0 carries traffic (ibv_rc_pingpong from
+# rdma-core's ibverbs-utils). The verbs transport's tests run in the same VM. Skips (77)
+# where qemu, the kernel package or busybox-static are missing, or when not root.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (qemu's 9p share of / and module loading)"; exit 77; }
+command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibv_rc_pingpong missing (apt-get install ibverbs-utils)"; exit 77; }
+work=$(mktemp -d /tmp/trellis-rdma.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/script" <<SCRIPT
+. "$here/rxe_setup.sh"
+ibv_devinfo -d rxe0 | grep -E "state|link_layer"
+ibv_rc_pingpong -d rxe0 -g 1 -n 100 >/tmp/server.out 2>&1 &
+sleep 1
+ibv_rc_pingpong -d rxe0 -g 1 -n 100 127.0.0.1 || exit 1
+wait \$! || { cat /tmp/server.out; exit 1; }
+echo "rc pingpong over rxe0: ok"
+SCRIPT
+"$here/vm" run "$work" "$work/script"
+status=$?
+[ $status -eq 77 ] && exit 77
+[ $status -eq 0 ] || { echo "FAIL: the VM script failed (status $status)"; exit 1; }
