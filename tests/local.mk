@@ -122,5 +122,5 @@ tests_unit_comm_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_comm_test_LDADD = $(TRAINER_TEST_LDADD)
 
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
-TESTS += tests/rdma/harness_test.sh
-EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh
+TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
+EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh

@@ -23,6 +23,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp \
+	trainer/comm/make_transport.cpp trainer/comm/make_transport.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
 	trainer/comm/ps_layout.cpp trainer/comm/ps_layout.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
@@ -30,6 +31,8 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/comm/socket.cpp trainer/comm/socket.hpp \
 	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
 	trainer/comm/transport.hpp \
+	trainer/comm/verbs_device.cpp trainer/comm/verbs_device.hpp \
+	trainer/comm/verbs_transport.cpp trainer/comm/verbs_transport.hpp \
 	trainer/comm/wireup.cpp trainer/comm/wireup.hpp \
 	trainer/optim/lars.cpp trainer/optim/lars.hpp \
 	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
@@ -44,9 +47,9 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
-trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS)
+trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) $(SLURM_LIBS) -lgomp
+trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) $(SLURM_LIBS) $(IBVERBS_LIBS) -lgomp
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp

@@ -5,7 +5,7 @@
 
 #include "trainer/bench/benchmarks.hpp"
 #include "trainer/comm/comm_error.hpp"
-#include "trainer/comm/tcp_transport.hpp"
+#include "trainer/comm/make_transport.hpp"
 
 int main(int argc, char** argv) {
     using namespace trellis;
@@ -26,10 +26,14 @@ int main(int argc, char** argv) {
         comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = std::chrono::seconds(options.timeout_seconds);
-        comm::TcpTransport transport(*wireup, tcp);
-        if (options.benchmark == "p2p") return bench::run_p2p(options, transport);
-        if (options.benchmark == "ps") return bench::run_ps(options, transport);
-        return bench::run_allreduce(options, transport);
+        auto transport = comm::make_transport(options.transport, *wireup, tcp);
+        if (!transport) {
+            std::fprintf(stderr, "trellis-bench: a single process has nobody to talk to: start it on several ranks\n");
+            return 2;
+        }
+        if (options.benchmark == "p2p") return bench::run_p2p(options, *transport);
+        if (options.benchmark == "ps") return bench::run_ps(options, *transport);
+        return bench::run_allreduce(options, *transport);
     } catch (const std::invalid_argument& error) {
         std::fprintf(stderr, "trellis-bench: %s\n", error.what());
         return 2;

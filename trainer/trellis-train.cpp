@@ -7,7 +7,7 @@
 
 #include "config.h"
 #include "trainer/comm/comm_error.hpp"
-#include "trainer/comm/tcp_transport.hpp"
+#include "trainer/comm/make_transport.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/train/checkpoint.hpp"
 #include "trainer/train/parameter_server.hpp"
@@ -37,13 +37,10 @@ int main(int argc, char** argv) {
         auto wireup = trellis::comm::make_wireup(options.wireup, timeout);
         const auto& identity = wireup->identity();
         if (identity.size > 1) who += "rank " + std::to_string(identity.rank) + " (" + identity.host + "): ";
-        std::unique_ptr<trellis::comm::TcpTransport> transport;
-        if (identity.size > 1) {
-            trellis::comm::TcpOptions tcp;
-            tcp.streams = options.tcp_streams;
-            tcp.timeout = timeout;
-            transport = std::make_unique<trellis::comm::TcpTransport>(*wireup, tcp);
-        }
+        trellis::comm::TcpOptions tcp;
+        tcp.streams = options.tcp_streams;
+        tcp.timeout = timeout;
+        auto transport = trellis::comm::make_transport(options.transport, *wireup, tcp);
         if (options.strategy == "ps" && transport && identity.rank >= identity.size - options.ps_servers)
             return trellis::train::serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());

@@ -67,7 +67,8 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         else if (arg == "--warmup") options.warmup = positive(arg, value);
         else if (arg == "--wireup") options.wireup = value;
         else if (arg == "--transport") {
-            if (value != "tcp") throw std::invalid_argument("invalid value '" + value + "' for --transport (accepted: tcp)");
+            if (value != "tcp" && value != "verbs" && value != "auto")
+                throw std::invalid_argument("invalid value '" + value + "' for --transport (accepted: tcp, verbs, auto)");
             options.transport = value;
         } else if (arg == "--tcp-streams") options.tcp_streams = positive(arg, value);
         else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
@@ -99,7 +100,8 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
   --iters N           timed iterations per size (default 20)
   --warmup N          untimed iterations first (default 3)
   --wireup W          auto | pmix | slurm | env (default auto)
-  --transport tcp     (verbs comes with the RDMA transport)
+  --transport T       tcp | verbs | auto (default tcp; auto: verbs when an RDMA device
+                      has an active port)
   --tcp-streams N     connections per peer for large messages (default 2)
   --ps-servers K      servers for the ps benchmark (default 1)
   --comm-timeout S    seconds without progress before a peer counts as lost (default 60)

@@ -134,6 +134,11 @@ void TcpTransport::check_control(int peer) {
     fail(PeerFailure(peer, host_of(peer), "sent a malformed failure notice"));
 }
 
+void TcpTransport::check_peers() {
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_ && !peers_[std::size_t(r)].finished) check_control(r);
+}
+
 void TcpTransport::exchange(std::span<const Transfer> transfers) {
     std::vector<Progress> work;
     for (const auto& t : transfers) {

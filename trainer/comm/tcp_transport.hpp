@@ -29,6 +29,12 @@ public:
     void exchange(std::span<const Transfer> transfers) override;
     std::size_t exchange_first(std::span<const Transfer> receives) override;
 
+    // For a transport that uses this one as its failure channel (verbs): reads any failure
+    // notice or closed connection without blocking (throws PeerFailure), and reports a
+    // failure to every other rank before throwing it.
+    void check_peers();
+    [[noreturn]] void fail(const PeerFailure& failure);
+
 private:
     struct Peer {
         std::vector<Socket> streams;
@@ -38,7 +44,6 @@ private:
     struct Progress;
 
     void connect_mesh(Wireup& wireup);
-    [[noreturn]] void fail(const PeerFailure& failure);
     void check_control(int peer);
 
     TcpOptions options_;

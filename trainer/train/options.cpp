@@ -101,8 +101,8 @@ const std::map<std::string, Setter>& valued_options() {
              o.wireup = v;
          }},
         {"--transport", [](auto& o, auto& n, auto& v) {
-             if (v != "tcp" && v != "auto") refuse(n, v, "tcp or auto");
-             o.transport = "tcp";
+             if (v != "tcp" && v != "verbs" && v != "auto") refuse(n, v, "tcp, verbs or auto");
+             o.transport = v;
          }},
         {"--tcp-streams", [](auto& o, auto& n, auto& v) { o.tcp_streams = positive(n, v); }},
         {"--comm-timeout", [](auto& o, auto& n, auto& v) { o.comm_timeout = positive(n, v); }},
@@ -214,7 +214,8 @@ Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --wireup W              auto | pmix | slurm | env (default auto: PMIx when started by a
                           PMIx server, else Slurm's variables, else TRELLIS_RANK,
                           TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)
-  --transport tcp         (default tcp)
+  --transport T           tcp | verbs | auto (default tcp; auto: verbs when an RDMA device
+                          has an active port, TRELLIS_HCA/NCCL_IB_HCA choose the device)
   --tcp-streams N         connections per peer for large messages (default 2)
   --comm-timeout S        seconds without progress before a peer is lost (default 60)
   --bucket-mb M           gradient bucket size (default 25)

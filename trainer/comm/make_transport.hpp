@@ -1,0 +1,15 @@
+// The transport a job asked for: tcp, verbs, or auto (verbs when an RDMA device has an active
+// port, else TCP). Null for a single process.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "trainer/comm/tcp_transport.hpp"
+
+namespace trellis::comm {
+
+// Throws std::invalid_argument for an unknown kind, CommError when it cannot be set up.
+std::unique_ptr<Transport> make_transport(const std::string& kind, Wireup& wireup, const TcpOptions& tcp);
+
+}  // namespace trellis::comm
