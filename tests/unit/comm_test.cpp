@@ -114,3 +114,8 @@ TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
     CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", 29699, std::chrono::seconds(1)),
                       Catch::Contains("cannot connect to 127.0.0.1:29699"));
 }
+
+TEST_CASE("the binding's interface gives the address to advertise") {
+    CHECK(interface_ipv4("lo") == "127.0.0.1");
+    CHECK(interface_ipv4("no-such-interface0").empty());
+}

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -112,6 +113,20 @@ std::string Socket::local_address() const {
     char text[INET_ADDRSTRLEN];
     ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
     return text;
+}
+
+std::string interface_ipv4(const std::string& name) {
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) return {};
+    std::string address;
+    for (ifaddrs* i = list; i && address.empty(); i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && name == i->ifa_name) {
+            char text[INET_ADDRSTRLEN];
+            ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+            address = text;
+        }
+    ::freeifaddrs(list);
+    return address;
 }
 
 std::string resolve_ipv4(const std::string& host) {

@@ -38,6 +38,9 @@ private:
     int fd_ = -1;
 };
 
+// The IPv4 address of network interface NAME ("ib0"), or empty when it has none.
+std::string interface_ipv4(const std::string& name);
+
 // Resolves HOST (a name or an address) to IPv4 dotted form; throws CommError.
 std::string resolve_ipv4(const std::string& host);
 
