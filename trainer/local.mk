@@ -33,6 +33,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/comm/transport.hpp \
 	trainer/comm/verbs_device.cpp trainer/comm/verbs_device.hpp \
 	trainer/comm/verbs_transport.cpp trainer/comm/verbs_transport.hpp \
+	trainer/comm/wire_format.cpp trainer/comm/wire_format.hpp \
 	trainer/comm/wireup.cpp trainer/comm/wireup.hpp \
 	trainer/optim/lars.cpp trainer/optim/lars.hpp \
 	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \

@@ -27,6 +27,15 @@ echo "2 ranks x 16 against 1 rank x 32: mean relative loss difference $same; con
     fail "2-rank allreduce differs by $same (tolerance $tolerance, control $control)"
 pass "2-rank allreduce matches the doubled batch within $tolerance ($same; control $control)"
 
+# bfloat16 gradients on the wire: the same training to within bfloat16's rounding.
+launch_ranks 2 29818 "$work/bf16.out" "$TRAIN" "${common[@]}" --batch-size 16 --compress bf16 --log-dir "$work/bf16"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/bf16.out.*; fail "a rank of the bf16 run failed"; }; done
+grep -q "bf16 on the wire" "$work/bf16.out.0" || fail "no compression in the strategy line"
+bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16/metrics.jsonl" 5)
+"$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
+    fail "bf16 compression changes the losses by $bf16_difference"
+pass "bf16 gradient compression: losses within 1% of float32 ($bf16_difference)"
+
 # Synchronous parameter server (2 workers, 1 server) against the 2-rank allreduce: the same
 # average of the same gradients, applied by the server: the same losses to float rounding.
 launch_ranks 3 29815 "$work/ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"

@@ -119,3 +119,28 @@ TEST_CASE("the binding's interface gives the address to advertise") {
     CHECK(interface_ipv4("lo") == "127.0.0.1");
     CHECK(interface_ipv4("no-such-interface0").empty());
 }
+
+TEST_CASE("compressed allreduce: bfloat16 and float16 on the wire, float32 sums, equal results") {
+    for (auto format : {WireFormat::bf16, WireFormat::f16}) {
+        std::vector<std::vector<float>> results(3);
+        with_ranks(3, [&](int rank, Transport& transport) {
+            std::vector<float> data(100003);
+            for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.001f * float(i % 1000) * float(rank + 1);
+            RingAllreduce(transport, 64 << 10, format).sum(data);
+            results[std::size_t(rank)] = data;
+        });
+        double tolerance = format == WireFormat::bf16 ? 1.0 / 128 : 1.0 / 1024;  // relative, a few roundings
+        for (std::size_t i = 0; i < results[0].size(); ++i) {
+            float exact = 0.001f * float(i % 1000) * 6;
+            REQUIRE(results[0][i] == Approx(exact).epsilon(tolerance).margin(1e-6));
+            REQUIRE(results[1][i] == results[0][i]);  // every rank ends with the same values
+            REQUIRE(results[2][i] == results[0][i]);
+        }
+    }
+    std::vector<float> one{1.0f + 1.0f / 256};
+    std::byte wire[2];
+    encode(WireFormat::bf16, one, wire);
+    decode(WireFormat::bf16, wire, one);
+    CHECK(one[0] == 1.0f);  // 1 + 2^-8 rounds to even: 1
+    CHECK_THROWS_WITH(parse_wire_format("int8"), Catch::Contains("accepted: none, bf16, fp16"));
+}

@@ -12,10 +12,11 @@ namespace trellis::bench {
 int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank();
-    comm::RingAllreduce allreduce(transport);
+    comm::RingAllreduce allreduce(transport, 1 << 20, comm::parse_wire_format(options.compress));
     if (rank == 0 && !options.json)
-        std::printf("# allreduce (ring, float32 sum) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
-                    transport.name().c_str(), n, "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
+        std::printf("# allreduce (ring, float32 sum, %s on the wire) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
+                    options.compress == "none" ? "float32" : options.compress.c_str(), transport.name().c_str(), n,
+                    "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
     int failures = 0;
     for (auto size : options.sizes) {
         std::size_t count = std::max<std::size_t>(size / sizeof(float), 1);

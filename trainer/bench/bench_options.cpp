@@ -71,7 +71,11 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
                 throw std::invalid_argument("invalid value '" + value + "' for --transport (accepted: tcp, verbs, auto)");
             options.transport = value;
         } else if (arg == "--tcp-streams") options.tcp_streams = positive(arg, value);
-        else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
+        else if (arg == "--compress") {
+            if (value != "none" && value != "bf16" && value != "fp16")
+                throw std::invalid_argument("invalid value '" + value + "' for --compress (accepted: none, bf16, fp16)");
+            options.compress = value;
+        } else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
         else if (arg == "--comm-timeout") options.timeout_seconds = positive(arg, value);
         else throw std::invalid_argument("unknown option '" + arg + "' (see trellis-bench --help)");
     }
@@ -104,6 +108,8 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
                       has an active port)
   --tcp-streams N     connections per peer for large messages (default 2)
   --ps-servers K      servers for the ps benchmark (default 1)
+  --compress C        allreduce values on the wire: none | bf16 | fp16 (default none;
+                      bandwidths count the float32 bytes)
   --comm-timeout S    seconds without progress before a peer counts as lost (default 60)
   --json              one JSON object per size instead of the table
   -h, --help

@@ -10,6 +10,7 @@ namespace trellis::bench {
 struct BenchOptions {
     std::string benchmark;              // p2p | allreduce | ps
     int ps_servers = 1;
+    std::string compress = "none";      // allreduce: values on the wire
     std::vector<std::size_t> sizes;     // bytes
     int iterations = 20;
     int warmup = 3;

@@ -5,8 +5,9 @@
 
 namespace trellis::comm {
 
-BucketedAllreduce::BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes)
-    : transport_(transport), ring_(transport), gradients_(gradients), ready_from_(gradients.size()) {
+BucketedAllreduce::BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
+                                     WireFormat format)
+    : transport_(transport), ring_(transport, 1 << 20, format), gradients_(gradients), ready_from_(gradients.size()) {
     std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / sizeof(float), 1024);
     for (std::size_t end = gradients.size(); end > 0;) {
         std::size_t begin = end > per_bucket ? end - per_bucket : 0;

@@ -26,7 +26,8 @@ struct CommStats {
 
 class BucketedAllreduce {
 public:
-    BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes);
+    BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
+                      WireFormat format = WireFormat::f32);
     ~BucketedAllreduce();
 
     // Called during the backward pass: the gradients from `offset` to the end are final.

@@ -110,6 +110,10 @@ const std::map<std::string, Setter>& valued_options() {
              o.bucket_mb = real(n, v);
              if (o.bucket_mb <= 0) refuse(n, v, "a positive number");
          }},
+        {"--compress", [](auto& o, auto& n, auto& v) {
+             if (v != "none" && v != "bf16" && v != "fp16") refuse(n, v, "none, bf16 or fp16");
+             o.compress = v;
+         }},
         {"--eval-every", [](auto& o, auto& n, auto& v) { o.eval_every = count(n, v); }},
         {"--log-dir", [](auto& o, auto&, auto& v) { o.log_dir = v; }},
         {"--checkpoint-dir", [](auto& o, auto&, auto& v) { o.checkpoint_dir = v; }},
@@ -219,6 +223,7 @@ Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --tcp-streams N         connections per peer for large messages (default 2)
   --comm-timeout S        seconds without progress before a peer is lost (default 60)
   --bucket-mb M           gradient bucket size (default 25)
+  --compress C            gradients on the wire: none | bf16 | fp16 (allreduce; default none)
 Running
   --eval-every K          evaluate every K steps (default: at the end only)
   --display-every K       progress line every K steps (default 10)

@@ -133,7 +133,8 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
             ps_worker_ = std::make_unique<PsWorker>(*transport_, *ps_layout_, model_->parameters());
         } else {
             gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
-                *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)));
+                *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)),
+                comm::parse_wire_format(options.compress));
         }
     }
 }
@@ -183,9 +184,10 @@ void Run::print_header() const {
                     options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), workers_, ps_layout_->servers());
     else if (transport_)
-        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets\n",
+        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s\n",
                     options_.strategy.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
-                    identity_.host.c_str(), options_.bucket_mb);
+                    identity_.host.c_str(), options_.bucket_mb,
+                    options_.compress == "none" ? "" : (", " + options_.compress + " on the wire").c_str());
     std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
     std::fflush(stdout);
 }
