@@ -1,5 +1,6 @@
 // The SPANK entry points, one concern each: options (option_callbacks.cpp), the node's plan
-// (user_init.cpp) and applying it per task (task_init.cpp). plugin.cpp only dispatches.
+// (user_init.cpp), applying it per task (task_init.cpp) and the step's container
+// (container.cpp). plugin.cpp only dispatches.
 #pragma once
 
 #include <string>
@@ -9,12 +10,21 @@
 
 namespace trellis::spank {
 
+// The job's variable NAME as slurmstepd holds it ("" when unset), and this node's Slurm name.
+std::string job_env(spank_t sp, const char* name);
+std::string node_name();
+
 int register_options(spank_t sp);
 // Reads TRELLIS_BIND/TRELLIS_HCA/TRELLIS_VERBOSE where the options were not given.
 int take_environment_defaults(spank_t sp);
 int load_configuration(const std::vector<std::string>& args);
 
 int plan_node(spank_t sp);              // user_init
+// The container (container.cpp): checked in srun, entered per task, released at the end.
+int check_container_request();
+int enter_container(spank_t sp);        // task_init_privileged
+int set_container_environment(spank_t sp);  // task_init
+int release_container(spank_t sp);      // exit, in slurmstepd
 int bind_task_memory(spank_t sp);       // task_init_privileged
 int bind_task(spank_t sp);              // task_init
 

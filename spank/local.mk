@@ -2,11 +2,10 @@
 # tests and the fuzz target.
 noinst_LTLIBRARIES += spank/libtrellis-spank-config.la
 spank_libtrellis_spank_config_la_SOURCES = \
-	spank/config.cpp spank/config.hpp \
 	spank/node_topology.cpp spank/node_topology.hpp \
 	spank/options.cpp spank/options.hpp
 spank_libtrellis_spank_config_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS)
-spank_libtrellis_spank_config_la_LIBADD = $(TOMLPP_LIBS) topology/libtrellis-topology.la
+spank_libtrellis_spank_config_la_LIBADD = agent/libtrellis-agent.la
 
 # spank_trellis.so, loaded by srun, sbatch, salloc and slurmstepd. Slurm's own symbols
 # (slurm_error, spank_*) come from the process that loads it, so libslurm is not linked.
@@ -14,6 +13,8 @@ slurm_plugin_LTLIBRARIES = spank/spank_trellis.la
 slurm_plugindir = @slurm_plugindir@
 spank_spank_trellis_la_SOURCES = \
 	spank/configuration.cpp \
+	spank/container.cpp \
+	spank/job_info.cpp \
 	spank/contexts.hpp \
 	spank/option_callbacks.cpp \
 	spank/plugin.cpp \

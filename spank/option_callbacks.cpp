@@ -1,4 +1,5 @@
-// --trellis-bind, --trellis-hca and --trellis-verbose, and their environment variables.
+// --trellis-bind, --trellis-hca, --trellis-verbose, --trellis-image and --trellis-mounts, and
+// their environment variables.
 // srun and sbatch validate them before anything is launched; slurmstepd parses them again.
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,8 @@ const OptionKind bind_kind{"--trellis-bind", "TRELLIS_BIND", parse_bind_option, 
 const OptionKind hca_kind{"--trellis-hca", "TRELLIS_HCA", parse_hca_option, &PluginState::hca_given};
 const OptionKind verbose_kind{"--trellis-verbose", "TRELLIS_VERBOSE", parse_verbose_value,
                               &PluginState::verbose_given};
+const OptionKind image_kind{"--trellis-image", "TRELLIS_IMAGE", parse_image_option, &PluginState::image_given};
+const OptionKind mounts_kind{"--trellis-mounts", "TRELLIS_MOUNTS", parse_mounts_option, &PluginState::mounts_given};
 
 int take(const OptionKind& kind, const std::string& value, bool from_env) {
     try {
@@ -48,6 +51,8 @@ int take(const OptionKind& kind, const std::string& value, bool from_env) {
 int on_bind(int, const char* arg, int) { return take(bind_kind, arg ? arg : "", false); }
 int on_hca(int, const char* arg, int) { return take(hca_kind, arg ? arg : "", false); }
 int on_verbose(int, const char*, int) { return take(verbose_kind, "1", false); }
+int on_image(int, const char* arg, int) { return take(image_kind, arg ? arg : "", false); }
+int on_mounts(int, const char* arg, int) { return take(mounts_kind, arg ? arg : "", false); }
 
 spank_option options[] = {
     {const_cast<char*>("trellis-bind"), const_cast<char*>("closest|none[,verbose]"),
@@ -59,6 +64,11 @@ spank_option options[] = {
      on_hca},
     {const_cast<char*>("trellis-verbose"), nullptr,
      const_cast<char*>("trellis: print each node's binding table on stderr"), 0, 0, on_verbose},
+    {const_cast<char*>("trellis-image"), const_cast<char*>("PATH"),
+     const_cast<char*>("trellis: run the tasks in this container image (an OCI bundle folder or a .sif file)"), 1, 0,
+     on_image},
+    {const_cast<char*>("trellis-mounts"), const_cast<char*>("SRC:DST[:ro],..."),
+     const_cast<char*>("trellis: bind-mount these host paths into the container"), 1, 0, on_mounts},
 };
 
 // The variable from srun's or sbatch's own environment, or from the job's in slurmstepd.
@@ -107,11 +117,14 @@ int register_options(spank_t sp) {
 
 int take_environment_defaults(spank_t sp) {
     if (spank_context() == S_CTX_LOCAL) hand_on_slurm_binding();
-    for (const OptionKind* kind : {&bind_kind, &hca_kind, &verbose_kind}) {
+    for (const OptionKind* kind : {&bind_kind, &hca_kind, &verbose_kind, &image_kind, &mounts_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
         if (take(*kind, value, true) != 0) return -1;
     }
+    // srun, with the configuration loaded: a refused image or mount stops it here, before
+    // anything is launched, with the reason on the user's terminal.
+    if (spank_context() == S_CTX_LOCAL) return check_container_request();
     return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "spank/options.hpp"
 
+#include "agent/container/mount_spec.hpp"
+
 #include <sstream>
 #include <stdexcept>
 
@@ -46,6 +48,18 @@ void parse_verbose_value(const std::string& value, UserChoices& choices) {
         choices.verbose = false;
     else
         throw std::invalid_argument("'" + value + "' is not a verbosity (accepted: 1, yes, true, on, 0, no, false, off)");
+}
+
+void parse_image_option(const std::string& value, UserChoices& choices) {
+    if (value.empty() || value[0] != '/')
+        throw std::invalid_argument("'" + value + "' is not an image (accepted: the absolute path of an OCI bundle "
+                                    "folder or a .sif file)");
+    choices.image = value;
+}
+
+void parse_mounts_option(const std::string& value, UserChoices& choices) {
+    agent::parse_mounts(value);
+    choices.mounts = value;
 }
 
 }  // namespace trellis::spank

@@ -1,4 +1,5 @@
-// What a user asks for with --trellis-bind, --trellis-hca and --trellis-verbose (or the
+// What a user asks for with --trellis-bind, --trellis-hca, --trellis-verbose,
+// --trellis-image and --trellis-mounts (or the
 // TRELLIS_BIND, TRELLIS_HCA and TRELLIS_VERBOSE environment variables). Pure parsing: the
 // messages say what is accepted, and srun prints them before anything is launched.
 #pragma once
@@ -15,6 +16,8 @@ struct UserChoices {
     std::optional<topology::Policy> policy;                  // unset: the configured policy
     bool verbose = false;
     std::optional<std::vector<topology::HcaRequest>> hcas;   // unset: auto
+    std::string image;                                       // empty: no container
+    std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)
 };
 
 // "closest", "none", "closest,verbose", "verbose". Throws std::invalid_argument.
@@ -23,5 +26,10 @@ void parse_bind_option(const std::string& value, UserChoices& choices);
 void parse_hca_option(const std::string& value, UserChoices& choices);
 // TRELLIS_VERBOSE: 1/yes/true/on or 0/no/false/off (empty counts as on, like a bare flag).
 void parse_verbose_value(const std::string& value, UserChoices& choices);
+// --trellis-image: an absolute path (whether it is allowed is checked against the
+// configuration, once it is loaded). Throws std::invalid_argument.
+void parse_image_option(const std::string& value, UserChoices& choices);
+// --trellis-mounts: SRC:DST[:ro|rw],... Throws std::invalid_argument.
+void parse_mounts_option(const std::string& value, UserChoices& choices);
 
 }  // namespace trellis::spank

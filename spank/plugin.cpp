@@ -68,9 +68,19 @@ extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
 }
 
 extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
-    return guarded("task_init_privileged", [&] { return bind_task_memory(sp); });
+    return guarded("task_init_privileged", [&] {
+        if (enter_container(sp) != 0) return -1;
+        return bind_task_memory(sp);
+    });
 }
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
-    return guarded("task_init", [&] { return bind_task(sp); });
+    return guarded("task_init", [&] {
+        if (bind_task(sp) != 0) return -1;
+        return set_container_environment(sp);
+    });
+}
+
+extern "C" int slurm_spank_exit(spank_t sp, int, char**) {
+    return guarded("exit", [&] { return spank_context() == S_CTX_REMOTE ? release_container(sp) : 0; });
 }

@@ -7,16 +7,22 @@
 #include <string>
 #include <vector>
 
-#include "spank/config.hpp"
+#include "agent/config.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::spank {
 
+using agent::BindingConfig;
+using agent::Config;
+using agent::ConfigError;
+using agent::load_config;
+
 struct PluginState {
     Config config;
     UserChoices choices;
     bool bind_given = false, hca_given = false, verbose_given = false;  // on the command line
+    bool image_given = false, mounts_given = false;
     std::optional<topology::Plan> plan;
     std::string held_error;
     bool user_cpu_bind = false;  // Slurm's --cpu-bind was given: it wins over ours

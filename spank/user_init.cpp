@@ -16,19 +16,6 @@
 namespace trellis::spank {
 namespace {
 
-std::string job_env(spank_t sp, const char* name) {
-    char buf[4096];
-    return spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS ? buf : "";
-}
-
-// slurmd names itself in its environment, which slurmstepd inherits.
-std::string node_name() {
-    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name) return name;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
-}
-
 // Slurm's GPU allocation for the step, when gres/gpu manages the node: indices in the
 // node's GPU order.
 std::optional<std::vector<int>> step_gpus(spank_t sp) {

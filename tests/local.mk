@@ -58,7 +58,7 @@ noinst_PROGRAMS = tests/perf/plan_bench
 tests_perf_plan_bench_SOURCES = tests/perf/plan_bench.cpp
 tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
-	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py \
+	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py tests/perf/container_vs_native \
 	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw
 
@@ -67,10 +67,10 @@ perf: all
 .PHONY: perf
 
 # The plugin's configuration and option parsing.
-unit_tests += tests/unit/spank_config_test tests/unit/spank_options_test
-tests_unit_spank_config_test_SOURCES = tests/unit/spank_config_test.cpp
-tests_unit_spank_config_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_spank_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+unit_tests += tests/unit/config_test tests/unit/spank_options_test
+tests_unit_config_test_SOURCES = tests/unit/config_test.cpp
+tests_unit_config_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
 tests_unit_spank_options_test_SOURCES = tests/unit/spank_options_test.cpp
 tests_unit_spank_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
@@ -80,8 +80,18 @@ check_PROGRAMS += tests/slurm/pmix_exchange
 tests_slurm_pmix_exchange_SOURCES = tests/slurm/pmix_exchange.cpp
 tests_slurm_pmix_exchange_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
-TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh
-EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/cluster
+TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh
+
+# The agent: its pure parts, then launching ranks natively and in containers.
+unit_tests += tests/unit/agent_test
+tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp
+tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
+tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+TESTS += tests/container/launch_test.sh
+EXTRA_DIST += tests/container/launch_test.sh tests/container/singularity-test-double
+EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster \
+	tests/slurm/harness.sh \
+	tests/container/make_bundle
 
 # The trainer's units: layer gradients, loss, optimizers, models.
 TRAINER_TEST_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-trainer.la

@@ -20,6 +20,12 @@ topology_libtrellis_topology_la_SOURCES = \
 topology_libtrellis_topology_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(JSON_CFLAGS)
 topology_libtrellis_topology_la_LIBADD = $(HWLOC_LIBS)
 
+# The step's first node from a Slurm node list, with libslurm (not for the plugin).
+noinst_LTLIBRARIES += topology/libtrellis-slurm-nodes.la
+topology_libtrellis_slurm_nodes_la_SOURCES = topology/slurm_nodes.cpp topology/slurm_nodes.hpp
+topology_libtrellis_slurm_nodes_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+topology_libtrellis_slurm_nodes_la_LIBADD = $(SLURM_LIBS)
+
 bin_PROGRAMS += trellis-topo
 trellis_topo_SOURCES = topology/trellis-topo.cpp
 trellis_topo_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)

@@ -50,7 +50,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
 trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) $(SLURM_LIBS) $(IBVERBS_LIBS) -lgomp
+trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp

@@ -13,9 +13,16 @@ cat >"$work/script" <<SCRIPT
 . "$here/rxe_setup.sh"
 ibv_devinfo -d rxe0 | grep -E "state|link_layer"
 ibv_rc_pingpong -d rxe0 -g 1 -n 100 >/tmp/server.out 2>&1 &
-sleep 1
-ibv_rc_pingpong -d rxe0 -g 1 -n 100 127.0.0.1 || exit 1
-wait \$! || { cat /tmp/server.out; exit 1; }
+server=\$!
+# The emulated VM is slow, the more so beside other tests: the server may take seconds to
+# listen, and a client that finds nobody tries again.
+for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+    sleep 1
+    ibv_rc_pingpong -d rxe0 -g 1 -n 100 127.0.0.1 >/tmp/client.out 2>&1 && break
+    grep -q "Couldn't connect" /tmp/client.out || { cat /tmp/client.out; exit 1; }
+done
+cat /tmp/client.out
+wait \$server || { cat /tmp/server.out; exit 1; }
 echo "rc pingpong over rxe0: ok"
 SCRIPT
 "$here/vm" run "$work" "$work/script"

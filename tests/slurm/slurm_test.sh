@@ -3,23 +3,14 @@
 # n1 with this machine's real topology (CPU binding checked on real CPUs) and n2 looking like
 # the 8-GPU fixture. Skips (77) where the cluster cannot run: not root, no Slurm, no munge.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-build=${TRELLIS_BUILD:?} fixtures=${TRELLIS_FIXTURES:?}/topology
-plugin=$build/spank/.libs/spank_trellis.so topo=$build/trellis-topo
+. "$(dirname "$0")/harness.sh"
+fixtures=${TRELLIS_FIXTURES:?}/topology topo=$build/trellis-topo
 python=${PYTHON3:-python3}
 fixture=$fixtures/two-level-switch-8gpu.xml
 
-dir=$(mktemp -d /tmp/trellis-slurm.XXXXXX)
-trap '"$here/cluster" stop "$dir"; rm -rf "$dir"' EXIT
-"$here/cluster" start "$dir" "$plugin" "n2=$fixture"
-status=$?
-[ $status -eq 0 ] || exit $status
-export SLURM_CONF=$dir/slurm.conf
-cd "$dir" || exit 1
-
-failures=0 checks=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+make_cluster_dir trellis-slurm
+start_cluster "n2=$fixture"
+checks=0
 # run NAME CMD...: runs with a time limit, output in $dir/NAME.out/.err, status in $rc
 run() {
     local name=$1

@@ -4,22 +4,12 @@
 # libslurm, a TCP rendezvous there), and with the plain-environment wireup; then kill -9 of
 # one rank mid-run: the others stop within 10 s naming it. Skips (77) like slurm_test.sh.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-build=${TRELLIS_BUILD:?}
-plugin=$build/spank/.libs/spank_trellis.so train=$build/trellis-train
+. "$(dirname "$0")/harness.sh"
+train=$build/trellis-train
 python=${PYTHON3:-python3}
 
-dir=$(mktemp -d /tmp/trellis-slurm-train.XXXXXX)
-trap '"$here/cluster" stop "$dir"; rm -rf "$dir"' EXIT
-"$here/cluster" start "$dir" "$plugin"
-status=$?
-[ $status -eq 0 ] || exit $status
-export SLURM_CONF=$dir/slurm.conf
-cd "$dir" || exit 1
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+make_cluster_dir trellis-slurm-train
+start_cluster
 short=(--model resnet8 --batch-size 8 --steps 6 --threads 1 --display-every 3 --comm-timeout 30)
 
 # train NAME SRUN-ARGS... -- TRAIN-ARGS...: 2 nodes x 2 tasks; output of task t in NAME.t

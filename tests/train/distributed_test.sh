@@ -4,8 +4,10 @@
 #    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as
 #    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
 #    step differs by more than that, so the comparison can tell;
-#  - the synchronous parameter server equals the allreduce; the asynchronous one learns;
+#  - the synchronous parameter server equals the allreduce, and resumes from its checkpoints
+#    (the servers' shards beside rank 0's) to the same losses; the asynchronous one learns;
 #  - kill -9 of one of 3 ranks mid-run: the others exit non-zero within 10 s naming it;
+#  - a frozen rank (SIGSTOP) is given up after --comm-timeout, naming it;
 #  - trellis-bench allreduce checks its sums on 3 ranks; p2p runs between 2.
 . "$(dirname "$0")/lib.sh"
 BENCH="$TRELLIS_BUILD/trellis-bench"
@@ -47,6 +49,37 @@ ps_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ps/met
     fail "synchronous PS differs from the allreduce by $ps_difference"
 pass "synchronous PS (2 workers + 1 server) equals the 2-rank allreduce ($ps_difference)"
 
+# Synchronous PS with checkpoints: the servers save their shards (weights and optimizer
+# state) beside rank 0's checkpoint; 3 steps, then --resume to 6, give the losses of 6 steps
+# in one go.
+ps_ckpt=("${common[@]}" --batch-size 16 --strategy ps --checkpoint-every 3)
+launch_ranks 3 29821 "$work/psc-full.out" "$TRAIN" "${ps_ckpt[@]}" --steps 6 --checkpoint-dir "$work/psc-a" \
+    --log-dir "$work/psc-full"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/psc-full.out.*; fail "a rank of the checkpointed PS run failed"; }; done
+ls "$work/psc-a/server-0/checkpoint-6.trellis" "$work/psc-a/checkpoint-6.trellis" >/dev/null ||
+    { ls -R "$work/psc-a"; fail "no server or rank 0 checkpoint at step 6"; }
+launch_ranks 3 29822 "$work/psc-first.out" "$TRAIN" "${ps_ckpt[@]}" --steps 3 --checkpoint-dir "$work/psc-b" \
+    --log-dir "$work/psc-first"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/psc-first.out.*; fail "the first half of the PS run failed"; }; done
+launch_ranks 3 29823 "$work/psc-resumed.out" "$TRAIN" "${ps_ckpt[@]}" --steps 6 --checkpoint-dir "$work/psc-b" \
+    --resume --log-dir "$work/psc-resumed"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/psc-resumed.out.*; fail "the resumed PS run failed"; }; done
+grep -q "parameter server 0: resumed its shard from step 3" "$work/psc-resumed.out.2" ||
+    { cat "$work/psc-resumed.out.2"; fail "the server did not resume its shard"; }
+"$PYTHON3" - "$work/psc-full/metrics.jsonl" "$work/psc-resumed/metrics.jsonl" <<'PY' ||
+import json, sys
+def losses(path):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if r["kind"] == "train" and "loss" in r}
+full, resumed = losses(sys.argv[1]), losses(sys.argv[2])
+print("steps 4-6, uninterrupted:", [full[s] for s in (4, 5, 6)], "resumed:", [resumed[s] for s in (4, 5, 6)])
+sys.exit(0 if all(full[s] == resumed[s] for s in (4, 5, 6)) else 1)
+PY
+    fail "the resumed PS run's losses differ from the uninterrupted run's"
+pass "synchronous PS checkpoints: servers save their shards, resuming at step 3 repeats steps 4-6 exactly"
+out=$("$TRAIN" "${common[@]}" --strategy ps --ps-mode async --checkpoint-dir "$work/x" 2>&1) &&
+    fail "async PS with --checkpoint-dir was accepted" || echo "$out" | grep -q "needs --ps-mode sync" ||
+    fail "async PS with --checkpoint-dir: $out"
+
 # Asynchronous parameter server, 2 workers and 2 servers, learns the generated dataset.
 launch_ranks 4 29816 "$work/async.out" "$TRAIN" --model resnet8 --image-size 32 --data "$work/data/folder" \
     --batch-size 32 --steps 150 --lr 0.4 --threads 1 --display-every 50 --strategy ps --ps-servers 2 --ps-mode async
@@ -73,6 +106,23 @@ elapsed=$("$PYTHON3" -c "import time; print(round(time.time() - $killed_at, 1))"
 "$PYTHON3" -c "import sys; sys.exit(0 if $elapsed < 10 else 1)" || fail "ranks took $elapsed s to stop (limit 10 s)"
 echo "rank 0: $(grep stopping "$work/kill.out.0")"
 pass "kill -9 of rank 1: ranks 0 and 2 stopped in $elapsed s naming it"
+
+# A frozen rank (SIGSTOP: alive, but neither sending nor beating) is given up after
+# --comm-timeout; a busy one is not (the heartbeat; tested in comm_test).
+launch_ranks 2 29819 "$work/stop.out" "$TRAIN" --model resnet8 --image-size 32 --batch-size 8 --steps 100000 \
+    --threads 1 --display-every 1 --comm-timeout 2
+for _ in $(seq 1 300); do grep -q "^3	" "$work/stop.out.0" 2>/dev/null && break; sleep 0.1; done
+grep -q "^3	" "$work/stop.out.0" || { cat "$work"/stop.out.*; fail "the 2-rank run did not get going"; }
+kill -STOP "${rank_pids[1]}"
+stopped_at=$(date +%s.%N)
+status=0
+timeout 15 tail --pid="${rank_pids[0]}" -f /dev/null || fail "rank 0 still running 15 s after rank 1 froze"
+wait "${rank_pids[0]}" || status=$?
+kill -KILL "${rank_pids[1]}"; kill -CONT "${rank_pids[1]}"; wait "${rank_pids[1]}" || true
+[ $status -ne 0 ] || fail "rank 0 exited 0 after rank 1 froze"
+grep -q "rank 1 .*heartbeat.*--comm-timeout" "$work/stop.out.0" || { cat "$work/stop.out.0"; fail "rank 0 does not name the frozen rank 1"; }
+elapsed=$("$PYTHON3" -c "import time; print(round(time.time() - $stopped_at, 1))")
+pass "a frozen rank 1 is given up after the 2 s --comm-timeout: rank 0 stopped in $elapsed s naming it"
 
 launch_ranks 3 29813 "$work/bench.out" "$BENCH" allreduce --sizes 4K,1M,5M --iters 3
 for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/bench.out.*; fail "trellis-bench allreduce failed"; }; done

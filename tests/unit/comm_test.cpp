@@ -17,7 +17,8 @@ using namespace trellis::comm;
 namespace {
 
 // Runs body(rank, transport) on `ranks` threads, each with its own wireup and transport.
-void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int streams = 2) {
+void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int streams = 2,
+                std::chrono::seconds timeout = std::chrono::seconds(20)) {
     static std::uint16_t port = 29700;
     auto this_port = port++;
     std::vector<std::thread> threads;
@@ -27,7 +28,7 @@ void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int
             try {
                 RendezvousWireup wireup("test", Identity{r, ranks, r, 0, "rank" + std::to_string(r)}, "127.0.0.1",
                                         this_port, std::chrono::seconds(20));
-                TcpTransport transport(wireup, {streams, 1024, std::chrono::seconds(20), ""});
+                TcpTransport transport(wireup, {streams, 1024, timeout, ""});
                 body(r, transport);
             } catch (...) {
                 failures[std::size_t(r)] = std::current_exception();
@@ -109,6 +110,44 @@ TEST_CASE("a rank that fails is named to the others, who stop instead of hanging
     CHECK_THAT(messages[1], Catch::Contains("rank 2"));
 }
 
+TEST_CASE("a rank busy for longer than the timeout still beats, and is waited for") {
+    std::vector<float> sums(2);
+    with_ranks(
+        2,
+        [&](int rank, Transport& transport) {
+            // Rank 1 computes (or evaluates, or writes a checkpoint) for three timeouts.
+            if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+            std::vector<float> data(1000, 1.0f);
+            RingAllreduce(transport).sum(data);
+            sums[std::size_t(rank)] = data[999];
+        },
+        2, std::chrono::seconds(1));
+    CHECK(sums == std::vector<float>{2.0f, 2.0f});
+}
+
+TEST_CASE("a stray connection to the rendezvous port is ignored") {
+    static constexpr std::uint16_t port = 29698;
+    std::thread stray([] {
+        // Connects before the ranks and says something that is not a join request.
+        auto socket = connect_to("127.0.0.1", port, Clock::now() + std::chrono::seconds(10));
+        const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+        socket.send_all(junk, sizeof junk, Clock::now() + std::chrono::seconds(1), "stray");
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    });
+    std::vector<std::vector<std::string>> gathered(2);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            RendezvousWireup wireup("test", Identity{r, 2, r, 0, "h"}, "127.0.0.1", port, std::chrono::seconds(10));
+            gathered[std::size_t(r)] = wireup.all_gather("rank" + std::to_string(r));
+        });
+    stray.join();
+    for (auto& t : ranks) t.join();
+    CHECK(gathered[0] == std::vector<std::string>{"rank0", "rank1"});
+    CHECK(gathered[1] == gathered[0]);
+}
+
 TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
     Identity identity{1, 2, 1, 0, "lonely"};
     CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", 29699, std::chrono::seconds(1)),
@@ -118,6 +157,8 @@ TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
 TEST_CASE("the binding's interface gives the address to advertise") {
     CHECK(interface_ipv4("lo") == "127.0.0.1");
     CHECK(interface_ipv4("no-such-interface0").empty());
+    // Not loopback, whatever this machine has (possibly nothing but loopback).
+    CHECK_FALSE(external_ipv4().starts_with("127."));
 }
 
 TEST_CASE("compressed allreduce: bfloat16 and float16 on the wire, float32 sums, equal results") {

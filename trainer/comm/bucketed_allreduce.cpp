@@ -57,6 +57,7 @@ void BucketedAllreduce::run() {
         if (failure && !failure_) failure_ = failure;
         ++done_buckets_;
         changed_.notify_all();
+        if (failure_) return;  // the transport is down: finish() rethrows
     }
 }
 

@@ -37,7 +37,11 @@ PmixWireup::PmixWireup() {
     try {
         address_ = resolve_ipv4(this_host());
     } catch (const CommError&) {
-        address_ = "127.0.0.1";
+    }
+    // A loopback answer reaches no other node: take an interface's address instead.
+    if (address_.empty() || address_.starts_with("127.")) {
+        auto external = external_ipv4();
+        address_ = external.empty() ? "127.0.0.1" : external;
     }
 }
 

@@ -1,5 +1,6 @@
 #include "trainer/comm/rendezvous.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include "trainer/comm/comm_error.hpp"
@@ -7,6 +8,14 @@
 namespace trellis::comm {
 
 namespace {
+
+// What a rank says first when it joins.
+struct JoinRequest {
+    std::uint32_t magic;
+    std::int32_t rank;
+    std::int32_t size;
+};
+constexpr std::uint32_t join_magic = 0x544c5253;  // "TRLS"
 
 void send_blob(const Socket& socket, const std::string& blob, Clock::time_point deadline, const std::string& what) {
     std::uint32_t length = std::uint32_t(blob.size());
@@ -38,21 +47,34 @@ RendezvousWireup::RendezvousWireup(std::string name, Identity identity, std::str
         if (identity_.size == 1) return;
         Listener listener("0.0.0.0", port);
         workers_.resize(std::size_t(identity_.size));
-        for (int joined = 1; joined < identity_.size; ++joined) {
+        for (int joined = 1; joined < identity_.size;) {
             auto socket = listener.accept(until, name_ + " rendezvous on port " + std::to_string(port) + " (" +
                                                      std::to_string(joined - 1) + " of " +
                                                      std::to_string(identity_.size - 1) + " ranks joined)");
-            std::int32_t rank = -1;
-            socket.recv_all(&rank, sizeof rank, until, "rendezvous");
-            if (rank <= 0 || rank >= identity_.size || workers_[std::size_t(rank)].valid())
-                throw CommError(name_ + " rendezvous: a peer announced rank " + std::to_string(rank) +
+            // Anything can connect to an open port: a caller that does not greet like a rank
+            // of this job (another job on a reused port, a scanner) is dropped, not fatal.
+            JoinRequest request{};
+            try {
+                socket.recv_all(&request, sizeof request, std::min(until, Clock::now() + std::chrono::seconds(5)),
+                                "rendezvous");
+            } catch (const CommError&) {
+                continue;
+            }
+            if (request.magic != join_magic || request.size != identity_.size) {
+                std::fprintf(stderr, "trellis: %s rendezvous: ignored a connection that is not a rank of this job\n",
+                             name_.c_str());
+                continue;
+            }
+            if (request.rank <= 0 || request.rank >= identity_.size || workers_[std::size_t(request.rank)].valid())
+                throw CommError(name_ + " rendezvous: two processes claim rank " + std::to_string(request.rank) +
                                 " (world of " + std::to_string(identity_.size) + ")");
-            workers_[std::size_t(rank)] = std::move(socket);
+            workers_[std::size_t(request.rank)] = std::move(socket);
+            ++joined;
         }
     } else {
         master_ = connect_to(master_host_, port, until);
-        std::int32_t rank = identity_.rank;
-        master_.send_all(&rank, sizeof rank, until, "rendezvous with rank 0 at " + master_host_);
+        JoinRequest request{join_magic, identity_.rank, identity_.size};
+        master_.send_all(&request, sizeof request, until, "rendezvous with rank 0 at " + master_host_);
         address_ = master_.local_address();
     }
 }

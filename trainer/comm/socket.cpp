@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -115,18 +116,32 @@ std::string Socket::local_address() const {
     return text;
 }
 
-std::string interface_ipv4(const std::string& name) {
+namespace {
+
+// The first IPv4 address of an interface that `wanted` accepts, or empty.
+template <class Wanted>
+std::string find_ipv4(Wanted wanted) {
     ifaddrs* list = nullptr;
     if (::getifaddrs(&list) != 0) return {};
     std::string address;
     for (ifaddrs* i = list; i && address.empty(); i = i->ifa_next)
-        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && name == i->ifa_name) {
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && wanted(*i)) {
             char text[INET_ADDRSTRLEN];
             ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
             address = text;
         }
     ::freeifaddrs(list);
     return address;
+}
+
+}  // namespace
+
+std::string interface_ipv4(const std::string& name) {
+    return find_ipv4([&](const ifaddrs& i) { return name == i.ifa_name; });
+}
+
+std::string external_ipv4() {
+    return find_ipv4([](const ifaddrs& i) { return (i.ifa_flags & IFF_UP) && !(i.ifa_flags & IFF_LOOPBACK); });
 }
 
 std::string resolve_ipv4(const std::string& host) {

@@ -41,6 +41,10 @@ private:
 // The IPv4 address of network interface NAME ("ib0"), or empty when it has none.
 std::string interface_ipv4(const std::string& name);
 
+// The IPv4 address of the first interface that is up and not loopback, or empty: what other
+// nodes can reach when the host name resolves to 127.0.1.1 (Debian's /etc/hosts).
+std::string external_ipv4();
+
 // Resolves HOST (a name or an address) to IPv4 dotted form; throws CommError.
 std::string resolve_ipv4(const std::string& host);
 

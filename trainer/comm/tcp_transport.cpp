@@ -1,8 +1,11 @@
 #include "trainer/comm/tcp_transport.hpp"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +22,20 @@ struct Hello {
     std::int32_t stream;
 };
 
+constexpr std::uint32_t heartbeat_length = 0xffffffff;
+
+// A large job needs (streams + 1) connections per peer, more than the usual soft limit of
+// 1024 descriptors: raise it towards the hard limit, and say so when that is not enough.
+void raise_open_file_limit(std::size_t needed) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, std::max<rlim_t>(needed, limit.rlim_cur));
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    if (limit.rlim_cur < needed)
+        throw CommError("tcp: " + std::to_string(needed) + " open files needed, the hard limit is " +
+                        std::to_string(limit.rlim_max) + " (lower --tcp-streams or raise ulimit -n)");
+}
+
 std::vector<std::string> split(const std::string& text, char separator) {
     std::vector<std::string> parts;
     std::stringstream in(text);
@@ -32,15 +49,54 @@ TcpTransport::TcpTransport(Wireup& wireup, TcpOptions options) : options_(std::m
     rank_ = wireup.identity().rank;
     size_ = wireup.identity().size;
     if (options_.streams < 1) throw std::invalid_argument("--tcp-streams must be at least 1");
+    raise_open_file_limit(std::size_t(size_) * std::size_t(options_.streams + 1) + 64);
     connect_mesh(wireup);
+    heartbeat_ = std::thread([this] { beat(); });
 }
 
 TcpTransport::~TcpTransport() {
-    // Goodbye (a notice of length 0): the peers must not take this rank's exit for a crash.
-    if (failed_) return;
-    std::uint32_t goodbye = 0;
-    for (auto& peer : peers_)
-        if (peer.control.valid()) ::send(peer.control.fd(), &goodbye, sizeof goodbye, MSG_NOSIGNAL | MSG_DONTWAIT);
+    {
+        std::lock_guard lock(control_mutex_);
+        stopping_ = true;
+    }
+    stop_beating_.notify_all();
+    heartbeat_.join();
+    // Goodbye: the peers must not take this rank's exit for a crash. Not while an exception
+    // unwinds: then the exit is a failure, and the closed connections say so.
+    if (failed_ || std::uncaught_exceptions() > 0) return;
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_) send_control(r, 0);
+}
+
+void TcpTransport::beat() {
+    // Four beats per timeout, so that a busy but living peer is never taken for a silent one.
+    auto interval = std::clamp<Clock::duration>(options_.timeout / 4, std::chrono::milliseconds(100),
+                                                std::chrono::seconds(5));
+    std::unique_lock lock(control_mutex_);
+    while (!stop_beating_.wait_for(lock, interval, [this] { return stopping_ || failed_; })) {
+        lock.unlock();
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_) send_control(r, heartbeat_length);
+        lock.lock();
+    }
+}
+
+void TcpTransport::send_control(int peer, std::uint32_t length, const std::string& notice) {
+    const auto& control = peers_[std::size_t(peer)].control;
+    if (!control.valid()) return;
+    iovec parts[] = {{&length, sizeof length}, {const_cast<char*>(notice.data()), notice.size()}};
+    std::lock_guard lock(control_mutex_);
+    // Small and rare: the socket buffer takes it whole; a full buffer means the peer has not
+    // read for a long time, and then a lost heartbeat changes nothing.
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = notice.empty() ? 1 : 2;
+    ::sendmsg(control.fd(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool TcpTransport::silent(int peer, Clock::time_point last_progress) const {
+    auto heard = std::max(last_progress, peers_[std::size_t(peer)].last_heard);
+    return Clock::now() - heard > options_.timeout;
 }
 
 void TcpTransport::connect_mesh(Wireup& wireup) {
@@ -104,43 +160,56 @@ struct TcpTransport::Progress {
 
 void TcpTransport::fail(const PeerFailure& failure) {
     if (!failed_) {
-        failed_ = true;
-        // Tell everyone else who failed, so that they name it rather than the rank that
-        // stopped because of it.
-        std::string notice = std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what();
-        std::uint32_t length = std::uint32_t(notice.size());
-        for (int r = 0; r < size_; ++r) {
-            if (r == rank_ || r == failure.rank || !peers_[std::size_t(r)].control.valid()) continue;
-            int fd = peers_[std::size_t(r)].control.fd();
-            ::send(fd, &length, sizeof length, MSG_NOSIGNAL | MSG_DONTWAIT);
-            ::send(fd, notice.data(), notice.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        {
+            std::lock_guard lock(control_mutex_);
+            failed_ = true;
         }
+        stop_beating_.notify_all();
+        // Tell everyone else who failed, so that they name it rather than the rank that
+        // stopped because of it; the suspect too, when it is only slow.
+        std::string notice = std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what();
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_) send_control(r, std::uint32_t(notice.size()), notice);
     }
     throw failure;
 }
 
 void TcpTransport::check_control(int peer) {
-    int fd = peers_[std::size_t(peer)].control.fd();
+    auto& control = peers_[std::size_t(peer)].control;
     std::uint32_t length = 0;
-    ssize_t n = ::recv(fd, &length, sizeof length, MSG_DONTWAIT);
+    ssize_t n = ::recv(control.fd(), &length, sizeof length, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         if (peers_[std::size_t(peer)].finished) return;
         fail(PeerFailure(peer, host_of(peer), "exited or was killed (its connection closed)"));
     }
     if (n <= 0) return;
+    // A message arrives whole or in pieces a moment apart.
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    auto what = "tcp: control message from rank " + std::to_string(peer);
+    std::string notice;
+    try {
+        if (std::size_t(n) < sizeof length)
+            control.recv_all(reinterpret_cast<char*>(&length) + n, sizeof length - std::size_t(n), deadline, what);
+        if (length != heartbeat_length && length <= 4096) {
+            notice.resize(length);
+            control.recv_all(notice.data(), notice.size(), deadline, what);
+        }
+    } catch (const CommError& error) {
+        fail(PeerFailure(peer, host_of(peer), error.what()));
+    }
+    peers_[std::size_t(peer)].last_heard = Clock::now();
+    if (length == heartbeat_length) return;
     if (length == 0) {
         peers_[std::size_t(peer)].finished = true;
         return;
     }
-    std::string notice(std::min<std::uint32_t>(length, 4096), '\0');
-    ::recv(fd, notice.data(), notice.size(), MSG_DONTWAIT);
     auto parts = split(notice, '|');
-    if (parts.size() >= 3) {
-        int culprit = std::atoi(parts[0].c_str());
-        auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);
-        throw PeerFailure(culprit, parts[1], "failed (reported by rank " + std::to_string(peer) + "): " + reason);
-    }
-    fail(PeerFailure(peer, host_of(peer), "sent a malformed failure notice"));
+    if (parts.size() < 3) fail(PeerFailure(peer, host_of(peer), "sent a malformed control message"));
+    int culprit = std::atoi(parts[0].c_str());
+    auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);
+    // This rank was only slow: the others have stopped, and so must it.
+    if (culprit == rank_) throw CommError("rank " + std::to_string(peer) + " gave this rank up: " + reason);
+    throw PeerFailure(culprit, parts[1], "failed (reported by rank " + std::to_string(peer) + "): " + reason);
 }
 
 void TcpTransport::check_peers() {
@@ -194,18 +263,7 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
             }
         int ready = ::poll(fds.data(), fds.size(), 1000);
         if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
-        if (ready <= 0) {
-            if (Clock::now() - last_progress > options_.timeout) {
-                int peer = work.front().transfer->peer;
-                for (auto& w : work)
-                    for (auto& p : w.parts)
-                        if (p.left > 0) peer = w.transfer->peer;
-                fail(PeerFailure(peer, host_of(peer),
-                                 "made no progress for " + std::to_string(options_.timeout.count()) +
-                                     " s (--comm-timeout)"));
-            }
-            continue;
-        }
+        if (ready < 0) continue;
         bool progressed = false;
         for (std::size_t i = 0; i < fds.size(); ++i) {
             if (!fds[i].revents) continue;
@@ -233,6 +291,13 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
                 fail(PeerFailure(peer, host_of(peer), std::string("connection failed: ") + std::strerror(errno)));
             }
         }
+        if (progressed) continue;
+        for (auto& w : work)
+            for (auto& p : w.parts)
+                if (p.left > 0 && silent(w.transfer->peer, last_progress))
+                    fail(PeerFailure(w.transfer->peer, host_of(w.transfer->peer),
+                                     "made no progress and sent no heartbeat for " +
+                                         std::to_string(options_.timeout.count()) + " s (--comm-timeout)"));
     }
 }
 
@@ -265,11 +330,11 @@ std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
             }
         for (std::size_t i = receives.size(); ready > 0 && i < fds.size(); ++i)
             if (fds[i].revents) check_control(control_peers[i - receives.size()]);
-        if (ready == 0 && Clock::now() - last_progress > options_.timeout) {
-            int peer = receives.front().peer;
-            fail(PeerFailure(peer, host_of(peer),
-                             "sent nothing for " + std::to_string(options_.timeout.count()) + " s (--comm-timeout)"));
-        }
+        for (const auto& t : receives)
+            if (silent(t.peer, last_progress))
+                fail(PeerFailure(t.peer, host_of(t.peer),
+                                 "sent nothing, not even a heartbeat, for " + std::to_string(options_.timeout.count()) +
+                                     " s (--comm-timeout)"));
     }
 }
 

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/socket.hpp"
@@ -35,21 +38,33 @@ public:
     // failure to every other rank before throwing it.
     void check_peers();
     [[noreturn]] void fail(const PeerFailure& failure);
+    // Whether `peer` has been silent (no heartbeat, no notice) for longer than the timeout:
+    // a peer that is busy computing, evaluating or checkpointing still beats.
+    bool silent(int peer, Clock::time_point last_progress) const;
 
 private:
     struct Peer {
         std::vector<Socket> streams;
         Socket control;
         bool finished = false;  // said goodbye: its closing is not a failure
+        Clock::time_point last_heard = Clock::now();
     };
     struct Progress;
 
     void connect_mesh(Wireup& wireup);
     void check_control(int peer);
+    // Control messages: a 32-bit length, then that many bytes of failure notice; length 0 is
+    // goodbye, heartbeat_length a heartbeat. Sent whole, by one thread at a time.
+    void send_control(int peer, std::uint32_t length, const std::string& notice = {});
+    void beat();
 
     TcpOptions options_;
     std::vector<Peer> peers_;
     bool failed_ = false;
+    std::mutex control_mutex_;
+    std::condition_variable stop_beating_;
+    bool stopping_ = false;
+    std::thread heartbeat_;
 };
 
 }  // namespace trellis::comm

@@ -271,11 +271,11 @@ void VerbsTransport::exchange(std::span<const Transfer> transfers) {
             tcp_->check_peers();
             last_check = now;
         }
-        if (now - last_progress > options_.timeout) {
-            auto& stuck = *std::find_if(operations.begin(), operations.end(), [](auto& op) { return !op.done; });
-            fail(stuck.transfer.peer, "made no progress for " + std::to_string(options_.timeout.count()) +
-                                          " s (--comm-timeout)");
-        }
+        if (now - last_progress > options_.timeout)
+            for (auto& op : operations)
+                if (!op.done && tcp_->silent(op.transfer.peer, last_progress))
+                    fail(op.transfer.peer, "made no progress and sent no heartbeat for " +
+                                               std::to_string(options_.timeout.count()) + " s (--comm-timeout)");
         progress();
     }
 }
@@ -312,7 +312,10 @@ std::size_t VerbsTransport::exchange_first(std::span<const Transfer> receives) {
             last_check = now;
         }
         if (now - last_progress > options_.timeout)
-            fail(receives.front().peer, "sent nothing for " + std::to_string(options_.timeout.count()) + " s");
+            for (const auto& t : receives)
+                if (tcp_->silent(t.peer, last_progress))
+                    fail(t.peer, "sent nothing, not even a heartbeat, for " + std::to_string(options_.timeout.count()) +
+                                     " s (--comm-timeout)");
         progress();
     }
 }

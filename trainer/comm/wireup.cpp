@@ -1,6 +1,7 @@
 #include "trainer/comm/wireup.hpp"
 
-#include <slurm/slurm.h>
+#include "topology/slurm_nodes.hpp"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -45,26 +46,6 @@ public:
     std::string reachable_address() const override { return "127.0.0.1"; }
 };
 
-// The first node of the step, expanded with libslurm's hostlist API, and its address as
-// slurmctld knows it (NodeAddr), since node names need not resolve.
-std::string first_node_address(const std::string& nodelist) {
-    hostlist_t list = slurm_hostlist_create(nodelist.c_str());
-    if (!list) throw CommError("slurm wireup: cannot parse SLURM_STEP_NODELIST '" + nodelist + "'");
-    char* first = slurm_hostlist_shift(list);
-    std::string node = first ? first : "";
-    std::free(first);
-    slurm_hostlist_destroy(list);
-    if (node.empty()) throw CommError("slurm wireup: SLURM_STEP_NODELIST '" + nodelist + "' is empty");
-
-    node_info_msg_t* info = nullptr;
-    std::string address;
-    if (slurm_load_node_single(&info, node.data(), 0) == SLURM_SUCCESS && info && info->record_count > 0 &&
-        info->node_array[0].node_addr)
-        address = info->node_array[0].node_addr;
-    if (info) slurm_free_node_info_msg(info);
-    return address.empty() ? node : address;
-}
-
 std::uint16_t rendezvous_port(const std::string& wireup) {
     if (const char* text = env("TRELLIS_RENDEZVOUS_PORT")) {
         int port = std::atoi(text);
@@ -88,7 +69,13 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
     identity.host = env("SLURMD_NODENAME") ? env("SLURMD_NODENAME") : this_host();
     const char* nodelist = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_NODELIST");
     if (!nodelist) throw CommError("slurm wireup: SLURM_STEP_NODELIST is not set");
-    return std::make_unique<RendezvousWireup>("slurm", identity, first_node_address(nodelist), rendezvous_port("slurm"),
+    std::string master;
+    try {
+        master = topology::first_node_address(nodelist);
+    } catch (const std::invalid_argument& error) {
+        throw CommError(std::string("slurm wireup: SLURM_STEP_NODELIST: ") + error.what());
+    }
+    return std::make_unique<RendezvousWireup>("slurm", identity, master, rendezvous_port("slurm"),
                                               timeout);
 }
 

@@ -168,9 +168,9 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
         setter->second(options, arg, value);
     }
     if (options.epochs && options.steps) throw std::invalid_argument("give --epochs or --steps, not both");
-    if (options.strategy == "ps" && !options.checkpoint_dir.empty())
-        throw std::invalid_argument("--checkpoint-dir is not supported with --strategy ps yet (the optimizer state "
-                                    "lives on the servers); use --strategy allreduce for checkpointed runs");
+    if (options.strategy == "ps" && options.ps_mode == "async" && !options.checkpoint_dir.empty())
+        throw std::invalid_argument("--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
+                                    "apply each worker's pushes at different steps: there is no one step to save)");
     if (options.resume && options.checkpoint_dir.empty())
         throw std::invalid_argument("--resume needs --checkpoint-dir");
     return command;

@@ -4,13 +4,16 @@
 
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <random>
 
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/train/checkpoint.hpp"
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/ps_messages.hpp"
+#include "trainer/train/stop_request.hpp"
 
 namespace trellis::train {
 
@@ -39,13 +42,16 @@ private:
 
 class Server {
 public:
+    // info: the run as rank 0 describes it in checkpoints, at the step every rank starts from.
     Server(const TrainOptions& options, comm::Transport& transport, const comm::PsLayout& layout, int server,
-           nn::ParameterStore& full)
-        : options_(options), transport_(transport), layout_(layout), shard_(full, layout.shard(server)),
-          optimizer_(optim::make_optimizer(options.optimizer, shard_.store())) {
+           nn::ParameterStore& full, CheckpointInfo info)
+        : options_(options), transport_(transport), layout_(layout), server_(server),
+          shard_(full, layout.shard(server)), optimizer_(optim::make_optimizer(options.optimizer, shard_.store())),
+          info_(std::move(info)) {
         auto size = layout.shard(server).size();
         pushes_.assign(std::size_t(layout.workers()), std::vector<float>(size + ps::trailer_floats));
         pull_.resize(size + ps::trailer_floats);
+        if (!options.checkpoint_dir.empty()) open_checkpoints();
     }
 
     int run_synchronous() {
@@ -68,6 +74,14 @@ public:
             }
             for (auto& g : grads) g /= float(workers);
             optimizer_->step(pushes_[0][grads.size() + ps::push_lr]);
+            ++info_.step;
+            // Rank 0 saves after this step (periodically, at the end, or stopping on a
+            // signal): this shard's weights and optimizer state go beside it, same step.
+            if (checkpoints_ && (pushes_[0][grads.size() + ps::push_checkpoint] > 0 || stop || last)) {
+                auto path = checkpoints_->save(info_, shard_.store(), *optimizer_);
+                std::printf("parameter server %d: checkpoint saved: %s\n", server_, path.c_str());
+                std::fflush(stdout);
+            }
             reply_to_all(stop, loss / workers);
             if (last || stop) return 0;
         }
@@ -98,12 +112,26 @@ public:
             std::vector<comm::Transfer> sends;
             add_pull_sends(worker, sends);
             transport_.exchange(sends);
-            if (trailer[ps::push_last] > 0) active.erase(active.begin() + long(index));
+            // A worker leaves after its last push, or after the reply that told it to stop.
+            if (trailer[ps::push_last] > 0 || stop) active.erase(active.begin() + long(index));
         }
         return 0;
     }
 
 private:
+    // Its own folder beside rank 0's checkpoints; on --resume, the shard of the same step.
+    void open_checkpoints() {
+        checkpoints_.emplace(options_.checkpoint_dir + "/server-" + std::to_string(server_));
+        if (!options_.resume || info_.step == 0) return;
+        auto loaded = checkpoints_->load_latest(info_, shard_.store(), *optimizer_);
+        if (!loaded || loaded->step != info_.step)
+            throw CheckpointError("parameter server " + std::to_string(server_) + ": rank 0 resumes at step " +
+                                  std::to_string(info_.step) + " but " + checkpoints_->folder() + " holds " +
+                                  (loaded ? "step " + std::to_string(loaded->step) : std::string("no checkpoint")));
+        std::printf("parameter server %d: resumed its shard from step %lld\n", server_,
+                    static_cast<long long>(loaded->step));
+    }
+
     // A message is its slice and its trailer, sent as two transfers in order (PsWorker).
     comm::Transfer push_slice(int w) {
         return comm::Transfer::recv(w, pushes_[std::size_t(w)].data(), (pull_.size() - ps::trailer_floats) * 4);
@@ -141,8 +169,11 @@ private:
     const TrainOptions& options_;
     comm::Transport& transport_;
     const comm::PsLayout& layout_;
+    int server_;
     ShardStore shard_;
     std::unique_ptr<optim::Optimizer> optimizer_;
+    CheckpointInfo info_;
+    std::optional<CheckpointStore> checkpoints_;
     std::vector<std::vector<float>> pushes_;
     std::vector<float> pull_;
 };
@@ -153,6 +184,9 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     // The same model as the workers (the same classes, so the same parameters), built only
     // for its parameter descriptions and rank 0's initial values.
     omp_set_num_threads(1);
+    // Slurm signals every task of a preempted step: the servers keep serving until the
+    // workers, told by the same signal, have pushed their last step.
+    install_stop_handlers();
     const auto& config = models::find_resnet(options.model);
     int image_size = options.image_size.value_or(config.default_image_size);
     auto sources = open_data_sources(options, image_size, 0, 1);
@@ -162,6 +196,8 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     auto& store = model.parameters();
     comm::broadcast_from_root(transport, store.values());
     comm::broadcast_from_root(transport, store.statistic_values());
+    float step[2] = {};
+    comm::broadcast_from_root(transport, step);
     comm::PsLayout layout(store, transport.size(), options.ps_servers);
     int server = wireup.identity().rank - layout.workers();
     const auto& shard = layout.shard(server);
@@ -169,7 +205,9 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
                 wireup.identity().rank, wireup.identity().host.c_str(), shard.first_parameter, shard.end_parameter - 1,
                 double(shard.size()) * 4 / 1e6, options.ps_mode.c_str());
     std::fflush(stdout);
-    Server serving(options, transport, layout, server, store);
+    CheckpointInfo info{config.name, sources.num_classes, ps::joined_step(step), {}, options.optimizer.kind,
+                        options.seed, options.batch_size * layout.workers()};
+    Server serving(options, transport, layout, server, store, info);
     return options.ps_mode == "async" ? serving.run_asynchronous() : serving.run_synchronous();
 }
 
@@ -181,7 +219,7 @@ PsWorker::PsWorker(comm::Transport& transport, const comm::PsLayout& layout, nn:
 
 double PsWorker::bytes_per_step() const { return double(store_.learned_elements()) * 4 * 2; }
 
-PsWorker::Reply PsWorker::push_pull(double lr, double loss, bool stop, bool last) {
+PsWorker::Reply PsWorker::push_pull(double lr, double loss, bool stop, bool last, bool checkpoint) {
     // Each shard travels as its slice of the flat buffer plus the trailer, in one message:
     // the slice and the trailer are sent as two transfers in order on the same connection.
     std::vector<comm::Transfer> pushes, pulls;
@@ -192,6 +230,7 @@ PsWorker::Reply PsWorker::push_pull(double lr, double loss, bool stop, bool last
         trailer[ps::push_loss] = float(loss);
         trailer[ps::push_stop] = stop ? 1.0f : 0.0f;
         trailer[ps::push_last] = last ? 1.0f : 0.0f;
+        trailer[ps::push_checkpoint] = checkpoint ? 1.0f : 0.0f;
         int server = layout_.server_rank(s);
         pushes.push_back(comm::Transfer::send(server, store_.grads().data() + shard.begin, shard.size() * 4));
         pushes.push_back(comm::Transfer::send(server, trailer.data(), trailer.size() * 4));

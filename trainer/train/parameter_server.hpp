@@ -24,7 +24,8 @@ public:
         bool stop = false;
         double mean_loss = 0;
     };
-    Reply push_pull(double lr, double loss, bool stop, bool last);
+    // checkpoint: rank 0 saves a checkpoint after this step, and so do the servers.
+    Reply push_pull(double lr, double loss, bool stop, bool last, bool checkpoint);
     double bytes_per_step() const;
 
 private:

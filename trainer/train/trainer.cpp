@@ -21,6 +21,7 @@
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/parameter_server.hpp"
+#include "trainer/train/ps_messages.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
 
@@ -144,9 +145,16 @@ void Run::share_initial_state() {
     // optimizer state), whatever the others initialised or read.
     comm::broadcast_from_root(*transport_, model_->parameters().values());
     comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
-    // Parameter servers keep the optimizer state themselves.
-    if (options_.strategy != "ps")
+    // Parameter servers keep the optimizer state themselves, and learn the step to start
+    // from (a resumed one: they load their shards of it).
+    if (options_.strategy != "ps") {
         for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
+    } else {
+        float step[2];
+        ps::split_step(step_, step);
+        comm::broadcast_from_root(*transport_, step);
+        step_ = ps::joined_step(step);
+    }
 }
 
 void Run::sum_over_ranks(std::span<float> values) {
@@ -206,7 +214,11 @@ Evaluation Run::evaluate() {
     std::vector<int> labels(std::size_t(model_->batch()));
     for (std::int64_t b = 0; b < batches; ++b) {
         // A preempted job must reach its checkpoint: an evaluation pass yields to a signal.
-        if (stop_requested()) {
+        // Ranks that share the pass decide together, batch by batch, so that none leaves the
+        // others waiting in the final sum.
+        float stop = stop_requested() ? 1.0f : 0.0f;
+        if (shared) sum_over_ranks({&stop, 1});
+        if (stop > 0) {
             if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
             return {};
         }
@@ -290,7 +302,10 @@ int Run::execute() {
             // early says so.
             bool last = step_ + 1 == total_steps_ ||
                         (options_.ps_mode == "async" && (ps_stop || stop_requested() != 0));
-            auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last);
+            bool checkpoint = checkpoints_ && ((options_.checkpoint_every > 0 &&
+                                                (step_ + 1) % options_.checkpoint_every == 0) ||
+                                               step_ + 1 == total_steps_);
+            auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last, checkpoint);
             comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
             comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
             if (options_.ps_mode == "sync") result.loss = reply.mean_loss;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "spank/config.hpp"
+#include "agent/config.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
 #include "topology/plan.hpp"
@@ -19,7 +19,7 @@ void refused_or_parsed(F&& parse) {
     try {
         parse();
     } catch (const std::invalid_argument&) {
-    } catch (const spank::ConfigError&) {
+    } catch (const agent::ConfigError&) {
     }
 }
 
@@ -29,9 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     refused_or_parsed([&] { spank::parse_bind_option(text, choices); });
     refused_or_parsed([&] { spank::parse_hca_option(text, choices); });
     refused_or_parsed([&] { spank::parse_verbose_value(text, choices); });
+    refused_or_parsed([&] { spank::parse_image_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_mounts_option(text, choices); });
     refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
     refused_or_parsed([&] { topology::HcaRequest::parse(text); });
-    refused_or_parsed([&] { spank::parse_config_text(text, "fuzz.toml"); });
+    refused_or_parsed([&] { agent::parse_config_text(text, "fuzz.toml"); });
     // The same bytes as plugstack.conf arguments, split on spaces as Slurm splits them.
     std::vector<std::string> args;
     size_t start = 0;
@@ -41,6 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (space > start && text.compare(start, 7, "config=") != 0) args.push_back(text.substr(start, space - start));
         start = space + 1;
     }
-    refused_or_parsed([&] { spank::load_config(args, "/nonexistent/trellis.toml"); });
+    refused_or_parsed([&] { agent::load_config(args, "/nonexistent/trellis.toml"); });
     return 0;
 }

@@ -1,4 +1,4 @@
-#include "spank/config.hpp"
+#include "agent/config.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +11,7 @@
 
 #include <toml++/toml.h>
 
-namespace trellis::spank {
+namespace trellis::agent {
 namespace {
 
 // A value as either source gives it: TOML has types, plugstack.conf only strings.
@@ -33,6 +33,12 @@ std::vector<std::string> split_commas(const std::string& text) {
 std::string as_string(const RawValue& v, const char* what) {
     if (v.kind != RawValue::string) throw std::invalid_argument(std::string("must be ") + what);
     return v.text;
+}
+
+std::string as_path(const RawValue& v) {
+    std::string path = as_string(v, "an absolute path in quotes");
+    if (path.empty() || path[0] != '/') throw std::invalid_argument("'" + path + "' is not an absolute path");
+    return path;
 }
 
 bool as_bool(const RawValue& v) {
@@ -101,6 +107,18 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
          [](ContainerConfig& c, const RawValue& v) { c.allowed_images = as_list(v, "glob patterns"); }},
         {"allowed_mounts",
          [](ContainerConfig& c, const RawValue& v) { c.allowed_mounts = as_list(v, "path prefixes"); }},
+        {"agent", [](ContainerConfig& c, const RawValue& v) { c.agent = as_path(v); }},
+        {"run_dir", [](ContainerConfig& c, const RawValue& v) { c.run_dir = as_path(v); }},
+        {"namespaces",
+         [](ContainerConfig& c, const RawValue& v) {
+             c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");
+             for (const auto& ns : c.namespaces)
+                 if (ns != "mount" && ns != "ipc" && ns != "uts")
+                     throw std::invalid_argument("'" + ns + "' is not a namespace a task may join (accepted: mount, "
+                                                 "ipc, uts; the network and PIDs stay the host's)");
+             if (std::find(c.namespaces.begin(), c.namespaces.end(), "mount") == c.namespaces.end())
+                 throw std::invalid_argument("must include \"mount\": the image is the container's mount namespace");
+         }},
     };
     return keys;
 }
@@ -231,4 +249,11 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
     return config;
 }
 
-}  // namespace trellis::spank
+std::string installed_agent_path() { return TRELLIS_AGENT_PATH; }
+
+Config load_agent_config(const std::string& path) {
+    return load_config(path.empty() ? std::vector<std::string>{} : std::vector<std::string>{"config=" + path},
+                       TRELLIS_CONFIG_PATH);
+}
+
+}  // namespace trellis::agent

@@ -4,10 +4,11 @@
 #include <fstream>
 
 #include "fixtures.hpp"
-#include "spank/config.hpp"
+#include "agent/config.hpp"
 #include "spank/node_topology.hpp"
 
-using namespace trellis::spank;
+using namespace trellis::agent;
+using trellis::spank::topology_xml_for;
 using trellis::topology::Policy;
 
 TEST_CASE("the shipped etc/trellis.toml parses to the defaults") {
@@ -109,4 +110,25 @@ TEST_CASE("per-node topology files with %n") {
     CHECK(topology_xml_for("/x/fixed.xml", "n1") == "/x/fixed.xml");
     CHECK(topology_xml_for(dir + "%n.xml", "no-hca-2gpu") == dir + "no-hca-2gpu.xml");
     CHECK(topology_xml_for(dir + "%n.xml", "n1").empty());  // no file of its own: live
+}
+
+TEST_CASE("the container section: runtime, namespaces tasks may join, agent and run folder paths") {
+    Config config = parse_config_text(R"(
+[container]
+runtime = "oci"
+namespaces = ["mount", "ipc"]
+agent = "/opt/trellis/bin/trellis-agent"
+run_dir = "/var/run/trellis"
+)",
+                                      "c.toml");
+    CHECK(config.container.runtime == "oci");
+    CHECK(config.container.namespaces == std::vector<std::string>{"mount", "ipc"});
+    CHECK(config.container.agent == "/opt/trellis/bin/trellis-agent");
+    CHECK(config.container.run_dir == "/var/run/trellis");
+    CHECK_THROWS_WITH(parse_config_text("[container]\nnamespaces = [\"mount\", \"pid\"]\n", "c.toml"),
+                      Catch::Contains("'pid' is not a namespace a task may join"));
+    CHECK_THROWS_WITH(parse_config_text("[container]\nnamespaces = [\"ipc\"]\n", "c.toml"),
+                      Catch::Contains("must include \"mount\""));
+    CHECK_THROWS_WITH(parse_config_text("[container]\nagent = \"trellis-agent\"\n", "c.toml"),
+                      Catch::Contains("is not an absolute path"));
 }

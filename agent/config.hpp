@@ -1,6 +1,6 @@
-// The plugin's configuration: the TOML file (etc/trellis.toml) and the `key=value` overrides
-// of its [binding] keys given in plugstack.conf. Pure parsing, no Slurm, so it is unit-tested
-// and fuzzed on its own.
+// The configuration of the plugin and the agent: the TOML file (etc/trellis.toml) and the
+// `key=value` overrides of its [binding] keys given in plugstack.conf. Pure parsing, no Slurm,
+// so it is unit-tested and fuzzed on its own.
 #pragma once
 
 #include <stdexcept>
@@ -10,7 +10,7 @@
 
 #include "topology/plan.hpp"
 
-namespace trellis::spank {
+namespace trellis::agent {
 
 // The message names the file (or plugstack.conf argument), the line and the key.
 struct ConfigError : std::runtime_error {
@@ -28,10 +28,16 @@ struct BindingConfig {
                                          "NCCL_SOCKET_IFNAME"};
 };
 
+// Where `make install` put trellis-agent.
+std::string installed_agent_path();
+
 struct ContainerConfig {
-    std::string runtime = "auto";
-    std::vector<std::string> allowed_images;
-    std::vector<std::string> allowed_mounts;
+    std::string runtime = "auto";               // auto | singularity | apptainer | oci
+    std::vector<std::string> allowed_images;    // glob patterns; none: no image is allowed
+    std::vector<std::string> allowed_mounts;    // path prefixes users may bind-mount
+    std::vector<std::string> namespaces = {"mount"};  // what tasks join: mount, ipc, uts
+    std::string agent = installed_agent_path();  // the trellis-agent the plugin runs
+    std::string run_dir = "/run/trellis";       // containers' state, swept of dead steps
 };
 
 struct Config {
@@ -51,4 +57,7 @@ Config parse_config_text(std::string_view text, const std::string& origin);
 // and applies the other `key=value` arguments on top.
 Config load_config(const std::vector<std::string>& plugstack_args, const std::string& default_path);
 
-}  // namespace trellis::spank
+// The agent's configuration: the file PATH, or the installed trellis.toml when PATH is "".
+Config load_agent_config(const std::string& path);
+
+}  // namespace trellis::agent

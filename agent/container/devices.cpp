@@ -1,0 +1,27 @@
+#include "agent/container/devices.hpp"
+
+#include <filesystem>
+
+namespace trellis::agent {
+
+std::vector<std::string> device_files(const std::vector<int>& gpus, const std::vector<std::string>& hcas,
+                                      const std::string& dev, const std::string& infiniband_sys) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> candidates;
+    if (!gpus.empty())
+        for (const char* shared : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"})
+            candidates.push_back(dev + "/" + shared);
+    for (int gpu : gpus) candidates.push_back(dev + "/nvidia" + std::to_string(gpu));
+    if (!hcas.empty()) candidates.push_back(dev + "/infiniband/rdma_cm");
+    std::error_code error;
+    for (const auto& hca : hcas)
+        // /sys/class/infiniband/mlx5_0/device/infiniband_verbs/uverbs0
+        for (const auto& entry : fs::directory_iterator(fs::path(infiniband_sys) / hca / "device" / "infiniband_verbs", error))
+            candidates.push_back(dev + "/infiniband/" + entry.path().filename().string());
+    std::vector<std::string> present;
+    for (const auto& path : candidates)
+        if (fs::exists(path, error)) present.push_back(path);
+    return present;
+}
+
+}  // namespace trellis::agent

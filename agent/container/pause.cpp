@@ -1,0 +1,17 @@
+// trellis-pause: the first process of a step's container, doing nothing until the agent
+// stops the container. Linked statically, since it runs inside images that need not have
+// this machine's libraries; holds no descriptor of whoever started it.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+int main() {
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    // As the first process of a PID namespace a signal without a handler is ignored: stop
+    // on SIGTERM explicitly. (Outside one, the default action already does.)
+    signal(SIGTERM, [](int) { _exit(0); });
+    signal(SIGINT, [](int) { _exit(0); });
+    for (;;) pause();
+}

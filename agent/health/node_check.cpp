@@ -1,0 +1,192 @@
+#include "agent/health/node_check.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/command.hpp"
+#include "agent/config.hpp"
+#include "agent/container/container_registry.hpp"
+#include "topology/discovery.hpp"
+
+namespace trellis::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string first_line(const fs::path& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+int to_count(const std::string& text, const std::string& flag) {
+    std::size_t used = 0;
+    int value = -1;
+    try {
+        value = std::stoi(text, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != text.size() || value < 0) throw std::invalid_argument(flag + " '" + text + "' is not a count");
+    return value;
+}
+
+}  // namespace
+
+NodeReport check_node(const topology::Node& node, const CheckExpectations& expected, const std::string& dev,
+                      const std::string& sys) {
+    NodeReport report;
+    auto& facts = report.facts;
+    facts["host"] = node.host;
+    facts["cpus"] = node.cpus.size();
+    facts["numa_nodes"] = node.numa_nodes.size();
+    facts["packages"] = node.packages.size();
+
+    facts["gpus"] = nlohmann::json::array();
+    bool nvidia_driver = fs::exists(dev + "/nvidiactl");
+    for (const auto& gpu : node.gpus) {
+        std::string device = dev + "/nvidia" + std::to_string(gpu.vendor_index);
+        bool present = gpu.vendor != topology::GpuVendor::nvidia || fs::exists(device);
+        facts["gpus"].push_back({{"index", gpu.index}, {"vendor", topology::vendor_name(gpu.vendor)},
+                                 {"pci", gpu.place.address.to_string()}, {"device", present ? device : ""}});
+        if (!present)
+            report.problems.push_back("GPU " + std::to_string(gpu.index) + " (" + gpu.place.address.to_string() + ") has no " + device +
+                                      ": is the NVIDIA driver loaded?");
+    }
+    if (!node.gpus.empty() && !nvidia_driver && node.gpus.front().vendor == topology::GpuVendor::nvidia)
+        report.problems.push_back(dev + "/nvidiactl is missing: the NVIDIA driver is not loaded");
+
+    facts["hcas"] = nlohmann::json::array();
+    int active_ports = 0;
+    for (const auto& hca : node.hcas)
+        for (const auto& port : hca.ports) {
+            facts["hcas"].push_back({{"name", hca.name}, {"port", port.number},
+                                     {"state", topology::port_state_name(port.state)}, {"rate", port.rate},
+                                     {"link_layer", port.link_layer}, {"netdev", port.netdev}});
+            if (port.active())
+                ++active_ports;
+            else
+                report.problems.push_back(hca.name + " port " + std::to_string(port.number) + " is " +
+                                          topology::port_state_name(port.state) + ", not ACTIVE");
+        }
+
+    // GPUDirect RDMA: the peer-memory module of either generation.
+    std::string gdr;
+    for (const char* module : {"nvidia_peermem", "nv_peer_mem"})
+        if (fs::exists(sys + "/module/" + module)) gdr = module;
+    facts["gpudirect_rdma"] = gdr.empty() ? nlohmann::json(nullptr) : nlohmann::json(gdr);
+    if (gdr.empty() && !node.gpus.empty() && active_ports > 0)
+        report.problems.push_back("GPUs and active HCAs but no GPUDirect RDMA module (modprobe nvidia_peermem)");
+
+    // IPoIB interfaces: type 32 (ARPHRD_INFINIBAND) in /sys/class/net.
+    facts["ipoib"] = nlohmann::json::array();
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(sys + "/class/net", error))
+        if (first_line(entry.path() / "type") == "32")
+            facts["ipoib"].push_back({{"name", entry.path().filename().string()},
+                                      {"state", first_line(entry.path() / "operstate")}});
+
+    facts["runtimes"] = nlohmann::json::object();
+    bool any_runtime = false;
+    for (const char* runtime : {"runc", "crun", "apptainer", "singularity"}) {
+        auto path = find_program(runtime);
+        facts["runtimes"][runtime] = path.empty() ? nlohmann::json(nullptr) : nlohmann::json(path);
+        any_runtime = any_runtime || !path.empty();
+    }
+
+    if (expected.gpus && int(node.gpus.size()) < *expected.gpus)
+        report.problems.push_back("expected at least " + std::to_string(*expected.gpus) + " GPUs, found " +
+                                  std::to_string(node.gpus.size()));
+    if (expected.hcas && active_ports < *expected.hcas)
+        report.problems.push_back("expected at least " + std::to_string(*expected.hcas) +
+                                  " active HCA ports, found " + std::to_string(active_ports));
+    if (expected.container && !any_runtime)
+        report.problems.push_back("no container runtime found (runc, crun, apptainer or singularity)");
+    facts["problems"] = report.problems;
+    facts["healthy"] = report.problems.empty();
+    return report;
+}
+
+std::string format_report(const NodeReport& report) {
+    const auto& f = report.facts;
+    std::ostringstream out;
+    out << "node        " << f["host"].get<std::string>() << ": " << f["cpus"] << " CPUs, " << f["packages"]
+        << " packages, " << f["numa_nodes"] << " NUMA nodes\n";
+    out << "GPUs        " << (f["gpus"].empty() ? "none" : std::to_string(f["gpus"].size())) << "\n";
+    for (const auto& gpu : f["gpus"])
+        out << "  " << gpu["index"] << "  " << gpu["vendor"].get<std::string>() << "  " << gpu["pci"].get<std::string>()
+            << "  " << (gpu["device"].get<std::string>().empty() ? "(no device file)" : gpu["device"].get<std::string>())
+            << "\n";
+    out << "HCA ports   " << (f["hcas"].empty() ? "none" : std::to_string(f["hcas"].size())) << "\n";
+    for (const auto& hca : f["hcas"])
+        out << "  " << hca["name"].get<std::string>() << ":" << hca["port"] << "  " << hca["state"].get<std::string>()
+            << "  " << hca["link_layer"].get<std::string>() << "  " << hca["rate"].get<std::string>() << "  "
+            << hca["netdev"].get<std::string>() << "\n";
+    out << "GPUDirect   " << (f["gpudirect_rdma"].is_null() ? "no peer-memory module" : f["gpudirect_rdma"].get<std::string>())
+        << "\n";
+    out << "IPoIB       ";
+    if (f["ipoib"].empty()) out << "none";
+    for (const auto& netdev : f["ipoib"])
+        out << netdev["name"].get<std::string>() << " (" << netdev["state"].get<std::string>() << ") ";
+    out << "\nruntimes    ";
+    bool none = true;
+    for (const auto& [name, path] : f["runtimes"].items())
+        if (!path.is_null()) {
+            out << name << " ";
+            none = false;
+        }
+    out << (none ? "none" : "") << "\n";
+    if (report.problems.empty()) out << "healthy\n";
+    for (const auto& problem : report.problems) out << "PROBLEM: " << problem << "\n";
+    return out.str();
+}
+
+int check_command(const std::vector<std::string>& args) {
+    CheckExpectations expected;
+    bool json = false;
+    std::string xml, config_path;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto value = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
+            return args[++i];
+        };
+        if (args[i] == "--json")
+            json = true;
+        else if (args[i] == "--expect-gpus")
+            expected.gpus = to_count(value(), "--expect-gpus");
+        else if (args[i] == "--expect-hcas")
+            expected.hcas = to_count(value(), "--expect-hcas");
+        else if (args[i] == "--expect-container")
+            expected.container = true;
+        else if (args[i] == "--xml")
+            xml = value();
+        else if (args[i] == "--config")
+            config_path = value();
+        else
+            throw std::invalid_argument("unknown option '" + args[i] + "' (see trellis-agent check --help)");
+    }
+    auto node = topology::load_node(xml);
+    if (node.host.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        node.host = host;
+    }
+    auto report = check_node(node, expected);
+    // Root's check also clears containers of steps that died without releasing them.
+    if (::getuid() == 0) {
+        auto config = load_agent_config(config_path);
+        report.facts["swept_containers"] = ContainerRegistry(config.container.run_dir).sweep();
+    }
+    if (json)
+        std::printf("%s\n", report.facts.dump().c_str());
+    else
+        std::fputs(format_report(report).c_str(), stdout);
+    return report.problems.empty() ? 0 : 1;
+}
+
+}  // namespace trellis::agent

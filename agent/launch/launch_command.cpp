@@ -1,0 +1,115 @@
+#include "agent/launch/launch_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "agent/config.hpp"
+#include "agent/container/devices.hpp"
+#include "agent/container/step_container.hpp"
+#include "agent/launch/launch_options.hpp"
+#include "agent/launch/rank_launcher.hpp"
+#include "topology/discovery.hpp"
+#include "topology/plan.hpp"
+
+namespace trellis::agent {
+
+namespace {
+
+// The plan's variables that the configuration exports, and every TRELLIS_* one.
+std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config) {
+    std::map<std::string, std::string> env;
+    for (const auto& [name, value] : task.env) {
+        std::string key = name == "CUDA_DEVICE_ORDER" ? "CUDA_VISIBLE_DEVICES" : name;
+        if (name.starts_with("TRELLIS_") ||
+            std::find(config.exported.begin(), config.exported.end(), key) != config.exported.end())
+            env[name] = value;
+    }
+    return env;
+}
+
+// Releases the launch's container however the launch ends.
+struct ContainerLease {
+    std::string id;
+    const Config* config = nullptr;
+    ~ContainerLease() {
+        if (id.empty()) return;
+        try {
+            release_step_container(id, *config);
+        } catch (const std::exception& error) {
+            std::fprintf(stderr, "trellis-agent: cannot remove container %s: %s\n", id.c_str(), error.what());
+        }
+    }
+};
+
+}  // namespace
+
+int launch_command(const std::vector<std::string>& args) {
+    auto options = parse_launch_options(args);
+    auto config = load_agent_config(options.config_path);
+    auto place = find_node_place(options);
+
+    topology::PlanRequest request;
+    request.tasks = options.nproc_per_node;
+    request.policy = options.bind == "none" ? topology::Policy::none : config.binding.policy;
+    request.smt = config.binding.smt;
+    request.hcas.include = config.binding.hca_include;
+    request.hcas.exclude = config.binding.hca_exclude;
+    request.hcas.require_active = config.binding.require_active;
+    auto node = topology::load_node(config.binding.topology_xml.find("%n") == std::string::npos
+                                        ? config.binding.topology_xml
+                                        : std::string());
+    auto plan = topology::make_plan(node, request);
+    for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
+
+    std::optional<ContainerEntry> container;
+    ContainerLease lease;
+    if (!options.image.empty()) {
+        std::vector<int> gpus;
+        std::vector<std::string> hcas;
+        for (const auto& task : plan.tasks) {
+            for (const auto& gpu : task.gpus) gpus.push_back(gpu.vendor_index);
+            for (const auto& hca : task.hcas) hcas.push_back(hca.name);
+        }
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        StepContainerRequest step;
+        step.id = "trellis-launch-" + std::string(host) + "-" + std::to_string(::getpid());
+        step.image = options.image;
+        step.user_mounts = options.mounts;
+        step.devices = device_files(gpus, hcas);
+        step.user = {::getuid(), ::getgid()};
+        step.owner = ::getpid();
+        pid_t pid = prepare_step_container(step, config);
+        lease.id = step.id;
+        lease.config = &config;
+        container = ContainerEntry{pid, config.container.namespaces};
+    }
+
+    int world = place.nnodes * options.nproc_per_node;
+    std::vector<RankSpec> ranks;
+    for (int local = 0; local < options.nproc_per_node; ++local) {
+        const auto& task = plan.tasks[std::size_t(local)];
+        RankSpec spec;
+        spec.rank = place.node_rank * options.nproc_per_node + local;
+        spec.env = exported_env(task, config.binding);
+        spec.env["TRELLIS_RANK"] = std::to_string(spec.rank);
+        spec.env["TRELLIS_WORLD_SIZE"] = std::to_string(world);
+        spec.env["TRELLIS_LOCAL_RANK"] = std::to_string(local);
+        spec.env["TRELLIS_LOCAL_SIZE"] = std::to_string(options.nproc_per_node);
+        spec.env["TRELLIS_NODE_RANK"] = std::to_string(place.node_rank);
+        spec.env["TRELLIS_NNODES"] = std::to_string(place.nnodes);
+        spec.env["TRELLIS_MASTER"] = place.master;
+        if (plan.bind_cpus && !task.cpus.empty()) spec.cpus = task.cpus;
+        ranks.push_back(std::move(spec));
+    }
+    std::fprintf(stderr, "trellis-agent: node %d of %d (%s): ranks %d-%d of %d, rendezvous %s%s\n", place.node_rank,
+                 place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
+                 place.master.c_str(), container ? (", in " + options.image).c_str() : "");
+    std::fflush(stderr);
+    RankLauncher launcher(options.command, options.grace_seconds, container);
+    return launcher.run(ranks);
+}
+
+}  // namespace trellis::agent

@@ -1,0 +1,36 @@
+// `trellis-agent launch` options and where the ranks' identities come from: the command line,
+// else TRELLIS_NNODES/TRELLIS_NODE_RANK/TRELLIS_MASTER, else Slurm's step (one agent per node:
+// SLURM_NNODES, SLURM_NODEID, the step's first node), else this node alone.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trellis::agent {
+
+struct LaunchOptions {
+    int nproc_per_node = 1;
+    std::string image;       // empty: natively
+    std::string mounts;      // SRC:DST[:ro],...
+    std::string bind = "closest";
+    std::string config_path;
+    std::optional<int> nnodes, node_rank;
+    std::string master;      // host:port of rank 0
+    int grace_seconds = 10;  // after one rank fails, before the others get SIGKILL
+    std::vector<std::string> command;
+};
+
+// Throws std::invalid_argument naming the option and what it accepts.
+LaunchOptions parse_launch_options(const std::vector<std::string>& args);
+
+struct NodePlace {
+    int nnodes = 1, node_rank = 0;
+    std::string master;  // host:port
+    std::string source;  // "options", "environment", "slurm", "this node"
+};
+
+// Throws std::runtime_error when the environment is inconsistent.
+NodePlace find_node_place(const LaunchOptions& options);
+
+}  // namespace trellis::agent

@@ -1,0 +1,51 @@
+// The ranks of one node under `trellis-agent launch`: each started with its binding (CPU
+// affinity and the plan's environment), its rank variables and, with an image, inside the
+// step's container; their output prefixed with the rank; SIGINT, SIGTERM and SIGUSR1 passed
+// on; and when one rank fails, the others stopped (SIGTERM, then SIGKILL after a grace time)
+// and that rank's status returned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/cpu_set.hpp"
+
+namespace trellis::agent {
+
+struct RankSpec {
+    int rank = 0;
+    std::map<std::string, std::string> env;  // set on top of the agent's environment
+    std::optional<topology::CpuSet> cpus;    // affinity, when bound
+};
+
+struct ContainerEntry {
+    pid_t pid = 0;                        // the container process whose namespaces ranks join
+    std::vector<std::string> namespaces;
+};
+
+class RankLauncher {
+public:
+    RankLauncher(std::vector<std::string> command, int grace_seconds, std::optional<ContainerEntry> container)
+        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(std::move(container)) {}
+    // Runs every rank to its end; returns the exit status for the agent: 0 when all
+    // succeeded, else the first failed rank's (128 + N for signal N).
+    int run(const std::vector<RankSpec>& ranks);
+
+private:
+    struct Child;
+    pid_t start(const RankSpec& spec, int out_fd, int err_fd);
+
+    std::vector<std::string> command_;
+    int grace_seconds_;
+    std::optional<ContainerEntry> container_;
+};
+
+// Variables of the agent's own launch that would mislead the ranks' wireup: the agent's
+// rank under Slurm or PMIx is not theirs.
+const std::vector<std::string>& rank_variables_to_clear();
+
+}  // namespace trellis::agent

@@ -1,0 +1,42 @@
+# The agent's library (configuration, containers, health), shared by trellis-agent, the
+# plugin and the unit tests. No libslurm here: slurmstepd, which loads the plugin, has its
+# own copy of Slurm's symbols.
+noinst_LTLIBRARIES += agent/libtrellis-agent.la
+agent_libtrellis_agent_la_SOURCES = \
+	agent/command.cpp agent/command.hpp \
+	agent/config.cpp agent/config.hpp \
+	agent/container/container_registry.cpp agent/container/container_registry.hpp \
+	agent/container/container_spec.hpp \
+	agent/container/devices.cpp agent/container/devices.hpp \
+	agent/container/image_policy.cpp agent/container/image_policy.hpp \
+	agent/container/join.cpp agent/container/join.hpp \
+	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
+	agent/container/oci_runtime.cpp agent/container/oci_runtime.hpp \
+	agent/container/runtime.cpp agent/container/runtime.hpp \
+	agent/container/singularity_runtime.cpp agent/container/singularity_runtime.hpp \
+	agent/container/step_container.cpp agent/container/step_container.hpp \
+	agent/health/node_check.cpp agent/health/node_check.hpp
+agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(SLURM_CPPFLAGS) \
+	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
+	-DTRELLIS_AGENT_PATH='"$(bindir)/trellis-agent"' \
+	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
+agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) topology/libtrellis-topology.la
+
+# Launching ranks (libslurm for the step's node list, kept out of the plugin).
+noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
+agent_libtrellis_agent_launch_la_SOURCES = \
+	agent/launch/launch_command.cpp agent/launch/launch_command.hpp \
+	agent/launch/launch_options.cpp agent/launch/launch_options.hpp \
+	agent/launch/rank_launcher.cpp agent/launch/rank_launcher.hpp
+agent_libtrellis_agent_launch_la_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
+agent_libtrellis_agent_launch_la_LIBADD = topology/libtrellis-slurm-nodes.la agent/libtrellis-agent.la
+
+bin_PROGRAMS += trellis-agent
+trellis_agent_SOURCES = agent/trellis-agent.cpp
+trellis_agent_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
+trellis_agent_LDADD = agent/libtrellis-agent-launch.la
+
+# The idle first process of a step's container: static, since it runs inside the image.
+pkglibexec_PROGRAMS = trellis-pause
+trellis_pause_SOURCES = agent/container/pause.cpp
+trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static

@@ -1,0 +1,26 @@
+# Sourced by the tests under the real Slurm cluster (tests/slurm/cluster): a cluster folder
+# removed at exit, the cluster started with the built plugin (a test that cannot run here
+# exits with the cluster's skip status 77), and the ok/FAIL reporting.
+#   make_cluster_dir NAME        $dir, world-readable (images and users' jobs read it)
+#   start_cluster [NODE=XML ...] starts it, exports SLURM_CONF, enters $dir
+# Set `cleanup` to a command to run at exit before the cluster folder goes.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=${TRELLIS_BUILD:?}
+plugin=$build/spank/.libs/spank_trellis.so
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+make_cluster_dir() {
+    dir=$(mktemp -d "/tmp/$1.XXXXXX")
+    chmod 755 "$dir"
+    trap '"$here/cluster" stop "$dir"; eval "${cleanup:-:}"; rm -rf "$dir"' EXIT
+}
+
+start_cluster() {
+    "$here/cluster" start "$dir" "$plugin" "$@"
+    local status=$?
+    [ $status -eq 0 ] || exit $status
+    export SLURM_CONF=$dir/slurm.conf
+    cd "$dir" || exit 1
+}

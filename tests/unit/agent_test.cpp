@@ -1,0 +1,193 @@
+// The agent's pure parts: mount specifications, the image and mount policy, the OCI runtime
+// configuration it writes instead of the bundle's, Singularity's command line, device files,
+// launch options, and the node check on fixture topologies.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/container/devices.hpp"
+#include "agent/container/image_policy.hpp"
+#include "agent/container/oci_runtime.hpp"
+#include "agent/container/singularity_runtime.hpp"
+#include "agent/health/node_check.hpp"
+#include "agent/launch/launch_options.hpp"
+#include "fixtures.hpp"
+#include "topology/discovery.hpp"
+
+using namespace trellis::agent;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder removed at the end of the test.
+struct Scratch {
+    fs::path path = fs::temp_directory_path() / ("trellis-agent-test-" + std::to_string(::getpid()));
+    Scratch() { fs::create_directories(path); }
+    ~Scratch() { fs::remove_all(path); }
+    fs::path make(const std::string& relative) const {
+        fs::create_directories(path / relative);
+        return fs::canonical(path / relative);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("mount specifications: SRC:DST[:ro|rw], SRC alone, and clear refusals") {
+    auto mounts = parse_mounts("/data:/data:ro,/scratch/u:/work,/opt/x");
+    REQUIRE(mounts.size() == 3);
+    CHECK(mounts[0].read_only);
+    CHECK(mounts[1].destination == "/work");
+    CHECK_FALSE(mounts[1].read_only);
+    CHECK(mounts[2].destination == "/opt/x");
+    CHECK(format_mount(mounts[0]) == "/data:/data:ro");
+    CHECK(parse_mounts("").empty());
+    CHECK_THROWS_WITH(parse_mounts("data:/data"), Catch::Contains("not an absolute path"));
+    CHECK_THROWS_WITH(parse_mounts("/a:/b:rx"), Catch::Contains("'rx' is not ro or rw"));
+    CHECK_THROWS_WITH(parse_mounts("/a:/../etc"), Catch::Contains("without '..'"));
+    CHECK_THROWS_WITH(parse_mounts("/a:/"), Catch::Contains("cannot be /"));
+    CHECK_THROWS_WITH(parse_mounts("/a,,/b"), Catch::Contains("empty entry"));
+    CHECK_THROWS_WITH(parse_mounts("/a:/b:ro:x"), Catch::Contains("accepted: SRC:DST[:ro|rw]"));
+}
+
+TEST_CASE("images: allowed patterns, OCI bundles and .sif files, missing or odd paths refused") {
+    Scratch scratch;
+    auto bundle = scratch.make("images/train");
+    fs::create_directories(bundle / "rootfs");
+    std::ofstream(scratch.path / "images" / "model.sif") << "sif";
+    auto not_bundle = scratch.make("images/plain");
+    trellis::agent::ContainerConfig config;
+    config.allowed_images = {scratch.path.string() + "/images/*"};
+    auto checked = check_image(bundle.string(), config);
+    CHECK(checked.kind == ImageKind::oci_bundle);
+    CHECK(check_image((scratch.path / "images/model.sif").string(), config).kind == ImageKind::sif);
+    CHECK_THROWS_WITH(check_image(not_bundle.string(), config), Catch::Contains("without rootfs/"));
+    CHECK_THROWS_WITH(check_image((scratch.path / "images/none").string(), config), Catch::Contains("does not exist"));
+    CHECK_THROWS_WITH(check_image("images/train", config), Catch::Contains("not an absolute path"));
+    config.allowed_images = {"/shared/images/*"};
+    CHECK_THROWS_WITH(check_image(bundle.string(), config),
+                      Catch::Contains("is not allowed on this cluster (allowed_images: /shared/images/*)"));
+    config.allowed_images.clear();
+    CHECK_THROWS_WITH(check_image(bundle.string(), config), Catch::Contains("allowed_images: none"));
+    // A link into an allowed folder does not make a forbidden image allowed, nor the reverse.
+    fs::create_symlink(not_bundle, scratch.path / "link");
+    config.allowed_images = {scratch.path.string() + "/link"};
+    CHECK_THROWS(check_image((scratch.path / "link").string(), config));
+}
+
+TEST_CASE("mounts: only under allowed prefixes, by whole path components, after resolving links") {
+    Scratch scratch;
+    auto data = scratch.make("data");
+    auto database = scratch.make("database");
+    trellis::agent::ContainerConfig config;
+    config.allowed_mounts = {data.string() + "/"};
+    auto mounts = check_mounts(parse_mounts(data.string() + ":/d:ro"), config);
+    CHECK(mounts[0].source == data.string());
+    CHECK_THROWS_WITH(check_mounts(parse_mounts(database.string() + ":/d"), config),
+                      Catch::Contains("is not under an allowed prefix"));
+    fs::create_symlink(database, data / "escape");
+    CHECK_THROWS(check_mounts(parse_mounts((data / "escape").string() + ":/d"), config));
+    CHECK_THROWS_WITH(check_mounts(parse_mounts("/no/such/folder:/d"), config), Catch::Contains("does not exist"));
+}
+
+TEST_CASE("the OCI configuration: the user's uid, no capabilities, no new privileges, read-only image") {
+    ContainerSpec spec;
+    spec.id = "trellis-n1-7.0";
+    spec.image = "/images/train";
+    spec.mounts = parse_mounts("/data:/data:ro");
+    spec.devices = {"/dev/nvidia0"};
+    spec.namespaces = {"mount", "ipc"};
+    spec.user = {1000, 100};
+    spec.pause_program = "/usr/libexec/trellis/trellis-pause";
+    auto config = oci_config(spec);
+    CHECK(config["process"]["user"]["uid"] == 1000);
+    CHECK(config["process"]["user"]["gid"] == 100);
+    CHECK(config["process"]["noNewPrivileges"] == true);
+    for (const auto& [set, caps] : config["process"]["capabilities"].items()) CHECK(caps.empty());
+    CHECK(config["root"]["path"] == "/images/train/rootfs");
+    CHECK(config["root"]["readonly"] == true);
+    CHECK(config["linux"]["namespaces"].size() == 2);
+    CHECK_FALSE(config.contains("hostname"));  // no UTS namespace of its own
+    bool data = false, device = false;
+    for (const auto& mount : config["mounts"]) {
+        auto options = mount.value("options", nlohmann::json::array());
+        auto has = [&](const char* o) { return std::find(options.begin(), options.end(), o) != options.end(); };
+        if (mount["destination"] == "/data") data = has("ro") && has("nodev") && has("nosuid");
+        if (mount["destination"] == "/dev/nvidia0") device = !has("nodev");
+    }
+    CHECK(data);
+    CHECK(device);
+}
+
+TEST_CASE("Singularity's instance start: contained, binds for devices and mounts, image and name last") {
+    ContainerSpec spec;
+    spec.id = "trellis-n1-7.0";
+    spec.image = "/images/model.sif";
+    spec.mounts = parse_mounts("/data:/data:ro");
+    spec.devices = {"/dev/infiniband/uverbs0"};
+    auto argv = SingularityRuntime("apptainer").start_command(spec);
+    CHECK(argv == std::vector<std::string>{"apptainer", "instance", "start", "--contain", "--no-home", "--bind",
+                                           "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind",
+                                           "/data:/data:ro", "/images/model.sif", "trellis-n1-7.0"});
+}
+
+TEST_CASE("device files: the GPUs' and HCAs' nodes that exist") {
+    Scratch scratch;
+    auto dev = scratch.make("dev");
+    auto sys = scratch.make("sys");
+    for (const char* file : {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"}) std::ofstream(dev / file) << "";
+    fs::create_directories(dev / "infiniband");
+    std::ofstream(dev / "infiniband" / "uverbs1") << "";
+    std::ofstream(dev / "infiniband" / "rdma_cm") << "";
+    fs::create_directories(sys / "mlx5_1" / "device" / "infiniband_verbs" / "uverbs1");
+    auto files = device_files({1}, {"mlx5_1"}, dev.string(), sys.string());
+    std::sort(files.begin(), files.end());
+    CHECK(files == std::vector<std::string>{(dev / "infiniband/rdma_cm").string(), (dev / "infiniband/uverbs1").string(),
+                                            (dev / "nvidia-uvm").string(), (dev / "nvidia1").string(),
+                                            (dev / "nvidiactl").string()});
+    CHECK(device_files({}, {}, dev.string(), sys.string()).empty());
+}
+
+TEST_CASE("launch options: the command after --, numbers checked, unknown options refused") {
+    auto options = parse_launch_options({"--nproc-per-node", "4", "--bind", "none", "--", "trellis-train", "--steps", "5"});
+    CHECK(options.nproc_per_node == 4);
+    CHECK(options.bind == "none");
+    CHECK(options.command == std::vector<std::string>{"trellis-train", "--steps", "5"});
+    CHECK_THROWS_WITH(parse_launch_options({"--", "x"}), Catch::Contains("--nproc-per-node is required"));
+    CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-node", "0", "--", "x"}), Catch::Contains("from 1 to 4096"));
+    CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-node", "2"}), Catch::Contains("no command"));
+    CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-node", "2", "--bind", "far", "--", "x"}),
+                      Catch::Contains("accepted: closest, none"));
+    CHECK_THROWS_WITH(parse_launch_options({"--nprocs", "2", "--", "x"}), Catch::Contains("unknown option '--nprocs'"));
+    auto place = find_node_place(parse_launch_options(
+        {"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master", "10.0.0.1:29500", "--", "x"}));
+    CHECK(place.node_rank == 1);
+    CHECK(place.master == "10.0.0.1:29500");
+    CHECK_THROWS_WITH(find_node_place(parse_launch_options({"--nproc-per-node", "2", "--nnodes", "2", "--node-rank",
+                                                            "2", "--master", "h:1", "--", "x"})),
+                      Catch::Contains("outside 2 nodes"));
+}
+
+TEST_CASE("node check: GPUs without driver files and ports that are not ACTIVE are problems") {
+    Scratch scratch;
+    auto dev = scratch.make("dev");
+    auto sys = scratch.make("sys");
+    auto node = trellis::topology::load_node(trellis::test::topology_fixture("down-port-2gpu.xml"));
+    auto report = check_node(node, {}, dev.string(), sys.string());
+    CHECK(report.facts["gpus"].size() == 2);
+    bool driver = false, down = false;
+    for (const auto& problem : report.problems) {
+        driver = driver || problem.find("NVIDIA driver") != std::string::npos;
+        down = down || problem.find("not ACTIVE") != std::string::npos;
+    }
+    CHECK(driver);
+    CHECK(down);
+    CHECK_FALSE(report.facts["healthy"].get<bool>());
+    CHECK_THAT(format_report(report), Catch::Contains("PROBLEM: "));
+
+    auto cpu_only = trellis::topology::load_node(trellis::test::topology_fixture("cpu-only-4numa.xml"));
+    CHECK(check_node(cpu_only, {}, dev.string(), sys.string()).problems.empty());
+    CheckExpectations expected;
+    expected.gpus = 1;
+    CHECK(check_node(cpu_only, expected, dev.string(), sys.string()).problems.size() == 1);
+}

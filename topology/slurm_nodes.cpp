@@ -1,0 +1,28 @@
+#include "topology/slurm_nodes.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include <slurm/slurm.h>
+
+namespace trellis::topology {
+
+std::string first_node_address(const std::string& nodelist) {
+    hostlist_t list = slurm_hostlist_create(nodelist.c_str());
+    if (!list) throw std::invalid_argument("cannot parse the Slurm node list '" + nodelist + "'");
+    char* first = slurm_hostlist_shift(list);
+    std::string node = first ? first : "";
+    std::free(first);
+    slurm_hostlist_destroy(list);
+    if (node.empty()) throw std::invalid_argument("the Slurm node list '" + nodelist + "' is empty");
+
+    node_info_msg_t* info = nullptr;
+    std::string address;
+    if (slurm_load_node_single(&info, node.data(), 0) == SLURM_SUCCESS && info && info->record_count > 0 &&
+        info->node_array[0].node_addr)
+        address = info->node_array[0].node_addr;
+    if (info) slurm_free_node_info_msg(info);
+    return address.empty() ? node : address;
+}
+
+}  // namespace trellis::topology
