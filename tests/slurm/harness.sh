@@ -14,7 +14,8 @@ pass() { echo "ok: $*"; }
 make_cluster_dir() {
     dir=$(mktemp -d "/tmp/$1.XXXXXX")
     chmod 755 "$dir"
-    trap '"$here/cluster" stop "$dir"; eval "${cleanup:-:}"; rm -rf "$dir"' EXIT
+    # On failure the daemons' logs go to the test's log before the folder goes.
+    trap '[ $failures -eq 0 ] || tail -n 15 "$dir"/log/*.log; "$here/cluster" stop "$dir"; eval "${cleanup:-:}"; rm -rf "$dir"' EXIT
 }
 
 start_cluster() {

@@ -53,11 +53,12 @@ std::uint16_t rendezvous_port(const std::string& wireup) {
         return std::uint16_t(port);
     }
     // Slurm's reserved ports for the step (MpiParams=ports=...) when configured; otherwise a
-    // port derived from the job and step, so that concurrent steps on a node differ.
+    // port derived from the job and step, so that concurrent steps on a node differ, and
+    // below Linux's ephemeral range (32768 and up) so that no outgoing connection holds it.
     if (const char* reserved = env("SLURM_STEP_RESV_PORTS")) return std::uint16_t(std::atoi(reserved));
     long job = env("SLURM_JOB_ID") ? std::atol(env("SLURM_JOB_ID")) : 0;
     long step = env("SLURM_STEP_ID") ? std::atol(env("SLURM_STEP_ID")) : 0;
-    return std::uint16_t(40000 + (job * 131 + step * 17) % 20000);
+    return std::uint16_t(21000 + (job * 131 + step * 17) % 10000);
 }
 
 std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
