@@ -6,6 +6,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/tensor/dtype.hpp \
 	trainer/tensor/shape.cpp trainer/tensor/shape.hpp \
 	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp \
+	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
 	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \
@@ -48,13 +49,15 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
-trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
+trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp
+trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp -ldl
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp
 trellis_train_LDADD = trainer/libtrellis-trainer.la
+# The CUDA module resolves the trainer's symbols from the program.
+trellis_train_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 
 bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \

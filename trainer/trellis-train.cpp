@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
         trellis::comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = timeout;
-        auto transport = trellis::comm::make_transport(options.transport, *wireup, tcp);
+        auto transport = trellis::comm::make_transport(options.transport == "nccl" ? "tcp" : options.transport, *wireup, tcp);
         if (options.strategy == "ps" && transport && identity.rank >= identity.size - options.ps_servers)
             return trellis::train::serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());

@@ -45,9 +45,11 @@ tensor::Tensor Model::wrap(std::span<const float> images) const {
 
 nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
                                  const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready) {
-    auto logits = network_->forward(wrap(images), nn::Mode::train);
+    auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::train);
     auto values = backend_.to_plain(logits);
     auto result = loss.evaluate(values, labels, num_classes_, logits_grad_);
+    if (float scale = backend_.gradient_scale(); scale != 1.0f)
+        for (auto& g : logits_grad_) g *= scale;
     std::function<void(std::size_t)> after;
     if (ready) after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
     network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}), after);
@@ -56,7 +58,7 @@ nn::LossResult Model::train_step(std::span<const float> images, std::span<const 
 
 nn::LossResult Model::evaluate(std::span<const float> images, std::span<const int> labels, int count,
                                const nn::SoftmaxCrossEntropy& loss) {
-    auto logits = network_->forward(wrap(images), nn::Mode::eval);
+    auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::eval);
     auto values = backend_.to_plain(logits);
     values.resize(std::size_t(count) * num_classes_);
     return loss.evaluate(values, labels.first(count), num_classes_, {});

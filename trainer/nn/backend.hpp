@@ -52,6 +52,11 @@ public:
     virtual std::vector<float> to_plain(const tensor::Tensor& t) = 0;
     // A tensor in the given spec's layout holding plain NCHW values.
     virtual tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) = 0;
+    // The input batch where the first layer reads it: the host tensor itself on the CPU, a
+    // device copy on a GPU.
+    virtual tensor::Tensor stage_input(const tensor::Tensor& host_batch) { return host_batch; }
+    // What the loss gradient is multiplied by before the backward pass (fp16 loss scaling).
+    virtual float gradient_scale() const { return 1.0f; }
 };
 
 }  // namespace trellis::nn

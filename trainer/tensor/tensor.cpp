@@ -12,8 +12,8 @@ Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout)
 }
 
 Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout,
-               std::shared_ptr<std::byte> memory)
-    : shape_(std::move(shape)), dtype_(dtype), layout_(std::move(layout)), memory_(std::move(memory)) {}
+               std::shared_ptr<std::byte> memory, Device device)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device), layout_(std::move(layout)), memory_(std::move(memory)) {}
 
 std::size_t Tensor::bytes() const {
     if (layout_) return layout_->bytes();

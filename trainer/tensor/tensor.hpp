@@ -25,13 +25,15 @@ public:
     Tensor() = default;
     // Allocates from the host pool; plain layout unless `layout` is given.
     Tensor(Shape shape, DType dtype = DType::f32, std::shared_ptr<const Layout> layout = nullptr);
-    // Wraps memory someone else owns (the pipeline's batch buffer, a parameter slice).
-    Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout, std::shared_ptr<std::byte> memory);
+    // Wraps memory someone else owns (the pipeline's batch buffer, a parameter slice, a
+    // backend's device allocation).
+    Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout, std::shared_ptr<std::byte> memory,
+           Device device = Device::cpu);
 
     bool empty() const { return !memory_; }
     const Shape& shape() const { return shape_; }
     DType dtype() const { return dtype_; }
-    Device device() const { return Device::cpu; }
+    Device device() const { return device_; }
     const std::shared_ptr<const Layout>& layout() const { return layout_; }
     std::size_t bytes() const;
 
@@ -39,11 +41,12 @@ public:
     float* f32() const { return static_cast<float*>(data()); }
     const std::shared_ptr<std::byte>& memory() const { return memory_; }
 
-    void zero();
+    void zero();  // host tensors only
 
 private:
     Shape shape_;
     DType dtype_ = DType::f32;
+    Device device_ = Device::cpu;
     std::shared_ptr<const Layout> layout_;
     std::shared_ptr<std::byte> memory_;
 };

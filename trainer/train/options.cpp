@@ -101,7 +101,7 @@ const std::map<std::string, Setter>& valued_options() {
              o.wireup = v;
          }},
         {"--transport", [](auto& o, auto& n, auto& v) {
-             if (v != "tcp" && v != "verbs" && v != "auto") refuse(n, v, "tcp, verbs or auto");
+             if (v != "tcp" && v != "verbs" && v != "auto" && v != "nccl") refuse(n, v, "tcp, verbs, auto or nccl");
              o.transport = v;
          }},
         {"--tcp-streams", [](auto& o, auto& n, auto& v) { o.tcp_streams = positive(n, v); }},
@@ -122,6 +122,15 @@ const std::map<std::string, Setter>& valued_options() {
         {"--display-every", [](auto& o, auto& n, auto& v) { o.display_every = positive(n, v); }},
         {"--warmup-batches", [](auto& o, auto& n, auto& v) { o.warmup_batches = int(count(n, v)); }},
         {"--threads", [](auto& o, auto& n, auto& v) { o.threads = positive(n, v); }},
+        {"--device", [](auto& o, auto& n, auto& v) {
+             if (v != "auto" && v != "cpu" && v != "cuda") refuse(n, v, "auto, cpu or cuda");
+             o.device = v;
+         }},
+        {"--precision", [](auto& o, auto& n, auto& v) {
+             if (v != "fp32" && v != "bf16" && v != "fp16") refuse(n, v, "fp32, bf16 or fp16");
+             o.precision = v;
+         }},
+        {"--cudnn-workspace-mb", [](auto& o, auto& n, auto& v) { o.cudnn_workspace_mb = positive(n, v); }},
     };
     return table;
 }
@@ -171,6 +180,14 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
     if (options.strategy == "ps" && options.ps_mode == "async" && !options.checkpoint_dir.empty())
         throw std::invalid_argument("--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
                                     "apply each worker's pushes at different steps: there is no one step to save)");
+    if (options.transport == "nccl" && options.device == "cpu")
+        throw std::invalid_argument("--transport nccl needs the GPU (--device cuda or auto)");
+    if (options.transport == "nccl" && options.strategy == "ps")
+        throw std::invalid_argument("--transport nccl is for --strategy allreduce (parameter servers use tcp or verbs)");
+    if (options.transport == "nccl" && options.compress != "none")
+        throw std::invalid_argument("--compress is for the host transports (NCCL reduces f32 gradients)");
+    if (options.precision != "fp32" && options.device == "cpu")
+        throw std::invalid_argument("--precision " + options.precision + " needs the GPU (the CPU backend computes fp32)");
     if (options.resume && options.checkpoint_dir.empty())
         throw std::invalid_argument("--resume needs --checkpoint-dir");
     return command;
@@ -179,7 +196,7 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
 const char* train_usage() {
     return R"(usage: trellis-train [options]
 
-Trains a ResNet on ImageNet-style data on this machine's CPUs (oneDNN).
+Trains a ResNet on ImageNet-style data on a GPU (cuDNN) or this machine's CPUs (oneDNN).
 
 Model
   --model M               resnet18|34|50|101|152 (ImageNet), resnet8|20|32|56 (32x32)
@@ -218,8 +235,9 @@ Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --wireup W              auto | pmix | slurm | env (default auto: PMIx when started by a
                           PMIx server, else Slurm's variables, else TRELLIS_RANK,
                           TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)
-  --transport T           tcp | verbs | auto (default tcp; auto: verbs when an RDMA device
-                          has an active port, TRELLIS_HCA/NCCL_IB_HCA choose the device)
+  --transport T           tcp | verbs | auto | nccl (default tcp; auto: verbs when an RDMA
+                          device has an active port, TRELLIS_HCA/NCCL_IB_HCA choose the
+                          device; nccl: gradients over NCCL on the GPU, control over tcp)
   --tcp-streams N         connections per peer for large messages (default 2)
   --comm-timeout S        seconds without progress before a peer is lost (default 60)
   --bucket-mb M           gradient bucket size (default 25)
@@ -237,6 +255,12 @@ Running
   --deterministic         fix the thread team (runs are bit-identical for the same seed,
                           batch and thread count in any case)
   --threads T             compute threads (default: the CPUs this process may use)
+Device
+  --device D              auto | cpu | cuda (default auto: the first GPU in
+                          CUDA_VISIBLE_DEVICES when one is usable, else the CPU)
+  --precision P           fp32 | bf16 | fp16 on the GPU, with f32 master weights and
+                          dynamic loss scaling for fp16 (default fp32, TF32 allowed)
+  --cudnn-workspace-mb M  cuDNN convolution workspace bound (default 256)
   -h, --help | --version
 )";
 }

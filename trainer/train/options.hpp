@@ -39,7 +39,7 @@ struct TrainOptions {
     int ps_servers = 1;
     std::string ps_mode = "sync";        // sync | async
     std::string wireup = "auto";         // auto | pmix | slurm | env
-    std::string transport = "tcp";
+    std::string transport = "tcp";       // tcp | verbs | auto | nccl
     int tcp_streams = 2;
     int comm_timeout = 60;               // seconds without progress before a peer is lost
     double bucket_mb = 25;               // gradient bucket size
@@ -55,6 +55,10 @@ struct TrainOptions {
     std::int64_t display_every = 10;
     int warmup_batches = 2;              // left out of "total images/sec"
     int threads = 0;                     // 0: the CPUs this process may run on
+
+    std::string device = "auto";         // auto | cpu | cuda
+    std::string precision = "fp32";      // fp32 | bf16 | fp16 (GPU only)
+    int cudnn_workspace_mb = 256;
 };
 
 struct ParsedCommand {

@@ -14,6 +14,7 @@
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/ps_layout.hpp"
+#include "trainer/gpu/accelerator.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
@@ -49,6 +50,9 @@ public:
 private:
     Evaluation evaluate();
     void save_checkpoint(std::int64_t step);
+    void open_device();
+    nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
+    void apply_gradients(float lr);
     void print_header() const;
     void share_initial_state();
     void sum_over_ranks(std::span<float> values);
@@ -63,7 +67,10 @@ private:
     const models::ResNetConfig& config_;
     int image_size_;
     DataSources sources_;
-    nn::cpu::CpuBackend backend_;
+    nn::cpu::CpuBackend cpu_backend_;
+    std::unique_ptr<gpu::Accelerator> accelerator_;  // null: the CPU backend
+    std::string device_note_;                        // why --device auto chose the CPU
+    bool optimizer_on_host_ = false;                 // a GPU run whose optimizer has no device kernel
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<optim::Optimizer> optimizer_;
     nn::SoftmaxCrossEntropy loss_;
@@ -73,6 +80,7 @@ private:
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
+    std::unique_ptr<gpu::DeviceAllreduce> device_allreduce_;  // --transport nccl
     std::unique_ptr<comm::PsLayout> ps_layout_;
     std::unique_ptr<PsWorker> ps_worker_;
 };
@@ -94,10 +102,16 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     omp_set_num_threads(threads_);
     if (options.deterministic) omp_set_dynamic(0);
 
+    open_device();
     models::ResNetOptions model_options{sources_.num_classes, options.zero_init_residual};
-    model_ = std::make_unique<models::Model>(backend_, config_, model_options, options.batch_size, image_size_,
+    model_ = std::make_unique<models::Model>(backend(), config_, model_options, options.batch_size, image_size_,
                                              options.seed);
-    optimizer_ = optim::make_optimizer(options.optimizer, model_->parameters());
+    if (accelerator_) {
+        accelerator_->bind(model_->parameters());
+        optimizer_ = accelerator_->device_optimizer(options.optimizer, model_->parameters());
+        optimizer_on_host_ = !optimizer_;
+    }
+    if (!optimizer_) optimizer_ = optim::make_optimizer(options.optimizer, model_->parameters());
 
     data::Position start;
     if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
@@ -114,6 +128,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
             std::printf("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
                         static_cast<long long>(step_), static_cast<long long>(start.epoch),
                         static_cast<long long>(start.batch));
+            if (accelerator_) accelerator_->upload_values();
         } else {
             std::printf("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
         }
@@ -129,7 +144,13 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
     if (transport_) {
         share_initial_state();
-        if (options.strategy == "ps") {
+        if (accelerator_) accelerator_->upload_values();
+        if (options.transport == "nccl") {
+            if (!accelerator_) throw std::invalid_argument("--transport nccl needs a GPU: " + device_note_);
+            device_allreduce_ = accelerator_->nccl_allreduce(
+                identity_, [this](std::span<float> words) { comm::broadcast_from_root(*transport_, words); },
+                std::size_t(options.bucket_mb * (1 << 20)));
+        } else if (options.strategy == "ps") {
             ps_layout_ = std::make_unique<comm::PsLayout>(model_->parameters(), identity_.size, options.ps_servers);
             ps_worker_ = std::make_unique<PsWorker>(*transport_, *ps_layout_, model_->parameters());
         } else {
@@ -155,6 +176,40 @@ void Run::share_initial_state() {
         comm::broadcast_from_root(*transport_, step);
         step_ = ps::joined_step(step);
     }
+}
+
+void Run::open_device() {
+    if (options_.device == "cpu") return;
+    if (options_.device == "auto" && options_.precision == "fp32" && !gpu::nvidia_driver_loaded()) {
+        device_note_ = "no GPU: the NVIDIA driver is not loaded";
+        return;
+    }
+    gpu::AcceleratorOptions device;
+    device.precision = options_.precision;
+    device.workspace_bytes = std::size_t(options_.cudnn_workspace_mb) << 20;
+    device.deterministic = options_.deterministic;
+    try {
+        accelerator_ = gpu::open_cuda(device);
+    } catch (const gpu::GpuUnavailable& error) {
+        if (options_.device == "cuda" || options_.precision != "fp32")
+            throw std::invalid_argument(std::string("--device cuda: ") + error.what());
+        device_note_ = error.what();
+    }
+}
+
+// After the backward pass (and the gradient allreduce): the optimizer step on the device,
+// or on the host copies for optimizers without a device kernel. Overflowed fp16 gradients
+// skip the step.
+void Run::apply_gradients(float lr) {
+    if (accelerator_ && !accelerator_->finish_gradients()) {
+        if (identity_.rank == 0)
+            std::printf("step %lld: fp16 gradients overflowed, step skipped, loss scale now %g\n",
+                        static_cast<long long>(step_ + 1), double(accelerator_->loss_scale()));
+        return;
+    }
+    if (optimizer_on_host_) accelerator_->download_grads();
+    optimizer_->step(lr);
+    if (optimizer_on_host_) accelerator_->upload_values();
 }
 
 void Run::sum_over_ranks(std::span<float> values) {
@@ -186,14 +241,19 @@ void Run::print_header() const {
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
-    std::printf("Device:      cpu (oneDNN), %d threads\n", threads_);
+    if (accelerator_)
+        std::printf("Device:      %s\n", accelerator_->description().c_str());
+    else
+        std::printf("Device:      cpu (oneDNN), %d threads%s%s\n", threads_, device_note_.empty() ? "" : "; ",
+                    device_note_.c_str());
     if (transport_ && ps_worker_)
         std::printf("Strategy:    ps (%s) over %s, %d ranks (wireup %s, rank 0 on %s): %d workers, %d servers\n",
                     options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), workers_, ps_layout_->servers());
     else if (transport_)
         std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s\n",
-                    options_.strategy.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
+                    options_.strategy.c_str(), device_allreduce_ ? "nccl (control over tcp)" : transport_->name().c_str(),
+                    identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), options_.bucket_mb,
                     options_.compress == "none" ? "" : (", " + options_.compress + " on the wire").c_str());
     std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
@@ -261,6 +321,7 @@ Evaluation Run::evaluate() {
 
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
+    if (accelerator_) accelerator_->download_values();
     CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
                         options_.seed, options_.batch_size * workers_};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
@@ -291,7 +352,10 @@ int Run::execute() {
         const auto& batch = train_source_->next();
         double lr = schedule_->at(step_);
         models::Model::GradientsReady ready;
-        if (gradient_allreduce_) ready = [this](std::size_t offset) { gradient_allreduce_->ready_from(offset); };
+        if (device_allreduce_)
+            ready = [this](std::size_t offset) { device_allreduce_->ready_from(offset); };
+        else if (gradient_allreduce_ && !accelerator_)
+            ready = [this](std::size_t offset) { gradient_allreduce_->ready_from(offset); };
         auto result = model_->train_step(batch.images, batch.labels, loss_, ready);
         comm::CommStats comm;
         if (ps_worker_) {
@@ -305,14 +369,26 @@ int Run::execute() {
             bool checkpoint = checkpoints_ && ((options_.checkpoint_every > 0 &&
                                                 (step_ + 1) % options_.checkpoint_every == 0) ||
                                                step_ + 1 == total_steps_);
+            if (accelerator_) accelerator_->download_grads();
             auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last, checkpoint);
+            if (accelerator_) accelerator_->upload_values();
             comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
             comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
             if (options_.ps_mode == "sync") result.loss = reply.mean_loss;
             ps_stop = reply.stop;
         } else {
-            if (gradient_allreduce_) comm = gradient_allreduce_->finish();
-            optimizer_->step(float(lr));
+            if (device_allreduce_) {
+                comm = device_allreduce_->finish();
+            } else if (gradient_allreduce_ && accelerator_) {
+                // Host collectives with a GPU: the gradients make the round trip whole.
+                accelerator_->download_grads();
+                gradient_allreduce_->ready_from(0);
+                comm = gradient_allreduce_->finish();
+                accelerator_->upload_grads();
+            } else if (gradient_allreduce_) {
+                comm = gradient_allreduce_->finish();
+            }
+            apply_gradients(float(lr));
         }
         double seconds = std::chrono::duration<double>(clock::now() - started).count();
         meter.add(seconds, std::int64_t(batch.size) * workers_);
@@ -357,10 +433,14 @@ int Run::execute() {
     if (identity_.rank == 0) {
         std::printf("----------------------------------------------------------------\n");
         std::printf("total images/sec: %.2f\n", meter.total());
+        if (accelerator_)
+            std::printf("peak GPU memory: %.0f MiB\n", double(accelerator_->peak_memory_bytes()) / (1 << 20));
         std::printf("----------------------------------------------------------------\n");
         std::fflush(stdout);
     }
-    metrics_.record("train", step_, {{"total_images_per_sec", meter.total()}});
+    std::map<std::string, double> totals{{"total_images_per_sec", meter.total()}};
+    if (accelerator_) totals["peak_gpu_memory_mib"] = double(accelerator_->peak_memory_bytes()) / (1 << 20);
+    metrics_.record("train", step_, totals);
     // Saved before the final evaluation, which may be long: a preemption then loses nothing.
     if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) save_checkpoint(step_);
     evaluate();

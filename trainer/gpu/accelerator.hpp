@@ -1,0 +1,92 @@
+// What a GPU gives the trainer besides its layers: the parameters' device copies, the
+// optimizer on the device, mixed precision's loss scale, and the NCCL gradient allreduce.
+// The CUDA implementation is a module (trellis-cuda.so) loaded at run time, so that
+// trellis-train starts on machines without CUDA, cuDNN or NCCL installed.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "trainer/comm/bucketed_allreduce.hpp"
+#include "trainer/comm/wireup.hpp"
+#include "trainer/nn/backend.hpp"
+#include "trainer/optim/optimizer.hpp"
+
+namespace trellis::gpu {
+
+// No usable GPU: the module or a library is missing, no device is visible, or the driver is
+// too old. The message says which.
+class GpuUnavailable : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct AcceleratorOptions {
+    std::string precision = "fp32";        // fp32 | bf16 | fp16
+    std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
+    bool deterministic = false;            // deterministic cuDNN algorithms only
+};
+
+// The gradient allreduce on the device (NCCL), bucket by bucket during the backward pass.
+class DeviceAllreduce {
+public:
+    virtual ~DeviceAllreduce() = default;
+    // The gradients from `offset` to the end are final on the compute stream.
+    virtual void ready_from(std::size_t offset) = 0;
+    // Waits for every bucket (the average over ranks) and returns the step's figures.
+    virtual comm::CommStats finish() = 0;
+};
+
+class Accelerator {
+public:
+    virtual ~Accelerator() = default;
+    // "NVIDIA H200 (sm_90, 139 GiB), cuDNN 9.19, bf16"
+    virtual std::string description() const = 0;
+    virtual nn::Backend& backend() = 0;
+
+    // After the model's parameters are allocated and initialised in host memory: the device
+    // copies. The host store stays the reference for checkpoints and host collectives.
+    virtual void bind(nn::ParameterStore& store) = 0;
+    virtual void upload_values() = 0;    // host values and statistics -> device
+    virtual void download_values() = 0;  // device values and statistics -> host
+    virtual void download_grads() = 0;   // device gradients -> host (host allreduce, PS push)
+    virtual void upload_grads() = 0;     // host gradients -> device
+
+    // Mixed precision: after the gradients are complete (and reduced), divides them by the
+    // loss scale and says whether they are finite. A step with overflowed fp16 gradients is
+    // skipped and the scale halved; the scale grows again after a run of finite steps.
+    virtual bool finish_gradients() = 0;
+    virtual float loss_scale() const = 0;
+
+    // An optimizer stepping the device copies; its state() reads and writes host mirrors.
+    // Null when `kind` has no device implementation (the trainer then steps on the host).
+    virtual std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
+                                                               nn::ParameterStore& store) = 0;
+    // NCCL over every rank; `from_rank0` overwrites the given words with rank 0's on every
+    // rank (the control transport's broadcast), which carries NCCL's unique id.
+    using ShareFromRank0 = std::function<void(std::span<float>)>;
+    virtual std::unique_ptr<DeviceAllreduce> nccl_allreduce(const comm::Identity& identity,
+                                                            const ShareFromRank0& from_rank0,
+                                                            std::size_t bucket_bytes) = 0;
+
+    virtual void synchronize() = 0;
+    virtual std::size_t peak_memory_bytes() const = 0;
+};
+
+// Whether the NVIDIA kernel driver is loaded: without it no GPU can be used, and --device
+// auto does not pay for loading CUDA's libraries.
+bool nvidia_driver_loaded();
+
+// Loads the CUDA module and opens the GPU this process may use (CUDA_VISIBLE_DEVICES, as the
+// plugin's binding sets it, decides which). Throws GpuUnavailable naming what is missing.
+std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& options);
+
+// The module's entry point, resolved with dlsym.
+using CreateAccelerator = Accelerator* (*)(const AcceleratorOptions& options, std::string& error);
+inline constexpr const char* create_accelerator_symbol = "trellis_create_cuda_accelerator";
+
+}  // namespace trellis::gpu

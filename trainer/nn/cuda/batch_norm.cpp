@@ -1,0 +1,132 @@
+#include "trainer/nn/cuda/batch_norm.hpp"
+
+#include "trainer/nn/cuda/cuda_check.hpp"
+
+namespace trellis::nn::cuda {
+
+namespace {
+constexpr auto training_mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+}
+
+BatchNorm::BatchNorm(CudaContext& context, std::string name, int channels, bool relu, float scale_init)
+    : context_(context), name_(std::move(name)), channels_(channels), relu_(relu), scale_init_(scale_init) {
+    auto vector = [&](Parameter& p, const char* suffix, ParameterKind kind) {
+        p.name = name_ + suffix;
+        p.shape = tensor::Shape{channels};
+        p.kind = kind;
+    };
+    // The same names, order and kinds as the CPU backend: checkpoints move between them.
+    vector(scale_, ".weight", ParameterKind::norm_scale);
+    vector(shift_, ".bias", ParameterKind::norm_shift);
+    vector(running_mean_, ".running_mean", ParameterKind::running_stat);
+    vector(running_variance_, ".running_var", ParameterKind::running_stat);
+    check(cudnnCreateTensorDescriptor(&channel_desc_), "cudnnCreateTensorDescriptor");
+    check(cudnnCreateActivationDescriptor(&relu_desc_), "cudnnCreateActivationDescriptor");
+    check(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+          name_ + ": relu descriptor");
+    ops_ = relu_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+}
+
+BatchNorm::~BatchNorm() {
+    cudnnDestroyTensorDescriptor(channel_desc_);
+    cudnnDestroyActivationDescriptor(relu_desc_);
+}
+
+void BatchNorm::collect(ParameterStore& store) {
+    store.add(scale_);
+    store.add(shift_);
+    store.add(running_mean_);
+    store.add(running_variance_);
+}
+
+void BatchNorm::initialize(std::mt19937_64&) {
+    for (int c = 0; c < channels_; ++c) {
+        scale_.value[c] = scale_init_;
+        shift_.value[c] = 0.0f;
+        running_mean_.value[c] = 0.0f;
+        running_variance_.value[c] = 1.0f;
+    }
+}
+
+TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
+    shape_ = input.shape;
+    if (shape_.rank() != 4 || shape_[1] != channels_)
+        throw std::invalid_argument(name_ + ": expects N x " + std::to_string(channels_) + " x H x W input, got " +
+                                    shape_.str());
+    type_ = type_of(input);
+    data_desc_ = TensorDescriptor(shape_, type_);
+    check(cudnnDeriveBNTensorDescriptor(channel_desc_, data_desc_, training_mode), name_ + ": channel descriptor");
+    return input;
+}
+
+tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
+    auto& params = context_.parameters();
+    auto cudnn = context_.cudnn();
+    auto output = context_.allocate(shape_, type_);
+    float one = 1, zero = 0;
+    cudnnActivationDescriptor_t activation = relu_ ? relu_desc_ : nullptr;
+    if (mode == Mode::eval) {
+        check(cudnnBatchNormalizationForwardInference(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, data_desc_,
+                                                      input.data(), data_desc_, output.data(), channel_desc_,
+                                                      params.value(scale_), params.value(shift_),
+                                                      params.value(running_mean_), params.value(running_variance_),
+                                                      epsilon),
+              name_ + ": inference");
+        if (relu_)
+            check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
+                                         output.data()),
+                  name_ + ": relu");
+        return output;
+    }
+    std::size_t work_bytes = 0, reserve_bytes = 0;
+    check(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, training_mode, ops_, data_desc_, nullptr,
+                                                                    data_desc_, channel_desc_, activation, &work_bytes),
+          name_ + ": training workspace");
+    check(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops_, activation, data_desc_,
+                                                               &reserve_bytes),
+          name_ + ": reserve space");
+    saved_mean_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
+    saved_inverse_std_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
+    // The reserve space is opaque bytes, held as 2-byte elements.
+    reserve_ = reserve_bytes
+                   ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
+                   : tensor::Tensor();
+    check(cudnnBatchNormalizationForwardTrainingEx(
+              cudnn, training_mode, ops_, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
+              output.data(), channel_desc_, params.value(scale_), params.value(shift_), momentum,
+              params.value(running_mean_), params.value(running_variance_), epsilon, saved_mean_.data(),
+              saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
+              reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
+          name_ + ": training forward");
+    input_ = input;
+    if (relu_) output_ = output;  // the fused ReLU's backward reads the output
+    return output;
+}
+
+tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
+    auto& params = context_.parameters();
+    auto cudnn = context_.cudnn();
+    auto input_grad = context_.allocate(shape_, type_);
+    float one = 1, zero = 0;
+    cudnnActivationDescriptor_t activation = relu_ ? relu_desc_ : nullptr;
+    std::size_t work_bytes = 0;
+    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, training_mode, ops_, data_desc_,
+                                                            relu_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_)
+                                                                  : nullptr,
+                                                            data_desc_, nullptr, data_desc_, channel_desc_, activation,
+                                                            &work_bytes),
+          name_ + ": backward workspace");
+    std::size_t reserve_bytes = reserve_.empty() ? 0 : reserve_.bytes();
+    check(cudnnBatchNormalizationBackwardEx(
+              cudnn, training_mode, ops_, &one, &zero, &one, &zero, data_desc_, input_.data(),
+              relu_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr, relu_ ? output_.data() : nullptr,
+              data_desc_, output_grad.data(), nullptr, nullptr, data_desc_, input_grad.data(), channel_desc_,
+              params.value(scale_), params.value(shift_), params.grad(scale_), params.grad(shift_), epsilon,
+              saved_mean_.data(), saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
+              reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
+          name_ + ": backward");
+    input_ = output_ = saved_mean_ = saved_inverse_std_ = reserve_ = {};
+    return input_grad;
+}
+
+}  // namespace trellis::nn::cuda

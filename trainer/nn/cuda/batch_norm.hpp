@@ -1,0 +1,40 @@
+// Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
+// (cuDNN's BN_ACTIVATION ops). Scale, shift and statistics stay f32 in every precision.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class BatchNorm : public Layer {
+public:
+    BatchNorm(CudaContext& context, std::string name, int channels, bool relu, float scale_init);
+    ~BatchNorm() override;
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override;
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+    static constexpr double epsilon = 1e-5;
+    static constexpr double momentum = 0.1;  // as the CPU backend: running = 0.9 running + 0.1 batch
+
+private:
+    CudaContext& context_;
+    std::string name_;
+    int channels_;
+    bool relu_;
+    float scale_init_;
+    Parameter scale_, shift_, running_mean_, running_variance_;
+    tensor::Shape shape_;
+    tensor::DType type_ = tensor::DType::f32;
+    TensorDescriptor data_desc_;
+    cudnnTensorDescriptor_t channel_desc_ = nullptr;
+    cudnnActivationDescriptor_t relu_desc_ = nullptr;
+    cudnnBatchNormOps_t ops_ = CUDNN_BATCHNORM_OPS_BN;
+    tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
+};
+
+}  // namespace trellis::nn::cuda

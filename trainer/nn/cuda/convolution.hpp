@@ -1,0 +1,37 @@
+// Convolution on cuDNN, NHWC with tensor cores in bf16/f16. The algorithm of each direction is
+// chosen once per shape: cuDNN's heuristics propose, a benchmark on the real buffers picks the
+// fastest that fits the workspace bound (deterministic ones only with --deterministic).
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class Convolution : public Layer {
+public:
+    Convolution(CudaContext& context, ConvolutionSpec spec);
+    ~Convolution() override;
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override;
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    std::string key(const char* direction) const;
+
+    CudaContext& context_;
+    ConvolutionSpec spec_;
+    Parameter weight_;
+    bool input_grad_ = false;
+    tensor::Shape input_shape_, output_shape_;
+    tensor::DType type_ = tensor::DType::f32;
+    TensorDescriptor x_desc_, y_desc_;
+    cudnnFilterDescriptor_t w_desc_ = nullptr;
+    cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
+    tensor::Tensor input_;  // kept for the weight gradient
+};
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,135 @@
+// The module's entry point: opens the GPU, checks what the process can use, and gives the
+// trainer the CUDA backend with its device parameters, optimizer and NCCL allreduce.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "trainer/gpu/accelerator.hpp"
+#include "trainer/nn/cuda/cuda_backend.hpp"
+#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/nn/cuda/device_sgd.hpp"
+#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/nn/cuda/nccl_allreduce.hpp"
+
+namespace trellis::nn::cuda {
+
+namespace {
+
+tensor::DType precision_type(const std::string& precision) {
+    if (precision == "bf16") return tensor::DType::bf16;
+    if (precision == "fp16") return tensor::DType::f16;
+    if (precision == "fp32") return tensor::DType::f32;
+    throw std::invalid_argument("unknown precision '" + precision + "' (accepted: fp32, bf16, fp16)");
+}
+
+// fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a
+// run of finite steps.
+constexpr float initial_loss_scale = 65536.0f;
+constexpr int growth_interval = 2000;
+
+class CudaAccelerator : public gpu::Accelerator {
+public:
+    explicit CudaAccelerator(const gpu::AcceleratorOptions& options)
+        : options_(options),
+          context_(precision_type(options.precision), options.workspace_bytes, options.deterministic),
+          backend_(context_) {
+        check(cudaGetDeviceProperties(&properties_, 0), "cudaGetDeviceProperties");
+        nonfinite_ = static_cast<int*>(device_allocate(sizeof(int), "the overflow flag"));
+        if (context_.compute_type() == tensor::DType::f16) context_.loss_scale = initial_loss_scale;
+    }
+    ~CudaAccelerator() override { cudaFree(nonfinite_); }
+
+    std::string description() const override {
+        auto version = cudnnGetVersion();
+        return std::string(properties_.name) + " (sm_" + std::to_string(properties_.major) +
+               std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) +
+               " GiB), cuDNN " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+               ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ", " + options_.precision;
+    }
+
+    Backend& backend() override { return backend_; }
+    void bind(ParameterStore& store) override {
+        context_.parameters().bind(store, context_.compute_type(), context_.stream());
+    }
+    void upload_values() override { context_.parameters().upload_values(); }
+    void download_values() override { context_.parameters().download_values(); }
+    void download_grads() override { context_.parameters().download_grads(); }
+    void upload_grads() override { context_.parameters().upload_grads(); }
+
+    bool finish_gradients() override {
+        if (context_.compute_type() != tensor::DType::f16) return true;
+        auto stream = context_.stream();
+        check(cudaMemsetAsync(nonfinite_, 0, sizeof(int), stream), "cudaMemsetAsync");
+        auto& params = context_.parameters();
+        kernels::scale_and_check(params.grads(), params.learned_elements(), 1.0f / context_.loss_scale, nonfinite_,
+                                 stream);
+        int overflow = 0;
+        check(cudaMemcpyAsync(&overflow, nonfinite_, sizeof overflow, cudaMemcpyDeviceToHost, stream),
+              "reading the overflow flag");
+        check(cudaStreamSynchronize(stream), "reading the overflow flag");
+        if (overflow) {
+            context_.loss_scale = std::max(context_.loss_scale / 2, 1.0f);
+            finite_steps_ = 0;
+            return false;
+        }
+        if (++finite_steps_ % growth_interval == 0) context_.loss_scale *= 2;
+        return true;
+    }
+    float loss_scale() const override { return context_.loss_scale; }
+
+    std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
+                                                       ParameterStore& store) override {
+        if (config.kind == "sgd" || config.kind == "momentum")
+            return std::make_unique<DeviceSgd>(config, store, context_);
+        return nullptr;
+    }
+
+    std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity, const ShareFromRank0& from_rank0,
+                                                         std::size_t bucket_bytes) override {
+        return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes);
+    }
+
+    void synchronize() override { check(cudaStreamSynchronize(context_.stream()), "cudaStreamSynchronize"); }
+    std::size_t peak_memory_bytes() const override {
+        // The pool's peak (activations, workspace) plus the parameters, gradients and
+        // optimizer state outside it; like PyTorch's max_memory_reserved, without the CUDA
+        // context itself.
+        return context_.pool().peak_bytes() + device_allocated_bytes();
+    }
+
+private:
+    gpu::AcceleratorOptions options_;
+    cudaDeviceProp properties_{};
+    CudaContext context_;
+    CudaBackend backend_;
+    int* nonfinite_ = nullptr;
+    int finite_steps_ = 0;
+};
+
+}  // namespace
+
+}  // namespace trellis::nn::cuda
+
+extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trellis::gpu::AcceleratorOptions& options,
+                                                                       std::string& error) {
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+        const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+        bool driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+        error = std::string("no usable GPU: ") +
+                (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device is visible") +
+                (driver ? "" : " (the NVIDIA driver is not loaded: no /proc/driver/nvidia)") +
+                (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string());
+        return nullptr;
+    }
+    try {
+        // The process uses the first visible device: the binding's CUDA_VISIBLE_DEVICES
+        // already names the GPU closest to this rank.
+        trellis::nn::cuda::check(cudaSetDevice(0), "cudaSetDevice(0)");
+        return new trellis::nn::cuda::CudaAccelerator(options);
+    } catch (const std::exception& e) {
+        error = e.what();
+        return nullptr;
+    }
+}

@@ -1,0 +1,149 @@
+#include "trainer/nn/cuda/cuda_backend.hpp"
+
+#include <cstring>
+
+#include "trainer/nn/cuda/batch_norm.hpp"
+#include "trainer/nn/cuda/convolution.hpp"
+#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/nn/cuda/linear.hpp"
+#include "trainer/nn/cuda/pooling.hpp"
+#include "trainer/nn/cuda/residual_join.hpp"
+
+namespace trellis::nn::cuda {
+
+namespace {
+
+// N x C x H x W <-> N x H x W x C on the host; 2-D and 1-D shapes are the same either way.
+std::vector<float> reorder(const std::vector<float>& from, const tensor::Shape& s, bool to_nhwc) {
+    if (s.rank() != 4) return from;
+    std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+    std::vector<float> to(from.size());
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < c; ++j)
+            for (std::int64_t p = 0; p < hw; ++p) {
+                std::size_t nchw = std::size_t((i * c + j) * hw + p), nhwc = std::size_t((i * hw + p) * c + j);
+                if (to_nhwc)
+                    to[nhwc] = from[nchw];
+                else
+                    to[nchw] = from[nhwc];
+            }
+    return to;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(CudaContext& context) : context_(context) {
+    check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate (input copies)");
+    for (int i = 0; i < 2; ++i) {
+        check(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventCreateWithFlags(&consumed_[i], cudaEventDisableTiming), "cudaEventCreate");
+    }
+}
+
+CudaBackend::~CudaBackend() {
+    cudaStreamSynchronize(copy_stream_);
+    cudaStreamSynchronize(context_.stream());
+    for (int i = 0; i < 2; ++i) {
+        cudaEventDestroy(copied_[i]);
+        cudaEventDestroy(consumed_[i]);
+        if (pinned_[i]) cudaFreeHost(pinned_[i]);
+    }
+    cudaStreamDestroy(copy_stream_);
+}
+
+LayerPtr CudaBackend::convolution(const ConvolutionSpec& spec) { return std::make_unique<Convolution>(context_, spec); }
+
+LayerPtr CudaBackend::batch_norm(const std::string& name, int channels, bool relu, float scale_init) {
+    return std::make_unique<BatchNorm>(context_, name, channels, relu, scale_init);
+}
+
+LayerPtr CudaBackend::max_pool(const std::string& name, int kernel, int stride, int padding) {
+    return std::make_unique<MaxPool>(context_, name, kernel, stride, padding);
+}
+
+LayerPtr CudaBackend::global_average_pool(const std::string& name) {
+    return std::make_unique<GlobalAveragePool>(context_, name);
+}
+
+LayerPtr CudaBackend::linear(const std::string& name, int in_features, int out_features) {
+    return std::make_unique<Linear>(context_, name, in_features, out_features);
+}
+
+std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& name) {
+    return std::make_unique<ResidualJoin>(context_, name);
+}
+
+TensorSpec CudaBackend::nhwc_spec(const tensor::Shape& nchw_shape) {
+    return context_.spec(nchw_shape, context_.compute_type());
+}
+
+std::vector<float> CudaBackend::to_plain(const tensor::Tensor& t) {
+    std::vector<float> values(std::size_t(t.shape().elements()));
+    if (t.device() == tensor::Device::cpu) {
+        std::memcpy(values.data(), t.data(), values.size() * 4);
+        return values;
+    }
+    auto stream = context_.stream();
+    tensor::Tensor wide = t;
+    if (t.dtype() != tensor::DType::f32) {
+        wide = context_.allocate(t.shape(), tensor::DType::f32);
+        kernels::convert(t.data(), t.dtype(), wide.data(), tensor::DType::f32, values.size(), 1.0f, stream);
+    }
+    check(cudaMemcpyAsync(values.data(), wide.data(), values.size() * 4, cudaMemcpyDeviceToHost, stream),
+          "copying a tensor to the host");
+    check(cudaStreamSynchronize(stream), "copying a tensor to the host");
+    return reorder(values, t.shape(), false);
+}
+
+tensor::Tensor CudaBackend::from_plain(const std::vector<float>& values, const TensorSpec& spec) {
+    auto type = type_of(spec);
+    auto stream = context_.stream();
+    auto ordered = reorder(values, spec.shape, true);
+    auto wide = context_.allocate(spec.shape, tensor::DType::f32);
+    check(cudaMemcpyAsync(wide.data(), ordered.data(), ordered.size() * 4, cudaMemcpyHostToDevice, stream),
+          "copying a tensor to the device");
+    // `ordered` is pageable host memory: the copy has finished reading it when this returns.
+    check(cudaStreamSynchronize(stream), "copying a tensor to the device");
+    if (type == tensor::DType::f32) return wide;
+    auto narrow = context_.allocate(spec.shape, type);
+    kernels::convert(wide.data(), tensor::DType::f32, narrow.data(), type, ordered.size(), 1.0f, stream);
+    return narrow;
+}
+
+tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
+    if (host_batch.device() == tensor::Device::cuda) return host_batch;
+    // The pipeline's batches are f32 N x H x W x C, whatever layout the spec names.
+    auto elements = std::size_t(host_batch.shape().elements());
+    auto bytes = elements * 4;
+    if (bytes != staged_bytes_) {
+        cudaStreamSynchronize(copy_stream_);
+        cudaStreamSynchronize(context_.stream());
+        for (int i = 0; i < 2; ++i) {
+            if (pinned_[i]) cudaFreeHost(pinned_[i]);
+            pinned_[i] = nullptr;
+            check(cudaMallocHost(reinterpret_cast<void**>(&pinned_[i]), bytes), "cudaMallocHost (input batches)");
+            staged_[i] = context_.pool().acquire(bytes);
+        }
+        staged_bytes_ = bytes;
+    }
+    int i = next_;
+    next_ ^= 1;
+    // The copy of two batches ago has left this pinned buffer, and the compute stream has
+    // converted what it brought; then this batch takes its place.
+    check(cudaEventSynchronize(copied_[i]), "waiting for an input copy");
+    std::memcpy(pinned_[i], host_batch.data(), bytes);
+    check(cudaStreamWaitEvent(copy_stream_, consumed_[i], 0), "ordering input copies");
+    check(cudaMemcpyAsync(staged_[i].get(), pinned_[i], bytes, cudaMemcpyHostToDevice, copy_stream_),
+          "copying an input batch");
+    check(cudaEventRecord(copied_[i], copy_stream_), "cudaEventRecord");
+    auto stream = context_.stream();
+    check(cudaStreamWaitEvent(stream, copied_[i], 0), "waiting for an input batch");
+    auto input = context_.allocate(host_batch.shape(), context_.compute_type());
+    kernels::convert(staged_[i].get(), tensor::DType::f32, input.data(), context_.compute_type(), elements, 1.0f,
+                     stream);
+    check(cudaEventRecord(consumed_[i], stream), "cudaEventRecord");
+    return input;
+}
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,43 @@
+// The CUDA backend: every layer on cuDNN, cuBLAS or the module's kernels, activations NHWC in
+// the compute precision, the head and the loss in f32.
+#pragma once
+
+#include <memory>
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class CudaBackend : public Backend {
+public:
+    explicit CudaBackend(CudaContext& context);
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    LayerPtr convolution(const ConvolutionSpec& spec) override;
+    LayerPtr batch_norm(const std::string& name, int channels, bool relu, float scale_init) override;
+    LayerPtr max_pool(const std::string& name, int kernel, int stride, int padding) override;
+    LayerPtr global_average_pool(const std::string& name) override;
+    LayerPtr linear(const std::string& name, int in_features, int out_features) override;
+    std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;
+    TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
+    std::vector<float> to_plain(const tensor::Tensor& t) override;
+    tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
+    tensor::Tensor stage_input(const tensor::Tensor& host_batch) override;
+    float gradient_scale() const override { return context_.loss_scale; }
+
+private:
+    CudaContext& context_;
+    // Input batches go through page-locked memory and their own stream, so that the copy
+    // runs while the previous step still computes. Two buffers alternate.
+    cudaStream_t copy_stream_ = nullptr;
+    cudaEvent_t copied_[2] = {nullptr, nullptr};
+    cudaEvent_t consumed_[2] = {nullptr, nullptr};
+    float* pinned_[2] = {nullptr, nullptr};
+    std::shared_ptr<std::byte> staged_[2];
+    std::size_t staged_bytes_ = 0;
+    int next_ = 0;
+};
+
+}  // namespace trellis::nn::cuda

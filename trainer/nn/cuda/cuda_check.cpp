@@ -1,0 +1,23 @@
+#include "trainer/nn/cuda/cuda_check.hpp"
+
+namespace trellis::nn::cuda {
+
+void check(cudaError_t status, const std::string& what) {
+    if (status != cudaSuccess) throw CudaError("CUDA: " + what + ": " + cudaGetErrorString(status));
+}
+
+void check(cudnnStatus_t status, const std::string& what) {
+    if (status != CUDNN_STATUS_SUCCESS) throw CudaError("cuDNN: " + what + ": " + cudnnGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const std::string& what) {
+    if (status != CUBLAS_STATUS_SUCCESS)
+        throw CudaError("cuBLAS: " + what + ": " + cublasGetStatusName(status) + " (" +
+                        cublasGetStatusString(status) + ")");
+}
+
+void check(ncclResult_t status, const std::string& what) {
+    if (status != ncclSuccess) throw CudaError("NCCL: " + what + ": " + ncclGetErrorString(status));
+}
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,109 @@
+#include "trainer/nn/cuda/device_parameters.hpp"
+
+#include <algorithm>
+
+#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/nn/cuda/device_pool.hpp"
+#include "trainer/nn/cuda/kernels.hpp"
+
+namespace trellis::nn::cuda {
+
+DeviceParameters::~DeviceParameters() {
+    for (void* p : {static_cast<void*>(values_), static_cast<void*>(grads_), static_cast<void*>(statistic_values_),
+                    low_values_, low_grads_})
+        if (p) cudaFree(p);
+}
+
+void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream) {
+    store_ = &store;
+    stream_ = stream;
+    low_type_ = low_type;
+    learned_ = store.values().size();
+    statistics_ = store.statistic_values().size();
+    auto allocate = [](void** p, std::size_t bytes, const char* what) { *p = device_allocate(bytes, what); };
+    allocate(reinterpret_cast<void**>(&values_), learned_ * 4, "parameters");
+    allocate(reinterpret_cast<void**>(&grads_), learned_ * 4, "gradients");
+    allocate(reinterpret_cast<void**>(&statistic_values_), statistics_ * 4, "batch norm statistics");
+    check(cudaMemsetAsync(grads_, 0, learned_ * 4, stream_), "clearing the gradients");
+    if (mixed()) {
+        allocate(&low_values_, learned_ * 2, "low-precision parameters");
+        allocate(&low_grads_, learned_ * 2, "low-precision gradients");
+    }
+    upload_values();
+}
+
+std::size_t DeviceParameters::offset_of(const Parameter& p) const {
+    auto base = p.learned() ? store_->values().data() : store_->statistic_values().data();
+    return std::size_t(p.value - base);
+}
+
+float* DeviceParameters::value(const Parameter& p) const {
+    return (p.learned() ? values_ : statistic_values_) + offset_of(p);
+}
+
+float* DeviceParameters::grad(const Parameter& p) const { return grads_ + offset_of(p); }
+
+void* DeviceParameters::low_value(const Parameter& p) const {
+    if (!mixed()) return value(p);
+    return static_cast<std::byte*>(low_values_) + offset_of(p) * 2;
+}
+
+void* DeviceParameters::low_grad(const Parameter& p) const {
+    if (!mixed()) return grad(p);
+    return static_cast<std::byte*>(low_grads_) + offset_of(p) * 2;
+}
+
+void DeviceParameters::permute(std::span<float> flat, bool to_device) const {
+    std::vector<float> scratch;
+    for (const auto* p : ohwi_) {
+        const auto& s = p->shape;  // O x I x H x W
+        std::int64_t o = s[0], i = s[1], hw = s[2] * s[3];
+        float* w = flat.data() + offset_of(*p);
+        scratch.assign(w, w + p->elements());
+        for (std::int64_t a = 0; a < o; ++a)
+            for (std::int64_t b = 0; b < i; ++b)
+                for (std::int64_t k = 0; k < hw; ++k) {
+                    std::int64_t oihw = (a * i + b) * hw + k, ohwi = (a * hw + k) * i + b;
+                    if (to_device)
+                        w[ohwi] = scratch[std::size_t(oihw)];
+                    else
+                        w[oihw] = scratch[std::size_t(ohwi)];
+                }
+    }
+}
+
+void DeviceParameters::copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const {
+    check(cudaMemcpyAsync(to, from, bytes, kind, stream_), "copying parameters");
+    check(cudaStreamSynchronize(stream_), "copying parameters");
+}
+
+void DeviceParameters::upload_learned(std::span<const float> host, float* device) {
+    std::vector<float> staged(host.begin(), host.end());
+    permute(staged, true);
+    copy(device, staged.data(), staged.size() * 4, cudaMemcpyHostToDevice);
+}
+
+void DeviceParameters::download_learned(const float* device, std::span<float> host) {
+    copy(host.data(), device, host.size() * 4, cudaMemcpyDeviceToHost);
+    permute(host, false);
+}
+
+void DeviceParameters::upload_values() {
+    upload_learned(store_->values(), values_);
+    copy(statistic_values_, store_->statistic_values().data(), statistics_ * 4, cudaMemcpyHostToDevice);
+    refresh_low_values();
+}
+
+void DeviceParameters::download_values() {
+    download_learned(values_, store_->values());
+    copy(store_->statistic_values().data(), statistic_values_, statistics_ * 4, cudaMemcpyDeviceToHost);
+}
+
+void DeviceParameters::upload_grads() { upload_learned(store_->grads(), grads_); }
+void DeviceParameters::download_grads() { download_learned(grads_, store_->grads()); }
+
+void DeviceParameters::refresh_low_values() {
+    if (mixed()) kernels::convert(values_, tensor::DType::f32, low_values_, low_type_, learned_, 1.0f, stream_);
+}
+
+}  // namespace trellis::nn::cuda

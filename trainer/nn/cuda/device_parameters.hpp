@@ -1,0 +1,71 @@
+// The device copies of a ParameterStore: f32 master values, f32 gradients and statistics in
+// the store's flat order, plus, under bf16/f16, a low-precision copy of the values and of the
+// gradients for the convolutions to read and write. Convolution weights are kept on the
+// device as O x H x W x I (cuDNN's NHWC filters) and in the store as O x I x H x W; the copies
+// between host and device permute them, so the flat offsets stay the same on both sides.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "trainer/nn/parameter_store.hpp"
+#include "trainer/tensor/dtype.hpp"
+
+namespace trellis::nn::cuda {
+
+class DeviceParameters {
+public:
+    DeviceParameters() = default;
+    DeviceParameters(const DeviceParameters&) = delete;
+    ~DeviceParameters();
+
+    // Before bind(): this weight is a convolution's, stored O x H x W x I on the device.
+    void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back(&weight); }
+    void bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
+    bool bound() const { return store_ != nullptr; }
+
+    float* value(const Parameter& p) const;
+    float* grad(const Parameter& p) const;
+    void* low_value(const Parameter& p) const;  // the f32 value when not in mixed precision
+    void* low_grad(const Parameter& p) const;   // the f32 gradient when not in mixed precision
+    tensor::DType low_type() const { return low_type_; }
+    bool mixed() const { return low_type_ != tensor::DType::f32; }
+
+    float* values() const { return values_; }
+    float* grads() const { return grads_; }
+    void* low_values() const { return low_values_; }
+    std::size_t learned_elements() const { return learned_; }
+    ParameterStore& store() const { return *store_; }
+
+    // Host <-> device, synchronously on `stream`, permuting convolution weights.
+    void upload_values();
+    void download_values();
+    void upload_grads();
+    void download_grads();
+    // Any array laid out like the learned values (optimizer state).
+    void upload_learned(std::span<const float> host, float* device);
+    void download_learned(const float* device, std::span<float> host);
+    void refresh_low_values();  // after the master values changed
+
+private:
+    std::size_t offset_of(const Parameter& p) const;
+    void permute(std::span<float> flat, bool to_device) const;
+    void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const;
+
+    ParameterStore* store_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    tensor::DType low_type_ = tensor::DType::f32;
+    std::vector<const Parameter*> ohwi_;
+    std::size_t learned_ = 0, statistics_ = 0;
+    float* values_ = nullptr;
+    float* grads_ = nullptr;
+    float* statistic_values_ = nullptr;
+    void* low_values_ = nullptr;
+    void* low_grads_ = nullptr;
+};
+
+}  // namespace trellis::nn::cuda

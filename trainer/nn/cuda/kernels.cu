@@ -1,0 +1,146 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "trainer/nn/cuda/kernels.hpp"
+
+namespace trellis::nn::cuda::kernels {
+
+namespace {
+
+constexpr int threads = 256;
+
+unsigned blocks_for(std::size_t n) {
+    std::size_t wanted = (n + threads - 1) / threads;
+    return unsigned(wanted < 65535 * 8 ? (wanted == 0 ? 1 : wanted) : 65535 * 8);
+}
+
+__device__ inline float load(const void* p, std::size_t i, DType type) {
+    switch (type) {
+        case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+        case DType::f16: return __half2float(static_cast<const __half*>(p)[i]);
+        default: return static_cast<const float*>(p)[i];
+    }
+}
+
+__device__ inline void store(void* p, std::size_t i, DType type, float value) {
+    switch (type) {
+        case DType::bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(value); break;
+        case DType::f16: static_cast<__half*>(p)[i] = __float2half(value); break;
+        default: static_cast<float*>(p)[i] = value;
+    }
+}
+
+// Grid-stride loops: any n with a bounded grid.
+#define FOR_EACH(i, n) \
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); i += std::size_t(gridDim.x) * blockDim.x)
+
+__global__ void convert_kernel(const void* src, DType from, void* dst, DType to, std::size_t n, float scale) {
+    FOR_EACH(i, n) store(dst, i, to, load(src, i, from) * scale);
+}
+
+__global__ void add_relu_kernel(const void* a, const void* b, void* y, DType type, std::size_t n) {
+    FOR_EACH(i, n) store(y, i, type, fmaxf(load(a, i, type) + load(b, i, type), 0.0f));
+}
+
+__global__ void relu_backward_kernel(const void* y, const void* dy, void* dx, DType type, std::size_t n) {
+    FOR_EACH(i, n) store(dx, i, type, load(y, i, type) > 0.0f ? load(dy, i, type) : 0.0f);
+}
+
+__global__ void accumulate_kernel(void* target, const void* addend, DType type, std::size_t n) {
+    FOR_EACH(i, n) store(target, i, type, load(target, i, type) + load(addend, i, type));
+}
+
+// One thread per (image, channel): consecutive threads read consecutive channels.
+__global__ void gap_kernel(const void* x, DType type, float* y, int n, int hw, int c) {
+    FOR_EACH(i, std::size_t(n) * c) {
+        std::size_t image = i / c, channel = i % c;
+        float sum = 0;
+        for (int p = 0; p < hw; ++p) sum += load(x, (image * hw + p) * c + channel, type);
+        y[i] = sum / float(hw);
+    }
+}
+
+__global__ void gap_backward_kernel(const float* dy, void* dx, DType type, int n, int hw, int c) {
+    FOR_EACH(i, std::size_t(n) * hw * c) {
+        std::size_t channel = i % c, image = i / (std::size_t(hw) * c);
+        store(dx, i, type, dy[image * c + channel] / float(hw));
+    }
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, int rows, int cols) {
+    FOR_EACH(i, std::size_t(rows) * cols) y[i] += bias[i % cols];
+}
+
+__global__ void bias_gradient_kernel(const float* dy, float* grad, int rows, int cols) {
+    FOR_EACH(j, std::size_t(cols)) {
+        float sum = 0;
+        for (int r = 0; r < rows; ++r) sum += dy[std::size_t(r) * cols + j];
+        grad[j] = sum;
+    }
+}
+
+__global__ void sgd_kernel(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type,
+                           std::size_t n, SgdStep step) {
+    FOR_EACH(i, n) {
+        float d = g[i] + (decays[i] ? step.weight_decay * w[i] : 0.0f);
+        float velocity = v[i] = step.momentum * v[i] + d;
+        float updated = w[i] - step.lr * (step.nesterov ? d + step.momentum * velocity : velocity);
+        w[i] = updated;
+        if (low) store(low, i, low_type, updated);
+    }
+}
+
+__global__ void scale_and_check_kernel(float* g, std::size_t n, float factor, int* nonfinite) {
+    bool bad = false;
+    FOR_EACH(i, n) {
+        float value = g[i] * factor;
+        bad |= !isfinite(value);
+        g[i] = value;
+    }
+    if (bad) *nonfinite = 1;
+}
+
+}  // namespace
+
+void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream) {
+    convert_kernel<<<blocks_for(n), threads, 0, stream>>>(src, from, dst, to, n, scale);
+}
+
+void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream) {
+    add_relu_kernel<<<blocks_for(n), threads, 0, stream>>>(a, b, y, type, n);
+}
+
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::size_t n, cudaStream_t stream) {
+    relu_backward_kernel<<<blocks_for(n), threads, 0, stream>>>(y, dy, dx, type, n);
+}
+
+void accumulate(void* target, const void* addend, DType type, std::size_t n, cudaStream_t stream) {
+    accumulate_kernel<<<blocks_for(n), threads, 0, stream>>>(target, addend, type, n);
+}
+
+void global_average_pool(const void* x, DType type, float* y, int n, int hw, int c, cudaStream_t stream) {
+    gap_kernel<<<blocks_for(std::size_t(n) * c), threads, 0, stream>>>(x, type, y, n, hw, c);
+}
+
+void global_average_pool_backward(const float* dy, void* dx, DType type, int n, int hw, int c, cudaStream_t stream) {
+    gap_backward_kernel<<<blocks_for(std::size_t(n) * hw * c), threads, 0, stream>>>(dy, dx, type, n, hw, c);
+}
+
+void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
+    add_bias_kernel<<<blocks_for(std::size_t(rows) * cols), threads, 0, stream>>>(y, bias, rows, cols);
+}
+
+void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream) {
+    bias_gradient_kernel<<<blocks_for(std::size_t(cols)), threads, 0, stream>>>(dy, grad, rows, cols);
+}
+
+void sgd(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type, std::size_t n,
+         SgdStep step, cudaStream_t stream) {
+    sgd_kernel<<<blocks_for(n), threads, 0, stream>>>(w, g, v, decays, low, low_type, n, step);
+}
+
+void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream) {
+    scale_and_check_kernel<<<blocks_for(n), threads, 0, stream>>>(g, n, factor, nonfinite);
+}
+
+}  // namespace trellis::nn::cuda::kernels

@@ -1,0 +1,46 @@
+// The few kernels neither cuDNN nor cuBLAS provides: element type conversion (mixed
+// precision), the residual join, global average pooling into the f32 head, the fully
+// connected bias, the optimizer update fused over every parameter, and the loss-scale check.
+// Element pointers are untyped where the type is a run-time choice (f32, bf16, f16).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "trainer/tensor/dtype.hpp"
+
+namespace trellis::nn::cuda::kernels {
+
+using tensor::DType;
+
+// dst[i] = src[i] * scale, converting the element type.
+void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream);
+// y = relu(a + b)
+void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream);
+// dx = y > 0 ? dy : 0
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::size_t n, cudaStream_t stream);
+// target += addend
+void accumulate(void* target, const void* addend, DType type, std::size_t n, cudaStream_t stream);
+// x: N x HW x C (NHWC) of `type`; y: N x C f32, the mean over HW.
+void global_average_pool(const void* x, DType type, float* y, int n, int hw, int c, cudaStream_t stream);
+// dx[n, p, c] = dy[n, c] / HW for every position p.
+void global_average_pool_backward(const float* dy, void* dx, DType type, int n, int hw, int c, cudaStream_t stream);
+// y[r, j] += bias[j] over `rows` rows of `cols`.
+void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
+// grad[j] = sum over rows of dy[r, j]
+void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream);
+
+struct SgdStep {
+    float lr, momentum, weight_decay;
+    bool nesterov;
+};
+// Momentum SGD over the flat parameters: d = g + wd*decays[i]*w; v = m v + d;
+// w -= lr (nesterov ? d + m v : v). Writes the low-precision copy of w when `low` is set.
+void sgd(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type, std::size_t n,
+         SgdStep step, cudaStream_t stream);
+// g *= factor; sets *nonfinite to 1 when any g is Inf or NaN.
+void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream);
+
+}  // namespace trellis::nn::cuda::kernels

@@ -1,0 +1,28 @@
+// The fully connected head on cuBLAS, in f32 (TF32 tensor cores where allowed): it is a small
+// share of ResNet's work and keeps the logits and the loss in full precision.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class Linear : public Layer {
+public:
+    Linear(CudaContext& context, const std::string& name, int in_features, int out_features);
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    void collect(ParameterStore& store) override;
+    void initialize(std::mt19937_64& rng) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    CudaContext& context_;
+    int in_features_, out_features_, batch_ = 0;
+    bool input_grad_ = false;
+    Parameter weight_, bias_;
+    tensor::Tensor input_;
+};
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,83 @@
+#include "trainer/nn/cuda/nccl_allreduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "trainer/nn/cuda/cuda_check.hpp"
+
+namespace trellis::nn::cuda {
+
+NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identity,
+                             const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes)
+    : context_(context), ranks_(identity.size) {
+    // Rank 0's unique id reaches every rank as raw words over the control transport.
+    static_assert(sizeof(ncclUniqueId) % sizeof(float) == 0);
+    ncclUniqueId id{};
+    if (identity.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::vector<float> words(sizeof id / sizeof(float));
+    std::memcpy(words.data(), &id, sizeof id);
+    from_rank0(words);
+    std::memcpy(&id, words.data(), sizeof id);
+    check(ncclCommInitRank(&comm_, ranks_, id, identity.rank), "ncclCommInitRank");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL)");
+    check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreate(&started_), "cudaEventCreate");
+    check(cudaEventCreate(&done_), "cudaEventCreate");
+
+    std::size_t total = context_.parameters().learned_elements();
+    std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / 4, 1);
+    for (std::size_t end = total; end > 0;) {
+        std::size_t begin = end > per_bucket ? end - per_bucket : 0;
+        buckets_.emplace_back(begin, end);
+        end = begin;
+    }
+}
+
+NcclAllreduce::~NcclAllreduce() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (comm_) ncclCommDestroy(comm_);
+    for (auto event : {ready_, started_, done_})
+        if (event) cudaEventDestroy(event);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void NcclAllreduce::launch(std::size_t bucket) {
+    auto [begin, end] = buckets_[bucket];
+    float* grads = context_.parameters().grads();
+    check(ncclAllReduce(grads + begin, grads + begin, end - begin, ncclFloat32, ncclAvg, comm_, stream_),
+          "ncclAllReduce of a gradient bucket");
+}
+
+void NcclAllreduce::ready_from(std::size_t offset) {
+    // Buckets wholly at or after `offset` are final on the compute stream.
+    std::size_t last = next_bucket_;
+    while (last < buckets_.size() && buckets_[last].first >= offset) ++last;
+    if (last == next_bucket_) return;
+    check(cudaEventRecord(ready_, context_.stream()), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    if (!started_step_) {
+        check(cudaEventRecord(started_, stream_), "cudaEventRecord");
+        started_step_ = true;
+    }
+    check(ncclGroupStart(), "ncclGroupStart");
+    for (; next_bucket_ < last; ++next_bucket_) launch(next_bucket_);
+    check(ncclGroupEnd(), "ncclGroupEnd");
+}
+
+comm::CommStats NcclAllreduce::finish() {
+    ready_from(0);
+    check(cudaEventRecord(done_, stream_), "cudaEventRecord");
+    // The optimizer, on the compute stream, reads the averaged gradients.
+    check(cudaStreamWaitEvent(context_.stream(), done_, 0), "cudaStreamWaitEvent");
+    check(cudaEventSynchronize(done_), "waiting for the gradient allreduce");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, started_, done_), "cudaEventElapsedTime");
+    comm::CommStats stats;
+    stats.seconds = ms / 1e3;
+    stats.bytes = context_.parameters().learned_elements() * 4;
+    next_bucket_ = 0;
+    started_step_ = false;
+    return stats;
+}
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,38 @@
+// The gradient allreduce over NCCL: the flat f32 gradients are cut into buckets from the end,
+// and each bucket is averaged (ncclAvg) on a communication stream as soon as the backward
+// pass on the compute stream has moved past it, so that reduction overlaps the rest of it.
+#pragma once
+
+#include <nccl.h>
+
+#include <utility>
+#include <vector>
+
+#include "trainer/gpu/accelerator.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class NcclAllreduce : public gpu::DeviceAllreduce {
+public:
+    NcclAllreduce(CudaContext& context, const comm::Identity& identity,
+                  const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes);
+    ~NcclAllreduce() override;
+
+    void ready_from(std::size_t offset) override;
+    comm::CommStats finish() override;
+
+private:
+    void launch(std::size_t bucket);
+
+    CudaContext& context_;
+    int ranks_;
+    ncclComm_t comm_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t ready_ = nullptr, started_ = nullptr, done_ = nullptr;
+    std::vector<std::pair<std::size_t, std::size_t>> buckets_;  // [begin, end), last first
+    std::size_t next_bucket_ = 0;
+    bool started_step_ = false;
+};
+
+}  // namespace trellis::nn::cuda

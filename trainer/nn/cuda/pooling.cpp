@@ -1,0 +1,72 @@
+#include "trainer/nn/cuda/pooling.hpp"
+
+#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/nn/cuda/kernels.hpp"
+
+namespace trellis::nn::cuda {
+
+MaxPool::MaxPool(CudaContext& context, std::string name, int kernel, int stride, int padding)
+    : context_(context), name_(std::move(name)), kernel_(kernel), stride_(stride), padding_(padding) {
+    check(cudnnCreatePoolingDescriptor(&pool_desc_), "cudnnCreatePoolingDescriptor");
+    check(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, kernel, kernel, padding,
+                                      padding, stride, stride),
+          name_ + ": pooling descriptor");
+}
+
+MaxPool::~MaxPool() { cudnnDestroyPoolingDescriptor(pool_desc_); }
+
+TensorSpec MaxPool::setup(const TensorSpec& input, bool) {
+    input_shape_ = input.shape;
+    if (input_shape_.rank() != 4) throw std::invalid_argument(name_ + ": expects N x C x H x W, got " + input_shape_.str());
+    auto out = [&](std::int64_t size) { return (size + 2 * padding_ - kernel_) / stride_ + 1; };
+    output_shape_ = tensor::Shape{input_shape_[0], input_shape_[1], out(input_shape_[2]), out(input_shape_[3])};
+    type_ = type_of(input);
+    x_desc_ = TensorDescriptor(input_shape_, type_);
+    y_desc_ = TensorDescriptor(output_shape_, type_);
+    return context_.spec(output_shape_, type_);
+}
+
+tensor::Tensor MaxPool::forward(const tensor::Tensor& input, Mode mode) {
+    auto output = context_.allocate(output_shape_, type_);
+    float one = 1, zero = 0;
+    check(cudnnPoolingForward(context_.cudnn(), pool_desc_, &one, x_desc_, input.data(), &zero, y_desc_, output.data()),
+          name_ + ": forward");
+    if (mode == Mode::train) {
+        input_ = input;
+        output_ = output;
+    }
+    return output;
+}
+
+tensor::Tensor MaxPool::backward(const tensor::Tensor& output_grad) {
+    auto input_grad = context_.allocate(input_shape_, type_);
+    float one = 1, zero = 0;
+    check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_,
+                               output_grad.data(), x_desc_, input_.data(), &zero, x_desc_, input_grad.data()),
+          name_ + ": backward");
+    input_ = output_ = {};
+    return input_grad;
+}
+
+TensorSpec GlobalAveragePool::setup(const TensorSpec& input, bool) {
+    input_shape_ = input.shape;
+    if (input_shape_.rank() != 4) throw std::invalid_argument(name_ + ": expects N x C x H x W, got " + input_shape_.str());
+    type_ = type_of(input);
+    return context_.spec(tensor::Shape{input_shape_[0], input_shape_[1]}, tensor::DType::f32);
+}
+
+tensor::Tensor GlobalAveragePool::forward(const tensor::Tensor& input, Mode) {
+    int n = int(input_shape_[0]), c = int(input_shape_[1]), hw = int(input_shape_[2] * input_shape_[3]);
+    auto output = context_.allocate(tensor::Shape{n, c}, tensor::DType::f32);
+    kernels::global_average_pool(input.data(), type_, output.f32(), n, hw, c, context_.stream());
+    return output;
+}
+
+tensor::Tensor GlobalAveragePool::backward(const tensor::Tensor& output_grad) {
+    int n = int(input_shape_[0]), c = int(input_shape_[1]), hw = int(input_shape_[2] * input_shape_[3]);
+    auto input_grad = context_.allocate(input_shape_, type_);
+    kernels::global_average_pool_backward(output_grad.f32(), input_grad.data(), type_, n, hw, c, context_.stream());
+    return input_grad;
+}
+
+}  // namespace trellis::nn::cuda

@@ -1,0 +1,45 @@
+// Max pooling (the ResNet stem) on cuDNN, and global average pooling (the head) on a kernel
+// that also widens the activations to the f32 N x C matrix the fully connected layer reads.
+#pragma once
+
+#include "trainer/nn/backend.hpp"
+#include "trainer/nn/cuda/cuda_context.hpp"
+
+namespace trellis::nn::cuda {
+
+class MaxPool : public Layer {
+public:
+    MaxPool(CudaContext& context, std::string name, int kernel, int stride, int padding);
+    ~MaxPool() override;
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    CudaContext& context_;
+    std::string name_;
+    int kernel_, stride_, padding_;
+    tensor::Shape input_shape_, output_shape_;
+    tensor::DType type_ = tensor::DType::f32;
+    TensorDescriptor x_desc_, y_desc_;
+    cudnnPoolingDescriptor_t pool_desc_ = nullptr;
+    tensor::Tensor input_, output_;
+};
+
+class GlobalAveragePool : public Layer {
+public:
+    GlobalAveragePool(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
+
+    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+private:
+    CudaContext& context_;
+    std::string name_;
+    tensor::Shape input_shape_;
+    tensor::DType type_ = tensor::DType::f32;
+};
+
+}  // namespace trellis::nn::cuda

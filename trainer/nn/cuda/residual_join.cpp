@@ -1,0 +1,33 @@
+#include "trainer/nn/cuda/residual_join.hpp"
+
+#include "trainer/nn/cuda/kernels.hpp"
+
+namespace trellis::nn::cuda {
+
+TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
+    if (a.shape != b.shape)
+        throw std::invalid_argument(name_ + ": branch shapes differ: " + a.shape.str() + " and " + b.shape.str());
+    shape_ = a.shape;
+    type_ = type_of(a);
+    return context_.spec(shape_, type_);
+}
+
+tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b) {
+    output_ = context_.allocate(shape_, type_);
+    kernels::add_relu(a.data(), b.data(), output_.data(), type_, std::size_t(shape_.elements()), context_.stream());
+    return output_;
+}
+
+tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
+    auto grad = context_.allocate(shape_, type_);
+    kernels::relu_backward(output_.data(), output_grad.data(), grad.data(), type_, std::size_t(shape_.elements()),
+                           context_.stream());
+    output_ = {};
+    return grad;
+}
+
+void ResidualJoin::accumulate(tensor::Tensor& target, const tensor::Tensor& addend) {
+    kernels::accumulate(target.data(), addend.data(), type_, std::size_t(shape_.elements()), context_.stream());
+}
+
+}  // namespace trellis::nn::cuda
