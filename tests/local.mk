@@ -50,6 +50,7 @@ tests_unit_shared_fixtures_test_LDADD = topology/libtrellis-topology.la
 AM_TESTS_ENVIRONMENT = \
 	TRELLIS_TOPO='$(abs_top_builddir)/trellis-topo'; export TRELLIS_TOPO; \
 	TRELLIS_BUILD='$(abs_top_builddir)'; export TRELLIS_BUILD; \
+	TRELLIS_CUDA_MODULE='$(abs_top_builddir)/.libs/trellis-cuda.so'; export TRELLIS_CUDA_MODULE; \
 	TRELLIS_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export TRELLIS_FIXTURES; \
 	PYTHON3='$(PYTHON3)'; export PYTHON3;
 
@@ -123,6 +124,14 @@ tests_unit_checkpoint_test_LDADD = $(TRAINER_TEST_LDADD)
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
 	tests/train/cli_test.sh tests/train/distributed_test.sh
 TESTS += $(train_tests)
+
+# The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
+check_PROGRAMS += tests/gpu/layers_test
+tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
+tests_gpu_layers_test_LDADD = trainer/libtrellis-trainer.la
+tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
+TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
+EXTRA_DIST += tests/gpu/learns_test.sh
 EXTRA_DIST += $(train_tests) tests/train/lib.sh
 
 # The communication layer: ranks as threads over real TCP connections.

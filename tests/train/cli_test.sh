@@ -2,7 +2,9 @@
 # trellis-train's command line: help, refusals with exit status 2, synthetic training output.
 . "$(dirname "$0")/lib.sh"
 "$TRAIN" --help | grep -q -- "--checkpoint-dir" || fail "--help does not list the options"
-for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --epochs 1" "--threads x" "--bogus"; do
+for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --epochs 1" "--threads x" "--bogus" \
+    "--device gpu" "--precision fp8" "--device cpu --precision bf16" "--device cpu --transport nccl" \
+    "--transport nccl --strategy ps" "--cudnn-workspace-mb 0"; do
     # shellcheck disable=SC2086
     "$TRAIN" $bad >"$work/out" 2>&1
     status=$?
@@ -26,3 +28,16 @@ grep -q "Device: *cpu (oneDNN), 1 threads" "$work/out" || { cat "$work/out"; fai
 taskset -c 0 "$TRAIN" --model resnet8 --batch-size 8 --steps 1 --threads 3 >"$work/out" 2>&1 || fail "--threads 3 failed"
 grep -q "3 threads" "$work/out" || fail "--threads 3 not honoured"
 pass "threads follow the affinity mask; --threads overrides"
+
+# Without a GPU, --device auto trains on the CPU and says why; --device cuda is refused with the
+# reason (a machine with the NVIDIA driver loaded leaves this to tests/gpu).
+if [ ! -e /proc/driver/nvidia/version ]; then
+    "$TRAIN" --model resnet8 --batch-size 4 --steps 1 >"$work/out" 2>&1 || fail "--device auto without a GPU failed"
+    grep -q "^Device: *cpu (oneDNN), .*no GPU: the NVIDIA driver is not loaded" "$work/out" ||
+        { cat "$work/out"; fail "--device auto does not say why it chose the CPU"; }
+    "$TRAIN" --device cuda --model resnet8 --batch-size 4 --steps 1 >"$work/out" 2>&1
+    status=$?
+    [ $status -eq 2 ] && grep -q "^trellis-train: --device cuda: " "$work/out" ||
+        { cat "$work/out"; fail "--device cuda without a GPU: exit status $status, expected 2 with the reason"; }
+    pass "no GPU: --device auto uses the CPU and says why; --device cuda refused: $(cat "$work/out")"
+fi

@@ -1,0 +1,161 @@
+// Every CUDA layer against the CPU backend on the same inputs and weights: the forward
+// output, the input gradient and the parameter gradients, in fp32 (plain FMA, TF32 off),
+// bf16 and fp16. Exits 77 (skip) with the reason where no GPU can be used.
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "trainer/gpu/accelerator.hpp"
+#include "trainer/nn/cpu/cpu_backend.hpp"
+
+using namespace trellis;
+
+namespace {
+
+struct Case {
+    std::string name;
+    tensor::Shape input;
+    std::function<nn::LayerPtr(nn::Backend&)> make;
+    bool optimizer = false;  // also compare an SGD step on the layer's gradients
+};
+
+std::vector<float> random_values(std::size_t n, std::mt19937_64& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+}
+
+// max |a - b| over max(1, max |a|): one figure per tensor, comparable across precisions.
+double difference(const std::vector<float>& expected, const std::vector<float>& got) {
+    if (expected.size() != got.size()) return INFINITY;
+    double worst = 0, scale = 1;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        worst = std::max(worst, double(std::fabs(expected[i] - got[i])));
+        scale = std::max(scale, double(std::fabs(expected[i])));
+    }
+    return worst / scale;
+}
+
+struct Side {
+    nn::LayerPtr layer;
+    nn::ParameterStore store;
+    nn::TensorSpec input_spec, output_spec;
+};
+
+int failures = 0;
+
+void report(const std::string& what, double diff, double tolerance) {
+    bool ok = diff <= tolerance;
+    std::printf("%s %s: relative difference %.2e (tolerance %.0e)\n", ok ? "ok:  " : "FAIL:", what.c_str(), diff,
+                tolerance);
+    if (!ok) ++failures;
+}
+
+void run_case(const Case& c, const std::string& precision, double tolerance) {
+    gpu::AcceleratorOptions options;
+    options.precision = precision;
+    options.deterministic = true;  // plain f32 math on both sides
+    auto gpu = gpu::open_cuda(options);
+    nn::cpu::CpuBackend cpu_backend;
+    auto& gpu_backend = gpu->backend();
+
+    Side cpu{c.make(cpu_backend)}, dev{c.make(gpu_backend)};
+    bool four_d = c.input.rank() == 4;
+    cpu.input_spec = {c.input, nullptr};
+    dev.input_spec = four_d ? gpu_backend.nhwc_spec(c.input) : nn::TensorSpec{c.input, nullptr};
+    cpu.output_spec = cpu.layer->setup(cpu.input_spec, true);
+    dev.output_spec = dev.layer->setup(dev.input_spec, true);
+    cpu.layer->collect(cpu.store);
+    dev.layer->collect(dev.store);
+    cpu.store.allocate();
+    dev.store.allocate();
+    std::mt19937_64 rng(7);
+    cpu.layer->initialize(rng);
+    // Batch norm starts at scale 1, shift 0: random values test more.
+    auto values = random_values(cpu.store.values().size(), rng);
+    std::copy(values.begin(), values.end(), cpu.store.values().begin());
+    std::copy(values.begin(), values.end(), dev.store.values().begin());
+    std::copy(cpu.store.statistic_values().begin(), cpu.store.statistic_values().end(),
+              dev.store.statistic_values().begin());
+    gpu->bind(dev.store);
+
+    auto x = random_values(std::size_t(c.input.elements()), rng);
+    auto y_cpu = cpu.layer->forward(cpu_backend.from_plain(x, cpu.input_spec), nn::Mode::train);
+    auto y_dev = dev.layer->forward(gpu_backend.from_plain(x, dev.input_spec), nn::Mode::train);
+    auto label = c.name + " " + precision;
+    report(label + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)), tolerance);
+
+    auto dy = random_values(std::size_t(y_cpu.shape().elements()), rng);
+    auto dx_cpu = cpu.layer->backward(cpu_backend.from_plain(dy, cpu.output_spec));
+    auto dx_dev = dev.layer->backward(gpu_backend.from_plain(dy, dev.output_spec));
+    report(label + " input gradient", difference(cpu_backend.to_plain(dx_cpu), gpu_backend.to_plain(dx_dev)),
+           tolerance);
+    if (!cpu.store.grads().empty()) {
+        gpu->download_grads();
+        std::vector<float> expected(cpu.store.grads().begin(), cpu.store.grads().end());
+        std::vector<float> got(dev.store.grads().begin(), dev.store.grads().end());
+        report(label + " parameter gradients", difference(expected, got), tolerance * 4);
+    }
+    if (c.optimizer) {
+        // Nesterov SGD with weight decay, twice: the fused device kernel against the CPU's.
+        optim::OptimizerConfig config;
+        config.nesterov = true;
+        auto host_sgd = optim::make_optimizer(config, cpu.store);
+        auto device_sgd = gpu->device_optimizer(config, dev.store);
+        for (int step = 0; step < 2; ++step) {
+            host_sgd->step(0.5f);
+            device_sgd->step(0.5f);
+        }
+        gpu->download_values();
+        std::vector<float> expected(cpu.store.values().begin(), cpu.store.values().end());
+        std::vector<float> got(dev.store.values().begin(), dev.store.values().end());
+        report(label + " sgd steps", difference(expected, got), tolerance * 4);
+    }
+    if (!cpu.store.statistic_values().empty()) {
+        gpu->download_values();
+        std::vector<float> expected(cpu.store.statistic_values().begin(), cpu.store.statistic_values().end());
+        std::vector<float> got(dev.store.statistic_values().begin(), dev.store.statistic_values().end());
+        report(label + " running statistics", difference(expected, got), tolerance);
+    }
+}
+
+}  // namespace
+
+int main() {
+    try {
+        gpu::open_cuda({});
+    } catch (const gpu::GpuUnavailable& e) {
+        std::printf("SKIP: the GPU layer tests need a GPU: %s\n", e.what());
+        return 77;
+    }
+    std::vector<Case> cases{
+        {"convolution 3x3", tensor::Shape{4, 16, 8, 8},
+         [](nn::Backend& b) { return b.convolution({"conv3", 16, 32, 3, 1, 1}); }, true},
+        {"convolution 7x7 stride 2 (stem)", tensor::Shape{2, 3, 32, 32},
+         [](nn::Backend& b) { return b.convolution({"conv7", 3, 16, 7, 2, 3}); }},
+        {"convolution 1x1 stride 2", tensor::Shape{4, 32, 8, 8},
+         [](nn::Backend& b) { return b.convolution({"conv1", 32, 64, 1, 2, 0}); }},
+        {"batch norm", tensor::Shape{4, 32, 8, 8}, [](nn::Backend& b) { return b.batch_norm("bn", 32, false, 1); }},
+        {"batch norm + relu", tensor::Shape{4, 32, 8, 8},
+         [](nn::Backend& b) { return b.batch_norm("bnr", 32, true, 1); }},
+        {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.max_pool("pool", 3, 2, 1); }},
+        {"global average pool", tensor::Shape{4, 64, 7, 7}, [](nn::Backend& b) { return b.global_average_pool("gap"); }},
+        {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear("fc", 64, 10); }, true},
+    };
+    // bf16 keeps 8 bits of mantissa, fp16 11: the tolerances follow.
+    for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}})
+        for (const auto& c : cases) {
+            try {
+                run_case(c, precision, tolerance);
+            } catch (const std::exception& e) {
+                std::printf("FAIL: %s %s: %s\n", c.name.c_str(), precision, e.what());
+                ++failures;
+            }
+        }
+    std::printf("%d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,32 @@
+#!/bin/bash
+# On the GPU: a small ResNet learns the generated dataset in fp32, bf16 and fp16 (top-1 above
+# the CPU test's threshold within 300 steps), a checkpoint written on the GPU resumes on the
+# CPU, and peak GPU memory is reported. Skips (77) with the reason where no GPU is usable.
+. "$(dirname "$0")/../train/lib.sh"
+probe=$("$TRAIN" --device cuda --model resnet8 --batch-size 2 --steps 1 2>&1)
+if [ $? -ne 0 ]; then
+    echo "SKIP: no GPU here: $probe"
+    exit 77
+fi
+make_learnable_dataset "$work/data"
+threshold=0.90
+for precision in fp32 bf16 fp16; do
+    out="$work/$precision.txt"
+    "$TRAIN" --device cuda --precision "$precision" --model resnet8 --image-size 32 --batch-size 32 \
+        --data "$work/data/folder" --steps 300 --lr 0.8 --lr-schedule cosine --warmup-epochs 1 --weight-decay 5e-4 \
+        --display-every 50 --checkpoint-dir "$work/ckpt-$precision" >"$out" 2>&1 ||
+        { cat "$out"; fail "training in $precision failed"; }
+    cat "$out"
+    grep -q "^Device: .*$precision" "$out" || fail "$precision: the device line does not name the precision"
+    grep -q "^peak GPU memory: [0-9]* MiB" "$out" || fail "$precision: no peak GPU memory line"
+    top1=$(sed -n 's/^Accuracy @ 1 = \([0-9.]*\).*/\1/p' "$out" | tail -n 1)
+    "$PYTHON3" -c "import sys; sys.exit(0 if ${top1:-0} >= $threshold else 1)" ||
+        fail "$precision: top-1 ${top1:-none} is below $threshold"
+    pass "$precision: top-1 $top1 >= $threshold after 300 steps on the GPU"
+done
+# The checkpoint layout is the same on both backends: the GPU's fp32 run goes on on the CPU.
+"$TRAIN" --device cpu --model resnet8 --image-size 32 --batch-size 32 --data "$work/data/folder" --steps 310 \
+    --lr 0.8 --lr-schedule cosine --warmup-epochs 1 --weight-decay 5e-4 --checkpoint-dir "$work/ckpt-fp32" --resume \
+    >"$work/resumed.txt" 2>&1 || { cat "$work/resumed.txt"; fail "resuming the GPU checkpoint on the CPU failed"; }
+grep -q "resumed from .* at step 300" "$work/resumed.txt" && pass "a GPU checkpoint resumes on the CPU" ||
+    fail "the CPU run did not resume the GPU checkpoint: $(head -n 3 "$work/resumed.txt")"
