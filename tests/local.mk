@@ -61,7 +61,8 @@ tests_perf_plan_bench_LDADD = topology/libtrellis-topology.la
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
 	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py tests/perf/container_vs_native \
 	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
-	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw
+	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
+	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'

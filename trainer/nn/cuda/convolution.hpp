@@ -1,6 +1,6 @@
 // Convolution on cuDNN, NHWC with tensor cores in bf16/f16. The algorithm of each direction is
-// chosen once per shape: cuDNN's heuristics propose, a benchmark on the real buffers picks the
-// fastest that fits the workspace bound (deterministic ones only with --deterministic).
+// chosen once per shape: cuDNN benchmarks its algorithms on the real buffers, and the fastest
+// that fits the workspace bound is kept (deterministic ones only with --deterministic).
 #pragma once
 
 #include "trainer/nn/backend.hpp"

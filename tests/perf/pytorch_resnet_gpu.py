@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""The PyTorch peer of trellis-train on the GPU: torchvision's ResNet-50, channels_last,
+torch.autocast in bf16 or fp16 (or fp32 with TF32 allowed), SGD with momentum, one synthetic
+batch on the device. Prints images/sec after the warmup steps and the peak GPU memory
+(max_memory_reserved, the allocator's footprint) as JSON."""
+import argparse
+import json
+import time
+
+import torch
+import torchvision
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=256)
+parser.add_argument("--image-size", type=int, default=224)
+parser.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="bf16")
+parser.add_argument("--steps", type=int, default=30)
+parser.add_argument("--warmup", type=int, default=10)
+args = parser.parse_args()
+
+torch.backends.cudnn.benchmark = True
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+device = torch.device("cuda")
+model = torchvision.models.resnet50(num_classes=1000).to(device, memory_format=torch.channels_last)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * args.batch_size / 256, momentum=0.9, weight_decay=1e-4)
+loss_fn = torch.nn.CrossEntropyLoss()
+images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device).to(
+    memory_format=torch.channels_last)
+labels = torch.randint(0, 1000, (args.batch_size,), device=device)
+dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.precision]
+scaler = torch.cuda.amp.GradScaler(enabled=args.precision == "fp16")
+model.train()
+for step in range(args.warmup + args.steps):
+    if step == args.warmup:
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=dtype, enabled=args.precision != "fp32"):
+        loss = loss_fn(model(images), labels)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+torch.cuda.synchronize()
+seconds = time.perf_counter() - started
+print(json.dumps({"images_per_sec": args.batch_size * args.steps / seconds,
+                  "peak_mib": torch.cuda.max_memory_reserved() / 2**20,
+                  "torch": torch.__version__}))
