@@ -123,6 +123,30 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
     }
 }
 
+// The loss kernel against SoftmaxCrossEntropy::evaluate: value, top-1/top-5 and gradient.
+void loss_case() {
+    auto gpu = gpu::open_cuda({});
+    nn::cpu::CpuBackend cpu_backend;
+    std::mt19937_64 rng(11);
+    const int rows = 16, classes = 10;
+    auto logits = random_values(std::size_t(rows) * classes, rng);
+    std::vector<int> labels(rows);
+    for (int r = 0; r < rows; ++r) labels[std::size_t(r)] = r % classes;
+    nn::SoftmaxCrossEntropy loss(0.1f);
+    std::vector<float> expected_grad(logits.size());
+    auto expected = loss.evaluate(logits, labels, classes, expected_grad);
+    auto& backend = gpu->backend();
+    auto device_logits = backend.from_plain(logits, {tensor::Shape{rows, classes}, nullptr});
+    auto grad = backend.device_loss()->start(device_logits, labels, rows, loss, true);
+    auto got = backend.device_loss()->finish();
+    report("softmax cross-entropy loss", std::fabs(expected.loss - got.loss) / expected.loss, 1e-5);
+    report("softmax cross-entropy gradient", difference(expected_grad, backend.to_plain(grad)), 1e-5);
+    bool hits = expected.top1_hits == got.top1_hits && expected.top5_hits == got.top5_hits;
+    std::printf("%s top-1/top-5 hits: CPU %d/%d, GPU %d/%d\n", hits ? "ok:  " : "FAIL:", expected.top1_hits,
+                expected.top5_hits, got.top1_hits, got.top5_hits);
+    if (!hits) ++failures;
+}
+
 }  // namespace
 
 int main() {
@@ -156,6 +180,12 @@ int main() {
                 ++failures;
             }
         }
+    try {
+        loss_case();
+    } catch (const std::exception& e) {
+        std::printf("FAIL: loss: %s\n", e.what());
+        ++failures;
+    }
     std::printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

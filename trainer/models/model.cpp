@@ -46,12 +46,18 @@ tensor::Tensor Model::wrap(std::span<const float> images) const {
 nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
                                  const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready) {
     auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::train);
+    std::function<void(std::size_t)> after;
+    if (ready) after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
+    if (auto* device = backend_.device_loss()) {
+        // The backward pass is queued behind the loss; waiting for the loss leaves it running.
+        auto grad = device->start(logits, labels, int(labels.size()), loss, true);
+        network_->backward(grad, after);
+        return device->finish();
+    }
     auto values = backend_.to_plain(logits);
     auto result = loss.evaluate(values, labels, num_classes_, logits_grad_);
     if (float scale = backend_.gradient_scale(); scale != 1.0f)
         for (auto& g : logits_grad_) g *= scale;
-    std::function<void(std::size_t)> after;
-    if (ready) after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
     network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}), after);
     return result;
 }
@@ -59,6 +65,10 @@ nn::LossResult Model::train_step(std::span<const float> images, std::span<const 
 nn::LossResult Model::evaluate(std::span<const float> images, std::span<const int> labels, int count,
                                const nn::SoftmaxCrossEntropy& loss) {
     auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::eval);
+    if (auto* device = backend_.device_loss()) {
+        device->start(logits, labels, count, loss, false);
+        return device->finish();
+    }
     auto values = backend_.to_plain(logits);
     values.resize(std::size_t(count) * num_classes_);
     return loss.evaluate(values, labels.first(count), num_classes_, {});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/nn/layer.hpp"
+#include "trainer/nn/softmax_cross_entropy.hpp"
 
 namespace trellis::nn {
 
@@ -29,6 +30,20 @@ public:
     virtual tensor::Tensor backward(const tensor::Tensor& output_grad) = 0;
     // target += addend, converting the addend's layout when it differs.
     virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
+};
+
+// Softmax cross-entropy computed where the logits are (a GPU), so that the backward pass can
+// be queued behind it without a round trip through the host.
+class DeviceLoss {
+public:
+    virtual ~DeviceLoss() = default;
+    // Queues the loss of the first `count` rows (labels checked here) and returns
+    // d(loss)/d(logits) times the backend's gradient_scale(), or an empty tensor when
+    // `gradient` is false.
+    virtual tensor::Tensor start(const tensor::Tensor& logits, std::span<const int> labels, int count,
+                                 const SoftmaxCrossEntropy& loss, bool gradient) = 0;
+    // Waits for the loss (not for what was queued after it) and returns the figures.
+    virtual LossResult finish() = 0;
 };
 
 class Backend {
@@ -57,6 +72,8 @@ public:
     virtual tensor::Tensor stage_input(const tensor::Tensor& host_batch) { return host_batch; }
     // What the loss gradient is multiplied by before the backward pass (fp16 loss scaling).
     virtual float gradient_scale() const { return 1.0f; }
+    // Null: the model computes the loss on the host from to_plain(logits).
+    virtual DeviceLoss* device_loss() { return nullptr; }
 };
 
 }  // namespace trellis::nn

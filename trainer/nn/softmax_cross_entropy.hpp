@@ -22,6 +22,8 @@ public:
     LossResult evaluate(std::span<const float> logits, std::span<const int> labels, int classes,
                         std::span<float> logits_grad) const;
 
+    float smoothing() const { return smoothing_; }
+
 private:
     float smoothing_;
 };

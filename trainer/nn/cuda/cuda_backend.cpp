@@ -33,7 +33,7 @@ std::vector<float> reorder(const std::vector<float>& from, const tensor::Shape& 
 
 }  // namespace
 
-CudaBackend::CudaBackend(CudaContext& context) : context_(context) {
+CudaBackend::CudaBackend(CudaContext& context) : context_(context), loss_(context) {
     check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate (input copies)");
     for (int i = 0; i < 2; ++i) {
         check(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming), "cudaEventCreate");

@@ -6,6 +6,7 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/cuda/cuda_context.hpp"
+#include "trainer/nn/cuda/device_loss.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -26,9 +27,11 @@ public:
     tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
     tensor::Tensor stage_input(const tensor::Tensor& host_batch) override;
     float gradient_scale() const override { return context_.loss_scale; }
+    DeviceLoss* device_loss() override { return &loss_; }
 
 private:
     CudaContext& context_;
+    CudaDeviceLoss loss_;
     // Input batches go through page-locked memory and their own stream, so that the copy
     // runs while the previous step still computes. Two buffers alternate.
     cudaStream_t copy_stream_ = nullptr;

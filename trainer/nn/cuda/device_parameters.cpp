@@ -9,6 +9,7 @@
 namespace trellis::nn::cuda {
 
 DeviceParameters::~DeviceParameters() {
+    for (void* p : registered_) cudaHostUnregister(p);
     for (void* p : {static_cast<void*>(values_), static_cast<void*>(grads_), static_cast<void*>(statistic_values_),
                     low_values_, low_grads_})
         if (p) cudaFree(p);
@@ -25,6 +26,13 @@ void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaS
     allocate(reinterpret_cast<void**>(&grads_), learned_ * 4, "gradients");
     allocate(reinterpret_cast<void**>(&statistic_values_), statistics_ * 4, "batch norm statistics");
     check(cudaMemsetAsync(grads_, 0, learned_ * 4, stream_), "clearing the gradients");
+    // The host copies become page-locked, so that the gradient and parameter round trips of
+    // host collectives and parameter servers run at full PCIe speed. Not fatal when refused
+    // (a locked-memory limit): the copies are then staged by the driver.
+    for (auto span : {store.values(), store.grads()})
+        if (!span.empty() && cudaHostRegister(span.data(), span.size_bytes(), cudaHostRegisterDefault) == cudaSuccess)
+            registered_.push_back(span.data());
+    cudaGetLastError();
     if (mixed()) {
         allocate(&low_values_, learned_ * 2, "low-precision parameters");
         allocate(&low_grads_, learned_ * 2, "low-precision gradients");

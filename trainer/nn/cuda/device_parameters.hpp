@@ -66,6 +66,7 @@ private:
     float* statistic_values_ = nullptr;
     void* low_values_ = nullptr;
     void* low_grads_ = nullptr;
+    std::vector<void*> registered_;  // host copies page-locked by bind()
 };
 
 }  // namespace trellis::nn::cuda

@@ -79,6 +79,62 @@ __global__ void bias_gradient_kernel(const float* dy, float* grad, int rows, int
     }
 }
 
+// Block-wide sum of one value per thread (blockDim.x == threads).
+template <typename T>
+__device__ T block_sum(T value, T* shared) {
+    shared[threadIdx.x] = value;
+    __syncthreads();
+    for (int half = threads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+        __syncthreads();
+    }
+    T total = shared[0];
+    __syncthreads();
+    return total;
+}
+
+__global__ void softmax_cross_entropy_kernel(const float* logits, const int* labels, int classes, float smoothing,
+                                             float grad_scale, int rows, float* grad, float* loss, int* higher) {
+    __shared__ float reduce_f[threads];
+    __shared__ int reduce_i[threads];
+    const int r = blockIdx.x;
+    const float* row = logits + std::size_t(r) * classes;
+    const int label = labels[r];
+    float top = -INFINITY;
+    for (int k = threadIdx.x; k < classes; k += threads) top = fmaxf(top, row[k]);
+    reduce_f[threadIdx.x] = top;
+    __syncthreads();
+    for (int half = threads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) reduce_f[threadIdx.x] = fmaxf(reduce_f[threadIdx.x], reduce_f[threadIdx.x + half]);
+        __syncthreads();
+    }
+    top = reduce_f[0];
+    __syncthreads();
+    float sum = 0, shifted_sum = 0;
+    int above = 0;
+    const float target_score = row[label];
+    for (int k = threadIdx.x; k < classes; k += threads) {
+        sum += expf(row[k] - top);
+        shifted_sum += row[k] - top;
+        above += row[k] > target_score || !isfinite(row[k]);
+    }
+    sum = block_sum(sum, reduce_f);
+    shifted_sum = block_sum(shifted_sum, reduce_f);
+    above = block_sum(above, reduce_i);
+    const float log_sum = logf(sum);
+    const float off = smoothing / classes, on = 1.0f - smoothing + off;
+    if (threadIdx.x == 0) {
+        // -sum_k t_k (x_k - top - log_sum), with t = off everywhere plus (on - off) at the label
+        loss[r] = -(off * (shifted_sum - classes * log_sum) + (on - off) * (target_score - top - log_sum));
+        higher[r] = isfinite(target_score) ? above : classes;
+    }
+    if (grad)
+        for (int k = threadIdx.x; k < classes; k += threads) {
+            float p = expf(row[k] - top) / sum;
+            grad[std::size_t(r) * classes + k] = (p - (k == label ? on : off)) * grad_scale / rows;
+        }
+}
+
 __global__ void sgd_kernel(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type,
                            std::size_t n, SgdStep step) {
     FOR_EACH(i, n) {
@@ -132,6 +188,12 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stre
 
 void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream) {
     bias_gradient_kernel<<<blocks_for(std::size_t(cols)), threads, 0, stream>>>(dy, grad, rows, cols);
+}
+
+void softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes, float smoothing,
+                           float grad_scale, float* grad, float* loss, int* higher, cudaStream_t stream) {
+    softmax_cross_entropy_kernel<<<unsigned(rows), threads, 0, stream>>>(logits, labels, classes, smoothing, grad_scale,
+                                                                         rows, grad, loss, higher);
 }
 
 void sgd(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type, std::size_t n,

@@ -32,6 +32,12 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stre
 // grad[j] = sum over rows of dy[r, j]
 void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream);
 
+// Softmax cross-entropy with label smoothing, one block per row of `classes` logits, as the
+// CPU's SoftmaxCrossEntropy: loss[r], and higher[r] = classes scoring above the label (ties
+// count for the label, non-finite scores against it); grad (when set) = (p - target) * scale / rows.
+void softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes, float smoothing,
+                           float grad_scale, float* grad, float* loss, int* higher, cudaStream_t stream);
+
 struct SgdStep {
     float lr, momentum, weight_decay;
     bool nesterov;

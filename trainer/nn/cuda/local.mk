@@ -8,6 +8,7 @@ cuda_sources = \
 	trainer/nn/cuda/cuda_backend.cpp trainer/nn/cuda/cuda_backend.hpp \
 	trainer/nn/cuda/cuda_check.cpp trainer/nn/cuda/cuda_check.hpp \
 	trainer/nn/cuda/cuda_context.cpp trainer/nn/cuda/cuda_context.hpp \
+	trainer/nn/cuda/device_loss.cpp trainer/nn/cuda/device_loss.hpp \
 	trainer/nn/cuda/device_parameters.cpp trainer/nn/cuda/device_parameters.hpp \
 	trainer/nn/cuda/device_pool.cpp trainer/nn/cuda/device_pool.hpp \
 	trainer/nn/cuda/device_sgd.cpp trainer/nn/cuda/device_sgd.hpp \
