@@ -101,19 +101,28 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
         report(label + " parameter gradients", difference(expected, got), tolerance * 4);
     }
     if (c.optimizer) {
-        // Nesterov SGD with weight decay, twice: the fused device kernel against the CPU's.
-        optim::OptimizerConfig config;
-        config.nesterov = true;
-        auto host_sgd = optim::make_optimizer(config, cpu.store);
-        auto device_sgd = gpu->device_optimizer(config, dev.store);
-        for (int step = 0; step < 2; ++step) {
-            host_sgd->step(0.5f);
-            device_sgd->step(0.5f);
-        }
+        // Two steps of each optimizer with weight decay: the fused device kernel against the
+        // CPU's, from the same weights and gradients.
         gpu->download_values();
-        std::vector<float> expected(cpu.store.values().begin(), cpu.store.values().end());
-        std::vector<float> got(dev.store.values().begin(), dev.store.values().end());
-        report(label + " sgd steps", difference(expected, got), tolerance * 4);
+        std::vector<float> start(cpu.store.values().begin(), cpu.store.values().end());
+        for (const char* kind : {"sgd", "rmsprop", "lars"}) {
+            optim::OptimizerConfig config;
+            config.kind = kind;
+            config.nesterov = config.kind == "sgd";
+            std::copy(start.begin(), start.end(), cpu.store.values().begin());
+            std::copy(start.begin(), start.end(), dev.store.values().begin());
+            gpu->upload_values();
+            auto host_optimizer = optim::make_optimizer(config, cpu.store);
+            auto device_optimizer = gpu->device_optimizer(config, dev.store);
+            for (int step = 0; step < 2; ++step) {
+                host_optimizer->step(0.5f);
+                device_optimizer->step(0.5f);
+            }
+            gpu->download_values();
+            std::vector<float> expected(cpu.store.values().begin(), cpu.store.values().end());
+            std::vector<float> got(dev.store.values().begin(), dev.store.values().end());
+            report(label + " " + kind + " steps", difference(expected, got), tolerance * 4);
+        }
     }
     if (!cpu.store.statistic_values().empty()) {
         gpu->download_values();

@@ -40,4 +40,10 @@ if [ ! -e /proc/driver/nvidia/version ]; then
     [ $status -eq 2 ] && grep -q "^trellis-train: --device cuda: " "$work/out" ||
         { cat "$work/out"; fail "--device cuda without a GPU: exit status $status, expected 2 with the reason"; }
     pass "no GPU: --device auto uses the CPU and says why; --device cuda refused: $(cat "$work/out")"
+    # Where the CUDA module was built, the refusal comes from inside it: trellis-train loaded it
+    # and resolved every symbol it takes from the program.
+    if [ -f "${TRELLIS_CUDA_MODULE:-}" ]; then
+        grep -q "no usable GPU" "$work/out" || fail "the CUDA module did not load: $(cat "$work/out")"
+        pass "the CUDA module loads into trellis-train (it answered: no usable GPU)"
+    fi
 fi

@@ -7,7 +7,7 @@
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/nn/cuda/cuda_backend.hpp"
 #include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/device_sgd.hpp"
+#include "trainer/nn/cuda/device_optimizer.hpp"
 #include "trainer/nn/cuda/kernels.hpp"
 #include "trainer/nn/cuda/nccl_allreduce.hpp"
 
@@ -79,8 +79,8 @@ public:
 
     std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
                                                        ParameterStore& store) override {
-        if (config.kind == "sgd" || config.kind == "momentum")
-            return std::make_unique<DeviceSgd>(config, store, context_);
+        if (config.kind == "sgd" || config.kind == "momentum" || config.kind == "rmsprop" || config.kind == "lars")
+            return std::make_unique<DeviceOptimizer>(config, store, context_);
         return nullptr;
     }
 

@@ -135,14 +135,62 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int* lab
         }
 }
 
-__global__ void sgd_kernel(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type,
-                           std::size_t n, SgdStep step) {
+__device__ inline int parameter_of(const ParameterTable& table, std::int64_t i) {
+    int low = 0, high = table.count - 1;
+    while (low < high) {  // the last parameter whose offset is <= i
+        int middle = (low + high + 1) / 2;
+        if (table.offsets[middle] <= i)
+            low = middle;
+        else
+            high = middle - 1;
+    }
+    return low;
+}
+
+__global__ void optimizer_kernel(float* w, const float* g, float* v, float* second, ParameterTable table, void* low,
+                                 DType low_type, std::size_t n, OptimizerStep step) {
     FOR_EACH(i, n) {
-        float d = g[i] + (decays[i] ? step.weight_decay * w[i] : 0.0f);
-        float velocity = v[i] = step.momentum * v[i] + d;
-        float updated = w[i] - step.lr * (step.nesterov ? d + step.momentum * velocity : velocity);
+        int p = parameter_of(table, std::int64_t(i));
+        float d = g[i] + table.decay[p] * w[i];
+        float updated;
+        switch (step.kind) {
+            case OptimizerKind::rmsprop: {
+                float s = second[i] = step.rho * second[i] + (1 - step.rho) * d * d;
+                float velocity = v[i] = step.momentum * v[i] + step.lr * d / sqrtf(s + step.epsilon);
+                updated = w[i] - velocity;
+                break;
+            }
+            case OptimizerKind::lars: {
+                float velocity = v[i] = step.momentum * v[i] + step.lr * table.lr_factor[p] * d;
+                updated = w[i] - velocity;
+                break;
+            }
+            default: {
+                float velocity = v[i] = step.momentum * v[i] + d;
+                updated = w[i] - step.lr * (step.nesterov ? d + step.momentum * velocity : velocity);
+            }
+        }
         w[i] = updated;
         if (low) store(low, i, low_type, updated);
+    }
+}
+
+// Grid: (blocks per parameter, parameters).
+__global__ void parameter_norms_kernel(const float* w, const float* g, ParameterTable table, double* sums) {
+    __shared__ double reduce[threads];
+    const int p = blockIdx.y;
+    const std::int64_t begin = table.offsets[p], end = table.offsets[p + 1];
+    double w2 = 0, g2 = 0;
+    for (std::int64_t i = begin + blockIdx.x * std::int64_t(threads) + threadIdx.x; i < end;
+         i += std::int64_t(gridDim.x) * threads) {
+        w2 += double(w[i]) * w[i];
+        g2 += double(g[i]) * g[i];
+    }
+    w2 = block_sum(w2, reduce);
+    g2 = block_sum(g2, reduce);
+    if (threadIdx.x == 0) {
+        atomicAdd(&sums[2 * p], w2);
+        atomicAdd(&sums[2 * p + 1], g2);
     }
 }
 
@@ -196,9 +244,15 @@ void softmax_cross_entropy(const float* logits, const int* labels, int rows, int
                                                                          rows, grad, loss, higher);
 }
 
-void sgd(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type, std::size_t n,
-         SgdStep step, cudaStream_t stream) {
-    sgd_kernel<<<blocks_for(n), threads, 0, stream>>>(w, g, v, decays, low, low_type, n, step);
+void optimizer_step(float* w, const float* g, float* v, float* second, ParameterTable table, void* low, DType low_type,
+                    std::size_t n, OptimizerStep step, cudaStream_t stream) {
+    optimizer_kernel<<<blocks_for(n), threads, 0, stream>>>(w, g, v, second, table, low, low_type, n, step);
+}
+
+void parameter_norms(const float* w, const float* g, ParameterTable table, double* sums, cudaStream_t stream) {
+    cudaMemsetAsync(sums, 0, sizeof(double) * 2 * std::size_t(table.count), stream);
+    dim3 grid(64, unsigned(table.count));
+    parameter_norms_kernel<<<grid, threads, 0, stream>>>(w, g, table, sums);
 }
 
 void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream) {

@@ -38,14 +38,32 @@ void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_
 void softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes, float smoothing,
                            float grad_scale, float* grad, float* loss, int* higher, cudaStream_t stream);
 
-struct SgdStep {
-    float lr, momentum, weight_decay;
-    bool nesterov;
+// The optimizers over the flat parameters, fused into one kernel. Each element finds its
+// parameter in `table` (offsets of P parameters, P + 1 entries) for the weight decay and, for
+// LARS, the layer-wise learning rate.
+enum class OptimizerKind { sgd, rmsprop, lars };
+struct ParameterTable {
+    const std::int64_t* offsets;  // P + 1
+    const float* decay;           // P
+    const float* lr_factor;       // P: LARS's trust ratio (1 elsewhere)
+    int count;
 };
-// Momentum SGD over the flat parameters: d = g + wd*decays[i]*w; v = m v + d;
-// w -= lr (nesterov ? d + m v : v). Writes the low-precision copy of w when `low` is set.
-void sgd(float* w, const float* g, float* v, const std::uint8_t* decays, void* low, DType low_type, std::size_t n,
-         SgdStep step, cudaStream_t stream);
+struct OptimizerStep {
+    OptimizerKind kind;
+    float lr, momentum;
+    bool nesterov;
+    float rho, epsilon;  // RMSProp
+};
+// sgd:     d = g + wd w; v = m v + d; w -= lr (nesterov ? d + m v : v)
+// rmsprop: d = g + wd w; s = rho s + (1 - rho) d^2; v = m v + lr d / sqrt(s + eps); w -= v
+// lars:    v = m v + lr * factor (g + wd w); w -= v
+// `second` is RMSProp's mean square (unused otherwise). Writes the low-precision copy of w
+// when `low` is set.
+void optimizer_step(float* w, const float* g, float* v, float* second, ParameterTable table, void* low, DType low_type,
+                    std::size_t n, OptimizerStep step, cudaStream_t stream);
+// sums[2p] = sum of w^2, sums[2p + 1] = sum of g^2 over parameter p (LARS's norms).
+void parameter_norms(const float* w, const float* g, ParameterTable table, double* sums, cudaStream_t stream);
+
 // g *= factor; sets *nonfinite to 1 when any g is Inf or NaN.
 void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream);
 

@@ -9,9 +9,9 @@ cuda_sources = \
 	trainer/nn/cuda/cuda_check.cpp trainer/nn/cuda/cuda_check.hpp \
 	trainer/nn/cuda/cuda_context.cpp trainer/nn/cuda/cuda_context.hpp \
 	trainer/nn/cuda/device_loss.cpp trainer/nn/cuda/device_loss.hpp \
+	trainer/nn/cuda/device_optimizer.cpp trainer/nn/cuda/device_optimizer.hpp \
 	trainer/nn/cuda/device_parameters.cpp trainer/nn/cuda/device_parameters.hpp \
 	trainer/nn/cuda/device_pool.cpp trainer/nn/cuda/device_pool.hpp \
-	trainer/nn/cuda/device_sgd.cpp trainer/nn/cuda/device_sgd.hpp \
 	trainer/nn/cuda/kernels.hpp \
 	trainer/nn/cuda/linear.cpp trainer/nn/cuda/linear.hpp \
 	trainer/nn/cuda/nccl_allreduce.cpp trainer/nn/cuda/nccl_allreduce.hpp \
