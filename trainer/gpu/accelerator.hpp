@@ -29,6 +29,7 @@ struct AcceleratorOptions {
     std::string precision = "fp32";        // fp32 | bf16 | fp16
     std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
     bool deterministic = false;            // deterministic cuDNN algorithms only
+    int local_rank = 0;                    // picks the GPU when several are visible
 };
 
 // The gradient allreduce on the device (NCCL), bucket by bucket during the backward pass.
@@ -81,8 +82,9 @@ public:
 // auto does not pay for loading CUDA's libraries.
 bool nvidia_driver_loaded();
 
-// Loads the CUDA module and opens the GPU this process may use (CUDA_VISIBLE_DEVICES, as the
-// plugin's binding sets it, decides which). Throws GpuUnavailable naming what is missing.
+// Loads the CUDA module and opens the GPU this process may use: the only one visible (the
+// plugin's binding sets CUDA_VISIBLE_DEVICES to the closest), else the local rank's among
+// the visible ones. Throws GpuUnavailable naming what is missing.
 std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& options);
 
 // The module's entry point, resolved with dlsym.

@@ -188,6 +188,7 @@ void Run::open_device() {
     device.precision = options_.precision;
     device.workspace_bytes = std::size_t(options_.cudnn_workspace_mb) << 20;
     device.deterministic = options_.deterministic;
+    device.local_rank = identity_.local_rank;
     try {
         accelerator_ = gpu::open_cuda(device);
     } catch (const gpu::GpuUnavailable& error) {

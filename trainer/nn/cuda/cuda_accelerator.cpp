@@ -33,7 +33,8 @@ public:
         : options_(options),
           context_(precision_type(options.precision), options.workspace_bytes, options.deterministic),
           backend_(context_) {
-        check(cudaGetDeviceProperties(&properties_, 0), "cudaGetDeviceProperties");
+        check(cudaGetDevice(&device_), "cudaGetDevice");
+        check(cudaGetDeviceProperties(&properties_, device_), "cudaGetDeviceProperties");
         nonfinite_ = static_cast<int*>(device_allocate(sizeof(int), "the overflow flag"));
         if (context_.compute_type() == tensor::DType::f16) context_.loss_scale = initial_loss_scale;
     }
@@ -41,7 +42,7 @@ public:
 
     std::string description() const override {
         auto version = cudnnGetVersion();
-        return std::string(properties_.name) + " (sm_" + std::to_string(properties_.major) +
+        return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
                std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) +
                " GiB), cuDNN " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
                ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ", " + options_.precision;
@@ -99,6 +100,7 @@ public:
 
 private:
     gpu::AcceleratorOptions options_;
+    int device_ = 0;
     cudaDeviceProp properties_{};
     CudaContext context_;
     CudaBackend backend_;
@@ -124,9 +126,10 @@ extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trel
         return nullptr;
     }
     try {
-        // The process uses the first visible device: the binding's CUDA_VISIBLE_DEVICES
-        // already names the GPU closest to this rank.
-        trellis::nn::cuda::check(cudaSetDevice(0), "cudaSetDevice(0)");
+        // With the binding, CUDA_VISIBLE_DEVICES shows one GPU, the closest to this rank;
+        // without it, ranks on a node share the visible GPUs by local rank.
+        int device = options.local_rank % count;
+        trellis::nn::cuda::check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
         return new trellis::nn::cuda::CudaAccelerator(options);
     } catch (const std::exception& e) {
         error = e.what();
