@@ -125,11 +125,46 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
         }
     }
     if (!cpu.store.statistic_values().empty()) {
+        // Inference with the running statistics both sides now hold.
         gpu->download_values();
+        auto eval_cpu = cpu.layer->forward(cpu_backend.from_plain(x, cpu.input_spec), nn::Mode::eval);
+        auto eval_dev = dev.layer->forward(gpu_backend.from_plain(x, dev.input_spec), nn::Mode::eval);
+        report(label + " inference", difference(cpu_backend.to_plain(eval_cpu), gpu_backend.to_plain(eval_dev)),
+               tolerance);
         std::vector<float> expected(cpu.store.statistic_values().begin(), cpu.store.statistic_values().end());
         std::vector<float> got(dev.store.statistic_values().begin(), dev.store.statistic_values().end());
         report(label + " running statistics", difference(expected, got), tolerance);
     }
+    gpu->unbind();  // dev.store goes first
+}
+
+// y = relu(a + b), its backward, and the shortcut's gradient sum.
+void join_case(const std::string& precision, double tolerance) {
+    gpu::AcceleratorOptions options;
+    options.precision = precision;
+    auto gpu = gpu::open_cuda(options);
+    nn::cpu::CpuBackend cpu_backend;
+    auto& gpu_backend = gpu->backend();
+    tensor::Shape shape{2, 8, 4, 4};
+    auto cpu_join = cpu_backend.residual_join("join"), dev_join = gpu_backend.residual_join("join");
+    nn::TensorSpec cpu_spec{shape, nullptr}, dev_spec = gpu_backend.nhwc_spec(shape);
+    auto cpu_out = cpu_join->setup(cpu_spec, cpu_spec);
+    auto dev_out = dev_join->setup(dev_spec, dev_spec);
+    std::mt19937_64 rng(5);
+    auto a = random_values(std::size_t(shape.elements()), rng), b = random_values(std::size_t(shape.elements()), rng);
+    auto dy = random_values(std::size_t(shape.elements()), rng);
+    auto y_cpu = cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec));
+    auto y_dev = dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec));
+    report("residual join " + precision + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)),
+           tolerance);
+    auto g_cpu = cpu_join->backward(cpu_backend.from_plain(dy, cpu_out));
+    auto g_dev = dev_join->backward(gpu_backend.from_plain(dy, dev_out));
+    auto plain_cpu = cpu_backend.to_plain(g_cpu);
+    report("residual join " + precision + " backward", difference(plain_cpu, gpu_backend.to_plain(g_dev)), tolerance);
+    cpu_join->accumulate(g_cpu, cpu_backend.from_plain(a, cpu_spec));
+    dev_join->accumulate(g_dev, gpu_backend.from_plain(a, dev_spec));
+    report("residual join " + precision + " accumulate", difference(cpu_backend.to_plain(g_cpu), gpu_backend.to_plain(g_dev)),
+           tolerance);
 }
 
 // The loss kernel against SoftmaxCrossEntropy::evaluate: value, top-1/top-5 and gradient.
@@ -180,7 +215,7 @@ int main() {
         {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear("fc", 64, 10); }, true},
     };
     // bf16 keeps 8 bits of mantissa, fp16 11: the tolerances follow.
-    for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}})
+    for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}}) {
         for (const auto& c : cases) {
             try {
                 run_case(c, precision, tolerance);
@@ -189,6 +224,13 @@ int main() {
                 ++failures;
             }
         }
+        try {
+            join_case(precision, tolerance);
+        } catch (const std::exception& e) {
+            std::printf("FAIL: residual join %s: %s\n", precision, e.what());
+            ++failures;
+        }
+    }
     try {
         loss_case();
     } catch (const std::exception& e) {

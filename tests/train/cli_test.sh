@@ -4,7 +4,7 @@
 "$TRAIN" --help | grep -q -- "--checkpoint-dir" || fail "--help does not list the options"
 for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --epochs 1" "--threads x" "--bogus" \
     "--device gpu" "--precision fp8" "--device cpu --precision bf16" "--device cpu --transport nccl" \
-    "--transport nccl --strategy ps" "--cudnn-workspace-mb 0"; do
+    "--transport nccl --strategy ps" "--cudnn-workspace-mb 0" "--strategy ps --precision fp16"; do
     # shellcheck disable=SC2086
     "$TRAIN" $bad >"$work/out" 2>&1
     status=$?

@@ -53,9 +53,14 @@ public:
     // copies. The host store stays the reference for checkpoints and host collectives.
     virtual void bind(nn::ParameterStore& store) = 0;
     virtual void upload_values() = 0;    // host values and statistics -> device
+    // Host learned values -> device, the device's batch-norm statistics kept (after a
+    // parameter-server pull or a host optimizer step).
+    virtual void upload_learned_values() = 0;
     virtual void download_values() = 0;  // device values and statistics -> host
     virtual void download_grads() = 0;   // device gradients -> host (host allreduce, PS push)
     virtual void upload_grads() = 0;     // host gradients -> device
+    // Before the store's memory goes: lets go of it (the host copies are page-locked).
+    virtual void unbind() = 0;
 
     // Mixed precision: after the gradients are complete (and reduced), divides them by the
     // loss scale and says whether they are finite. A step with overflowed fp16 gradients is

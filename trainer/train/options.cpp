@@ -186,6 +186,9 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
         throw std::invalid_argument("--transport nccl is for --strategy allreduce (parameter servers use tcp or verbs)");
     if (options.transport == "nccl" && options.compress != "none")
         throw std::invalid_argument("--compress is for the host transports (NCCL reduces f32 gradients)");
+    if (options.strategy == "ps" && options.precision == "fp16")
+        throw std::invalid_argument("--precision fp16 needs --strategy allreduce (its loss scaling skips overflowed "
+                                    "steps on every rank; parameter servers would apply them): use bf16");
     if (options.precision != "fp32" && options.device == "cpu")
         throw std::invalid_argument("--precision " + options.precision + " needs the GPU (the CPU backend computes fp32)");
     if (options.resume && options.checkpoint_dir.empty())

@@ -45,6 +45,10 @@ struct Evaluation {
 class Run {
 public:
     Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport);
+    ~Run() {
+        // The model's memory goes before the accelerator that page-locked it.
+        if (accelerator_) accelerator_->unbind();
+    }
     int execute();
 
 private:
@@ -210,7 +214,7 @@ void Run::apply_gradients(float lr) {
     }
     if (optimizer_on_host_) accelerator_->download_grads();
     optimizer_->step(lr);
-    if (optimizer_on_host_) accelerator_->upload_values();
+    if (optimizer_on_host_) accelerator_->upload_learned_values();
 }
 
 void Run::sum_over_ranks(std::span<float> values) {
@@ -372,7 +376,7 @@ int Run::execute() {
                                                step_ + 1 == total_steps_);
             if (accelerator_) accelerator_->download_grads();
             auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last, checkpoint);
-            if (accelerator_) accelerator_->upload_values();
+            if (accelerator_) accelerator_->upload_learned_values();
             comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
             comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
             if (options_.ps_mode == "sync") result.loss = reply.mean_loss;

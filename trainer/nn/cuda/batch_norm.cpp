@@ -24,7 +24,7 @@ BatchNorm::BatchNorm(CudaContext& context, std::string name, int channels, bool 
     check(cudnnCreateActivationDescriptor(&relu_desc_), "cudnnCreateActivationDescriptor");
     check(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
           name_ + ": relu descriptor");
-    ops_ = relu_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+    fused_ = relu_;
 }
 
 BatchNorm::~BatchNorm() {
@@ -64,7 +64,6 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     auto cudnn = context_.cudnn();
     auto output = context_.allocate(shape_, type_);
     float one = 1, zero = 0;
-    cudnnActivationDescriptor_t activation = relu_ ? relu_desc_ : nullptr;
     if (mode == Mode::eval) {
         check(cudnnBatchNormalizationForwardInference(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, data_desc_,
                                                       input.data(), data_desc_, output.data(), channel_desc_,
@@ -78,52 +77,72 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
                   name_ + ": relu");
         return output;
     }
+    auto ops = fused_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+    cudnnActivationDescriptor_t activation = fused_ ? relu_desc_ : nullptr;
     std::size_t work_bytes = 0, reserve_bytes = 0;
-    check(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, training_mode, ops_, data_desc_, nullptr,
-                                                                    data_desc_, channel_desc_, activation, &work_bytes),
-          name_ + ": training workspace");
-    check(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops_, activation, data_desc_,
-                                                               &reserve_bytes),
-          name_ + ": reserve space");
+    auto status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, training_mode, ops, data_desc_,
+                                                                          nullptr, data_desc_, channel_desc_,
+                                                                          activation, &work_bytes);
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops, activation,
+                                                                      data_desc_, &reserve_bytes);
     saved_mean_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
     saved_inverse_std_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
     // The reserve space is opaque bytes, held as 2-byte elements.
-    reserve_ = reserve_bytes
+    reserve_ = status == CUDNN_STATUS_SUCCESS && reserve_bytes
                    ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
                    : tensor::Tensor();
-    check(cudnnBatchNormalizationForwardTrainingEx(
-              cudnn, training_mode, ops_, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
-              output.data(), channel_desc_, params.value(scale_), params.value(shift_), momentum,
-              params.value(running_mean_), params.value(running_variance_), epsilon, saved_mean_.data(),
-              saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
-              reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
-          name_ + ": training forward");
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnBatchNormalizationForwardTrainingEx(
+            cudnn, training_mode, ops, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
+            output.data(), channel_desc_, params.value(scale_), params.value(shift_), momentum,
+            params.value(running_mean_), params.value(running_variance_), epsilon, saved_mean_.data(),
+            saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
+            reserve_bytes ? reserve_.data() : nullptr, reserve_bytes);
+    if (status != CUDNN_STATUS_SUCCESS && fused_) {
+        // cuDNN fuses the ReLU only for some types and shapes: then batch norm and ReLU apart.
+        fused_ = false;
+        return forward(input, mode);
+    }
+    check(status, name_ + ": training forward");
+    if (relu_ && !fused_)
+        check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
+                                     output.data()),
+              name_ + ": relu");
     input_ = input;
-    if (relu_) output_ = output;  // the fused ReLU's backward reads the output
+    if (relu_) output_ = output;  // the ReLU's backward reads the output
     return output;
 }
 
 tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     auto& params = context_.parameters();
     auto cudnn = context_.cudnn();
-    auto input_grad = context_.allocate(shape_, type_);
     float one = 1, zero = 0;
-    cudnnActivationDescriptor_t activation = relu_ ? relu_desc_ : nullptr;
+    tensor::Tensor norm_grad = output_grad;
+    if (relu_ && !fused_) {
+        // ReLU's backward from its output: y > 0 exactly where its input was.
+        norm_grad = context_.allocate(shape_, type_);
+        check(cudnnActivationBackward(cudnn, relu_desc_, &one, data_desc_, output_.data(), data_desc_,
+                                      output_grad.data(), data_desc_, output_.data(), &zero, data_desc_,
+                                      norm_grad.data()),
+              name_ + ": relu backward");
+    }
+    auto input_grad = context_.allocate(shape_, type_);
+    auto ops = fused_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+    cudnnActivationDescriptor_t activation = fused_ ? relu_desc_ : nullptr;
+    cudnnTensorDescriptor_t y_desc = fused_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr;
     std::size_t work_bytes = 0;
-    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, training_mode, ops_, data_desc_,
-                                                            relu_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_)
-                                                                  : nullptr,
-                                                            data_desc_, nullptr, data_desc_, channel_desc_, activation,
+    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, training_mode, ops, data_desc_, y_desc, data_desc_,
+                                                            nullptr, data_desc_, channel_desc_, activation,
                                                             &work_bytes),
           name_ + ": backward workspace");
     std::size_t reserve_bytes = reserve_.empty() ? 0 : reserve_.bytes();
     check(cudnnBatchNormalizationBackwardEx(
-              cudnn, training_mode, ops_, &one, &zero, &one, &zero, data_desc_, input_.data(),
-              relu_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr, relu_ ? output_.data() : nullptr,
-              data_desc_, output_grad.data(), nullptr, nullptr, data_desc_, input_grad.data(), channel_desc_,
-              params.value(scale_), params.value(shift_), params.grad(scale_), params.grad(shift_), epsilon,
-              saved_mean_.data(), saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
-              reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
+              cudnn, training_mode, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
+              fused_ ? output_.data() : nullptr, data_desc_, norm_grad.data(), nullptr, nullptr, data_desc_,
+              input_grad.data(), channel_desc_, params.value(scale_), params.value(shift_), params.grad(scale_),
+              params.grad(shift_), epsilon, saved_mean_.data(), saved_inverse_std_.data(), activation,
+              context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
           name_ + ": backward");
     input_ = output_ = saved_mean_ = saved_inverse_std_ = reserve_ = {};
     return input_grad;

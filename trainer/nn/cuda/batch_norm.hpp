@@ -1,5 +1,6 @@
 // Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
-// (cuDNN's BN_ACTIVATION ops). Scale, shift and statistics stay f32 in every precision.
+// (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type, else cuDNN's ReLU after it.
+// Scale, shift and statistics stay f32 in every precision.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -33,7 +34,7 @@ private:
     TensorDescriptor data_desc_;
     cudnnTensorDescriptor_t channel_desc_ = nullptr;
     cudnnActivationDescriptor_t relu_desc_ = nullptr;
-    cudnnBatchNormOps_t ops_ = CUDNN_BATCHNORM_OPS_BN;
+    bool fused_ = false;  // the ReLU inside cuDNN's batch norm; off where cuDNN refuses it
     tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
 };
 

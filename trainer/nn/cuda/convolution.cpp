@@ -15,12 +15,13 @@ constexpr int candidates = 8;
 // The fastest of cuDNN's benchmarked results that succeeded, fits, and is deterministic
 // when asked; results come sorted by time.
 template <typename Result>
-int fastest(const Result* results, int count, std::size_t limit, bool deterministic, const std::string& what) {
+CudaContext::Algorithm fastest(const Result* results, int count, std::size_t limit, bool deterministic,
+                               const std::string& what) {
     for (int i = 0; i < count; ++i) {
         const auto& r = results[i];
         if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
         if (deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-        return int(r.algo);
+        return {int(r.algo), r.mathType};
     }
     throw CudaError("cuDNN: no " + what + " algorithm fits " + std::to_string(limit >> 20) +
                     " MiB of workspace" + (deterministic ? " deterministically" : "") +
@@ -73,9 +74,9 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
-    auto math = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
-                                            : CUDNN_TENSOR_OP_MATH;
-    check(cudnnSetConvolutionMathType(conv_desc_, math), spec_.name + ": math type");
+    math_ = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
+                                       : CUDNN_TENSOR_OP_MATH;
+    check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
     return context_.spec(output_shape_, type_);
 }
 
@@ -91,16 +92,18 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode mode) {
     auto output = context_.allocate(output_shape_, type_);
     auto& chosen = context_.algorithms()[key("forward")];
     std::size_t limit = context_.workspace_limit();
-    if (chosen == 0) {
+    if (chosen.algo < 0) {
+        check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
         cudnnConvolutionFwdAlgoPerf_t results[candidates];
         int count = 0;
         check(cudnnFindConvolutionForwardAlgorithmEx(context_.cudnn(), x_desc_, input.data(), w_desc_, w, conv_desc_,
                                                      y_desc_, output.data(), candidates, &count, results,
                                                      context_.workspace(limit), limit),
               spec_.name + ": benchmarking forward algorithms");
-        chosen = 1 + fastest(results, count, limit, context_.deterministic(), "forward convolution");
+        chosen = fastest(results, count, limit, context_.deterministic(), "forward convolution");
     }
-    auto algo = cudnnConvolutionFwdAlgo_t(chosen - 1);
+    auto algo = cudnnConvolutionFwdAlgo_t(chosen.algo);
+    check(cudnnSetConvolutionMathType(conv_desc_, chosen.math), spec_.name + ": math type");
     std::size_t bytes = 0;
     check(cudnnGetConvolutionForwardWorkspaceSize(context_.cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_, algo, &bytes),
           spec_.name + ": forward workspace");
@@ -122,16 +125,18 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
     // widened into the f32 gradients the optimizer and the allreduce read.
     void* dw = params.low_grad(weight_);
     auto& filter_algo = context_.algorithms()[key("filter")];
-    if (filter_algo == 0) {
+    if (filter_algo.algo < 0) {
+        check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
         cudnnConvolutionBwdFilterAlgoPerf_t results[candidates];
         int count = 0;
         check(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x_desc_, input_.data(), y_desc_, output_grad.data(),
                                                             conv_desc_, w_desc_, dw, candidates, &count, results,
                                                             context_.workspace(limit), limit),
               spec_.name + ": benchmarking weight-gradient algorithms");
-        filter_algo = 1 + fastest(results, count, limit, context_.deterministic(), "weight-gradient");
+        filter_algo = fastest(results, count, limit, context_.deterministic(), "weight-gradient");
     }
-    auto falgo = cudnnConvolutionBwdFilterAlgo_t(filter_algo - 1);
+    auto falgo = cudnnConvolutionBwdFilterAlgo_t(filter_algo.algo);
+    check(cudnnSetConvolutionMathType(conv_desc_, filter_algo.math), spec_.name + ": math type");
     std::size_t bytes = 0;
     check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo, &bytes),
           spec_.name + ": weight-gradient workspace");
@@ -146,7 +151,8 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
     if (input_grad_) {
         input_grad = context_.allocate(input_shape_, type_);
         auto& data_algo = context_.algorithms()[key("data")];
-        if (data_algo == 0) {
+        if (data_algo.algo < 0) {
+            check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
             cudnnConvolutionBwdDataAlgoPerf_t results[candidates];
             int count = 0;
             check(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn, w_desc_, params.low_value(weight_), y_desc_,
@@ -154,9 +160,10 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
                                                               input_grad.data(), candidates, &count, results,
                                                               context_.workspace(limit), limit),
                   spec_.name + ": benchmarking input-gradient algorithms");
-            data_algo = 1 + fastest(results, count, limit, context_.deterministic(), "input-gradient");
+            data_algo = fastest(results, count, limit, context_.deterministic(), "input-gradient");
         }
-        auto dalgo = cudnnConvolutionBwdDataAlgo_t(data_algo - 1);
+        auto dalgo = cudnnConvolutionBwdDataAlgo_t(data_algo.algo);
+        check(cudnnSetConvolutionMathType(conv_desc_, data_algo.math), spec_.name + ": math type");
         check(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo, &bytes),
               spec_.name + ": input-gradient workspace");
         check(cudnnConvolutionBackwardData(cudnn, &one, w_desc_, params.low_value(weight_), y_desc_, output_grad.data(),

@@ -26,6 +26,7 @@ tensor::DType precision_type(const std::string& precision) {
 // run of finite steps.
 constexpr float initial_loss_scale = 65536.0f;
 constexpr int growth_interval = 2000;
+constexpr float max_loss_scale = 16777216.0f;  // 2^24
 
 class CudaAccelerator : public gpu::Accelerator {
 public:
@@ -53,6 +54,8 @@ public:
         context_.parameters().bind(store, context_.compute_type(), context_.stream());
     }
     void upload_values() override { context_.parameters().upload_values(); }
+    void upload_learned_values() override { context_.parameters().upload_learned_values(); }
+    void unbind() override { context_.parameters().unregister_host(); }
     void download_values() override { context_.parameters().download_values(); }
     void download_grads() override { context_.parameters().download_grads(); }
     void upload_grads() override { context_.parameters().upload_grads(); }
@@ -73,7 +76,7 @@ public:
             finite_steps_ = 0;
             return false;
         }
-        if (++finite_steps_ % growth_interval == 0) context_.loss_scale *= 2;
+        if (++finite_steps_ % growth_interval == 0) context_.loss_scale = std::min(context_.loss_scale * 2, max_loss_scale);
         return true;
     }
     float loss_scale() const override { return context_.loss_scale; }

@@ -68,8 +68,13 @@ public:
     // Scratch memory for cuDNN, valid until the next call.
     void* workspace(std::size_t bytes);
 
-    // Convolution algorithms chosen by benchmarking, by shape and direction.
-    std::map<std::string, int>& algorithms() { return algorithms_; }
+    // Convolution algorithms chosen by benchmarking, by shape and direction, with the math
+    // type cuDNN timed them with.
+    struct Algorithm {
+        int algo = -1;  // -1: not chosen yet
+        cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    };
+    std::map<std::string, Algorithm>& algorithms() { return algorithms_; }
 
     float loss_scale = 1.0f;
 
@@ -84,7 +89,7 @@ private:
     DeviceParameters parameters_;
     std::shared_ptr<std::byte> workspace_;
     std::size_t workspace_bytes_ = 0;
-    std::map<std::string, int> algorithms_;
+    std::map<std::string, Algorithm> algorithms_;
 };
 
 // The element type of a device tensor or spec (f32 when it has no device layout).

@@ -8,8 +8,13 @@
 
 namespace trellis::nn::cuda {
 
-DeviceParameters::~DeviceParameters() {
+void DeviceParameters::unregister_host() {
     for (void* p : registered_) cudaHostUnregister(p);
+    registered_.clear();
+}
+
+DeviceParameters::~DeviceParameters() {
+    unregister_host();
     for (void* p : {static_cast<void*>(values_), static_cast<void*>(grads_), static_cast<void*>(statistic_values_),
                     low_values_, low_grads_})
         if (p) cudaFree(p);
@@ -99,6 +104,11 @@ void DeviceParameters::download_learned(const float* device, std::span<float> ho
 void DeviceParameters::upload_values() {
     upload_learned(store_->values(), values_);
     copy(statistic_values_, store_->statistic_values().data(), statistics_ * 4, cudaMemcpyHostToDevice);
+    refresh_low_values();
+}
+
+void DeviceParameters::upload_learned_values() {
+    upload_learned(store_->values(), values_);
     refresh_low_values();
 }
 

@@ -26,6 +26,7 @@ public:
     // Before bind(): this weight is a convolution's, stored O x H x W x I on the device.
     void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back(&weight); }
     void bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
+    void unregister_host();  // before the store's memory is freed
     bool bound() const { return store_ != nullptr; }
 
     float* value(const Parameter& p) const;
@@ -43,6 +44,7 @@ public:
 
     // Host <-> device, synchronously on `stream`, permuting convolution weights.
     void upload_values();
+    void upload_learned_values();  // the statistics stay as the device has them
     void download_values();
     void upload_grads();
     void download_grads();

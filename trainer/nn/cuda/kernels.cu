@@ -1,6 +1,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "trainer/nn/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda::kernels {
@@ -8,6 +11,14 @@ namespace trellis::nn::cuda::kernels {
 namespace {
 
 constexpr int threads = 256;
+
+// A launch that failed (bad configuration, no kernel image for this GPU) is reported at once,
+// not by whatever CUDA call comes next.
+void launched(const char* kernel) {
+    cudaError_t status = cudaGetLastError();
+    if (status != cudaSuccess)
+        throw std::runtime_error(std::string("CUDA: launching ") + kernel + ": " + cudaGetErrorString(status));
+}
 
 unsigned blocks_for(std::size_t n) {
     std::size_t wanted = (n + threads - 1) / threads;
@@ -208,55 +219,67 @@ __global__ void scale_and_check_kernel(float* g, std::size_t n, float factor, in
 
 void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream) {
     convert_kernel<<<blocks_for(n), threads, 0, stream>>>(src, from, dst, to, n, scale);
+    launched("convert_kernel");
 }
 
 void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream) {
     add_relu_kernel<<<blocks_for(n), threads, 0, stream>>>(a, b, y, type, n);
+    launched("add_relu_kernel");
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::size_t n, cudaStream_t stream) {
     relu_backward_kernel<<<blocks_for(n), threads, 0, stream>>>(y, dy, dx, type, n);
+    launched("relu_backward_kernel");
 }
 
 void accumulate(void* target, const void* addend, DType type, std::size_t n, cudaStream_t stream) {
     accumulate_kernel<<<blocks_for(n), threads, 0, stream>>>(target, addend, type, n);
+    launched("accumulate_kernel");
 }
 
 void global_average_pool(const void* x, DType type, float* y, int n, int hw, int c, cudaStream_t stream) {
     gap_kernel<<<blocks_for(std::size_t(n) * c), threads, 0, stream>>>(x, type, y, n, hw, c);
+    launched("gap_kernel");
 }
 
 void global_average_pool_backward(const float* dy, void* dx, DType type, int n, int hw, int c, cudaStream_t stream) {
     gap_backward_kernel<<<blocks_for(std::size_t(n) * hw * c), threads, 0, stream>>>(dy, dx, type, n, hw, c);
+    launched("gap_backward_kernel");
 }
 
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
     add_bias_kernel<<<blocks_for(std::size_t(rows) * cols), threads, 0, stream>>>(y, bias, rows, cols);
+    launched("add_bias_kernel");
 }
 
 void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream) {
     bias_gradient_kernel<<<blocks_for(std::size_t(cols)), threads, 0, stream>>>(dy, grad, rows, cols);
+    launched("bias_gradient_kernel");
 }
 
 void softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes, float smoothing,
                            float grad_scale, float* grad, float* loss, int* higher, cudaStream_t stream) {
     softmax_cross_entropy_kernel<<<unsigned(rows), threads, 0, stream>>>(logits, labels, classes, smoothing, grad_scale,
                                                                          rows, grad, loss, higher);
+    launched("softmax_cross_entropy_kernel");
 }
 
 void optimizer_step(float* w, const float* g, float* v, float* second, ParameterTable table, void* low, DType low_type,
                     std::size_t n, OptimizerStep step, cudaStream_t stream) {
     optimizer_kernel<<<blocks_for(n), threads, 0, stream>>>(w, g, v, second, table, low, low_type, n, step);
+    launched("optimizer_kernel");
 }
 
 void parameter_norms(const float* w, const float* g, ParameterTable table, double* sums, cudaStream_t stream) {
     cudaMemsetAsync(sums, 0, sizeof(double) * 2 * std::size_t(table.count), stream);
     dim3 grid(64, unsigned(table.count));
     parameter_norms_kernel<<<grid, threads, 0, stream>>>(w, g, table, sums);
+    launched("parameter_norms_kernel");
 }
 
 void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream) {
     scale_and_check_kernel<<<blocks_for(n), threads, 0, stream>>>(g, n, factor, nonfinite);
+    launched("scale_and_check_kernel");
 }
 
 }  // namespace trellis::nn::cuda::kernels
