@@ -158,19 +158,21 @@ struct TcpTransport::Progress {
     std::vector<Part> parts;
 };
 
-void TcpTransport::fail(const PeerFailure& failure) {
-    if (!failed_) {
-        {
-            std::lock_guard lock(control_mutex_);
-            failed_ = true;
-        }
-        stop_beating_.notify_all();
-        // Tell everyone else who failed, so that they name it rather than the rank that
-        // stopped because of it; the suspect too, when it is only slow.
-        std::string notice = std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what();
-        for (int r = 0; r < size_; ++r)
-            if (r != rank_) send_control(r, std::uint32_t(notice.size()), notice);
+void TcpTransport::announce(const std::string& notice) {
+    if (failed_) return;
+    {
+        std::lock_guard lock(control_mutex_);
+        failed_ = true;
     }
+    stop_beating_.notify_all();
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_) send_control(r, std::uint32_t(notice.size()), notice);
+}
+
+void TcpTransport::fail(const PeerFailure& failure) {
+    // Tell everyone else who failed, so that they name it rather than the rank that stopped
+    // because of it; the suspect too, when it is only slow.
+    announce(std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what());
     throw failure;
 }
 
@@ -209,6 +211,9 @@ void TcpTransport::check_control(int peer) {
     auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);
     // This rank was only slow: the others have stopped, and so must it.
     if (culprit == rank_) throw CommError("rank " + std::to_string(peer) + " gave this rank up: " + reason);
+    // Passed on before this rank stops: a rank that then sees this one's connection close has
+    // the notice first on the same connection, and names the rank that failed.
+    announce(notice);
     throw PeerFailure(culprit, parts[1], "failed (reported by rank " + std::to_string(peer) + "): " + reason);
 }
 

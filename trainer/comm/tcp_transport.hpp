@@ -37,6 +37,7 @@ public:
     // notice or closed connection without blocking (throws PeerFailure), and reports a
     // failure to every other rank before throwing it.
     void check_peers();
+    void announce(const std::string& notice);  // once: stops the heartbeats, sends `notice` to all
     [[noreturn]] void fail(const PeerFailure& failure);
     // Whether `peer` has been silent (no heartbeat, no notice) for longer than the timeout:
     // a peer that is busy computing, evaluating or checkpointing still beats.
