@@ -21,8 +21,10 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
     check(ncclCommInitRank(&comm_, ranks_, id, identity.rank), "ncclCommInitRank");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL)");
     check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventCreate(&started_), "cudaEventCreate");
-    check(cudaEventCreate(&done_), "cudaEventCreate");
+    for (int i = 0; i < 2; ++i) {
+        check(cudaEventCreate(&started_[i]), "cudaEventCreate");
+        check(cudaEventCreate(&done_[i]), "cudaEventCreate");
+    }
 
     std::size_t total = context_.parameters().learned_elements();
     std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / 4, 1);
@@ -36,7 +38,7 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
 NcclAllreduce::~NcclAllreduce() {
     if (stream_) cudaStreamSynchronize(stream_);
     if (comm_) ncclCommDestroy(comm_);
-    for (auto event : {ready_, started_, done_})
+    for (auto event : {ready_, started_[0], started_[1], done_[0], done_[1]})
         if (event) cudaEventDestroy(event);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -56,7 +58,7 @@ void NcclAllreduce::ready_from(std::size_t offset) {
     check(cudaEventRecord(ready_, context_.stream()), "cudaEventRecord");
     check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
     if (!started_step_) {
-        check(cudaEventRecord(started_, stream_), "cudaEventRecord");
+        check(cudaEventRecord(started_[current_], stream_), "cudaEventRecord");
         started_step_ = true;
     }
     check(ncclGroupStart(), "ncclGroupStart");
@@ -66,15 +68,21 @@ void NcclAllreduce::ready_from(std::size_t offset) {
 
 comm::CommStats NcclAllreduce::finish() {
     ready_from(0);
-    check(cudaEventRecord(done_, stream_), "cudaEventRecord");
+    check(cudaEventRecord(done_[current_], stream_), "cudaEventRecord");
     // The optimizer, on the compute stream, reads the averaged gradients.
-    check(cudaStreamWaitEvent(context_.stream(), done_, 0), "cudaStreamWaitEvent");
-    check(cudaEventSynchronize(done_), "waiting for the gradient allreduce");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, started_, done_), "cudaEventElapsedTime");
+    check(cudaStreamWaitEvent(context_.stream(), done_[current_], 0), "cudaStreamWaitEvent");
     comm::CommStats stats;
-    stats.seconds = ms / 1e3;
     stats.bytes = context_.parameters().learned_elements() * 4;
+    int previous = 1 - current_;
+    if (timed_before_) {
+        // The last step's allreduce finished before this step's loss was read.
+        float ms = 0;
+        check(cudaEventSynchronize(done_[previous]), "waiting for the last gradient allreduce");
+        check(cudaEventElapsedTime(&ms, started_[previous], done_[previous]), "cudaEventElapsedTime");
+        stats.seconds = ms / 1e3;
+    }
+    timed_before_ = true;
+    current_ = previous;
     next_bucket_ = 0;
     started_step_ = false;
     return stats;

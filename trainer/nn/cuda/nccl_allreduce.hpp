@@ -29,7 +29,12 @@ private:
     int ranks_;
     ncclComm_t comm_ = nullptr;
     cudaStream_t stream_ = nullptr;
-    cudaEvent_t ready_ = nullptr, started_ = nullptr, done_ = nullptr;
+    cudaEvent_t ready_ = nullptr;
+    // Timing events of this step and the last: finish() reports the last step's time, whose
+    // events have completed, so that the host never waits for the allreduce itself.
+    cudaEvent_t started_[2] = {nullptr, nullptr}, done_[2] = {nullptr, nullptr};
+    int current_ = 0;
+    bool timed_before_ = false;
     std::vector<std::pair<std::size_t, std::size_t>> buckets_;  // [begin, end), last first
     std::size_t next_bucket_ = 0;
     bool started_step_ = false;
