@@ -40,6 +40,10 @@ if [ ! -e /proc/driver/nvidia/version ]; then
     [ $status -eq 2 ] && grep -q "^trellis-train: --device cuda: " "$work/out" ||
         { cat "$work/out"; fail "--device cuda without a GPU: exit status $status, expected 2 with the reason"; }
     pass "no GPU: --device auto uses the CPU and says why; --device cuda refused: $(cat "$work/out")"
+    "$TRAIN" --precision bf16 --model resnet8 --batch-size 4 --steps 1 >"$work/bf16" 2>&1
+    status=$?
+    [ $status -eq 2 ] && grep -q "^trellis-train: --precision bf16 needs a GPU: " "$work/bf16" ||
+        { cat "$work/bf16"; fail "--precision bf16 without a GPU: exit status $status, expected 2 with the reason"; }
     # Where the CUDA module was built, the refusal comes from inside it: trellis-train loaded it
     # and resolved every symbol it takes from the program.
     if [ -f "${TRELLIS_CUDA_MODULE:-}" ]; then

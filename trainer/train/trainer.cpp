@@ -196,8 +196,9 @@ void Run::open_device() {
     try {
         accelerator_ = gpu::open_cuda(device);
     } catch (const gpu::GpuUnavailable& error) {
-        if (options_.device == "cuda" || options_.precision != "fp32")
-            throw std::invalid_argument(std::string("--device cuda: ") + error.what());
+        if (options_.device == "cuda") throw std::invalid_argument(std::string("--device cuda: ") + error.what());
+        if (options_.precision != "fp32")
+            throw std::invalid_argument("--precision " + options_.precision + " needs a GPU: " + error.what());
         device_note_ = error.what();
     }
 }
