@@ -8,6 +8,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp \
 	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
+	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
 	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \
 	trainer/nn/sequential.cpp trainer/nn/sequential.hpp \

@@ -2,6 +2,9 @@
 
 namespace trellis::nn::cpu {
 
+constexpr auto epsilon = BatchNormParameters::epsilon;
+constexpr auto momentum = BatchNormParameters::momentum;
+
 namespace {
 memory::desc channel_vector(int channels) {
     return memory::desc({channels}, memory::data_type::f32, memory::format_tag::x);
@@ -9,41 +12,14 @@ memory::desc channel_vector(int channels) {
 }  // namespace
 
 BatchNorm::BatchNorm(const std::string& name, int channels, bool relu, float scale_init)
-    : name_(name), channels_(channels), relu_(relu), scale_init_(scale_init) {
-    auto vector = [&](Parameter& p, const char* suffix, ParameterKind kind) {
-        p.name = name + suffix;
-        p.shape = tensor::Shape{channels};
-        p.kind = kind;
-    };
-    vector(scale_, ".weight", ParameterKind::norm_scale);
-    vector(shift_, ".bias", ParameterKind::norm_shift);
-    vector(running_mean_, ".running_mean", ParameterKind::running_stat);
-    vector(running_variance_, ".running_var", ParameterKind::running_stat);
+    : name_(name), relu_(relu), parameters_(name, channels, scale_init) {
     batch_mean_.resize(channels);
     batch_variance_.resize(channels);
 }
 
-void BatchNorm::collect(ParameterStore& store) {
-    store.add(scale_);
-    store.add(shift_);
-    store.add(running_mean_);
-    store.add(running_variance_);
-}
-
-void BatchNorm::initialize(std::mt19937_64&) {
-    for (int c = 0; c < channels_; ++c) {
-        scale_.value[c] = scale_init_;
-        shift_.value[c] = 0.0f;
-        running_mean_.value[c] = 0.0f;
-        running_variance_.value[c] = 1.0f;
-    }
-}
-
 TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     shape_ = input.shape;
-    if (shape_.rank() != 4 || shape_[1] != channels_)
-        throw std::invalid_argument(name_ + ": expects N x " + std::to_string(channels_) + " x H x W input, got " +
-                                    shape_.str());
+    parameters_.check_input(shape_);
     reduced_count_ = shape_[0] * shape_[2] * shape_[3];
     auto data = desc_of(input);
     using flags = dnnl::normalization_flags;
@@ -65,14 +41,14 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     auto data = training_pd_.src_desc();
     input_ = reordered(input, data);
     auto output = allocate(data, shape_);
-    auto vec = channel_vector(channels_);
+    auto vec = channel_vector(parameters_.channels);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_DST, memory_of(output)},
-                                         {DNNL_ARG_SCALE, memory_of(vec, scale_.value)},
-                                         {DNNL_ARG_SHIFT, memory_of(vec, shift_.value)}};
+                                         {DNNL_ARG_SCALE, memory_of(vec, parameters_.scale.value)},
+                                         {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)}};
     if (mode == Mode::eval) {
-        args[DNNL_ARG_MEAN] = memory_of(vec, running_mean_.value);
-        args[DNNL_ARG_VARIANCE] = memory_of(vec, running_variance_.value);
+        args[DNNL_ARG_MEAN] = memory_of(vec, parameters_.running_mean.value);
+        args[DNNL_ARG_VARIANCE] = memory_of(vec, parameters_.running_variance.value);
         args[DNNL_ARG_SCRATCHPAD] = scratchpad(inference_pd_.scratchpad_desc());
         inference_.execute(stream(), args);
         input_ = {};
@@ -93,10 +69,11 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
 void BatchNorm::update_running_statistics() {
     // The running variance is the unbiased estimate, as PyTorch and cuDNN keep it.
     float unbias = reduced_count_ > 1 ? float(reduced_count_) / float(reduced_count_ - 1) : 1.0f;
-    for (int c = 0; c < channels_; ++c) {
-        running_mean_.value[c] = (1 - momentum) * running_mean_.value[c] + momentum * batch_mean_[c];
-        running_variance_.value[c] =
-            (1 - momentum) * running_variance_.value[c] + momentum * batch_variance_[c] * unbias;
+    for (int c = 0; c < parameters_.channels; ++c) {
+        parameters_.running_mean.value[c] =
+            (1 - momentum) * parameters_.running_mean.value[c] + momentum * batch_mean_[c];
+        parameters_.running_variance.value[c] =
+            (1 - momentum) * parameters_.running_variance.value[c] + momentum * batch_variance_[c] * unbias;
     }
 }
 
@@ -104,16 +81,16 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     auto data = training_pd_.src_desc();
     auto diff_dst = reordered(output_grad, data);
     auto input_grad = allocate(data, shape_);
-    auto vec = channel_vector(channels_);
+    auto vec = channel_vector(parameters_.channels);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_MEAN, memory_of(vec, batch_mean_.data())},
                                          {DNNL_ARG_VARIANCE, memory_of(vec, batch_variance_.data())},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                         {DNNL_ARG_SCALE, memory_of(vec, scale_.value)},
-                                         {DNNL_ARG_SHIFT, memory_of(vec, shift_.value)},
+                                         {DNNL_ARG_SCALE, memory_of(vec, parameters_.scale.value)},
+                                         {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)},
                                          {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
-                                         {DNNL_ARG_DIFF_SCALE, memory_of(vec, scale_.grad)},
-                                         {DNNL_ARG_DIFF_SHIFT, memory_of(vec, shift_.grad)},
+                                         {DNNL_ARG_DIFF_SCALE, memory_of(vec, parameters_.scale.grad)},
+                                         {DNNL_ARG_DIFF_SHIFT, memory_of(vec, parameters_.shift.grad)},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_pd_.scratchpad_desc())}};
     if (relu_) args[DNNL_ARG_WORKSPACE] = memory_of(workspace_);
     backward_.execute(stream(), args);

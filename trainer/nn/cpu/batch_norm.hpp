@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cpu/dnnl_context.hpp"
 
 namespace trellis::nn::cpu {
@@ -13,22 +14,17 @@ public:
     BatchNorm(const std::string& name, int channels, bool relu, float scale_init);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
-    void initialize(std::mt19937_64& rng) override;
+    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    void initialize(std::mt19937_64&) override { parameters_.initialize(); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
-
-    static constexpr float epsilon = 1e-5f;
-    static constexpr float momentum = 0.1f;  // running = (1 - momentum) running + momentum batch
 
 private:
     void update_running_statistics();
 
     std::string name_;
-    int channels_;
     bool relu_;
-    float scale_init_;
-    Parameter scale_, shift_, running_mean_, running_variance_;
+    BatchNormParameters parameters_;
     tensor::Shape shape_;
     std::int64_t reduced_count_ = 0;  // elements per channel in a batch
 

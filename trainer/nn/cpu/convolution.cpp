@@ -4,28 +4,18 @@
 
 namespace trellis::nn::cpu {
 
-Convolution::Convolution(ConvolutionSpec spec) : spec_(std::move(spec)) {
-    weight_.name = spec_.name + ".weight";
-    weight_.shape = tensor::Shape{spec_.out_channels, spec_.in_channels, spec_.kernel, spec_.kernel};
-    weight_.kind = ParameterKind::weight;
-}
+Convolution::Convolution(const ConvolutionSpec& spec) : parameters_(spec), spec_(parameters_.spec) {}
 
 TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
     const auto& in = input.shape;
-    if (in.rank() != 4 || in[1] != spec_.in_channels)
-        throw std::invalid_argument(spec_.name + ": expects N x " + std::to_string(spec_.in_channels) +
-                                    " x H x W input, got " + in.str());
-    auto out_size = [&](std::int64_t size) {
-        return (size + 2 * spec_.padding - spec_.kernel) / spec_.stride + 1;
-    };
+    output_shape_ = parameters_.output_shape(in);
     input_shape_ = in;
-    output_shape_ = tensor::Shape{in[0], spec_.out_channels, out_size(in[2]), out_size(in[3])};
 
     auto any = memory::format_tag::any;
     auto f32 = memory::data_type::f32;
     memory::desc src(dims_of(in), f32, any);
-    memory::desc weights(dims_of(weight_.shape), f32, any);
+    memory::desc weights(dims_of(parameters_.weight.shape), f32, any);
     memory::desc dst(dims_of(output_shape_), f32, any);
     memory::dims strides{spec_.stride, spec_.stride};
     memory::dims padding{spec_.padding, spec_.padding};
@@ -49,20 +39,14 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     return spec_of(forward_pd_.dst_desc(), output_shape_);
 }
 
-void Convolution::initialize(std::mt19937_64& rng) {
-    // He (Kaiming) normal initialisation, fan-out mode, as torchvision's ResNet uses.
-    double fan_out = double(spec_.out_channels) * spec_.kernel * spec_.kernel;
-    std::normal_distribution<float> normal(0.0f, float(std::sqrt(2.0 / fan_out)));
-    for (std::int64_t i = 0; i < weight_.elements(); ++i) weight_.value[i] = normal(rng);
-}
 
 tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode) {
     input_ = reordered(input, forward_pd_.src_desc());
-    auto plain_weights = memory_of(plain_desc(weight_.shape), weight_.value);
+    auto plain_weights = memory_of(plain_desc(parameters_.weight.shape), parameters_.weight.value);
     if (forward_pd_.weights_desc() == plain_weights.get_desc()) {
         forward_weights_ = {};
     } else {
-        if (forward_weights_.empty()) forward_weights_ = allocate(forward_pd_.weights_desc(), weight_.shape);
+        if (forward_weights_.empty()) forward_weights_ = allocate(forward_pd_.weights_desc(), parameters_.weight.shape);
         reorder_into(plain_weights, memory_of(forward_weights_));
     }
     auto output = allocate(forward_pd_.dst_desc(), output_shape_);
@@ -76,32 +60,32 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode) {
 
 tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
     auto diff_dst = reordered(output_grad, forward_pd_.dst_desc());
-    auto plain_weights_desc = plain_desc(weight_.shape);
+    auto plain_weights_desc = plain_desc(parameters_.weight.shape);
 
     // Weight gradient, written into the parameter store's plain buffer.
     auto diff_weights_desc = backward_weights_pd_.diff_weights_desc();
     tensor::Tensor blocked_grad;
-    memory diff_weights = memory_of(plain_weights_desc, weight_.grad);
+    memory diff_weights = memory_of(plain_weights_desc, parameters_.weight.grad);
     if (diff_weights_desc != plain_weights_desc) {
-        blocked_grad = allocate(diff_weights_desc, weight_.shape);
+        blocked_grad = allocate(diff_weights_desc, parameters_.weight.shape);
         diff_weights = memory_of(blocked_grad);
     }
     backward_weights_.execute(stream(), {{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
                                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_weights_pd_.scratchpad_desc())}});
-    if (!blocked_grad.empty()) reorder_into(diff_weights, memory_of(plain_weights_desc, weight_.grad));
+    if (!blocked_grad.empty()) reorder_into(diff_weights, memory_of(plain_weights_desc, parameters_.weight.grad));
     input_ = {};
 
     tensor::Tensor input_grad;
     if (input_grad_) {
         auto weights_desc = backward_data_pd_.weights_desc();
-        memory weights = memory_of(plain_weights_desc, weight_.value);
+        memory weights = memory_of(plain_weights_desc, parameters_.weight.value);
         tensor::Tensor converted;
         if (weights_desc == forward_pd_.weights_desc() && !forward_weights_.empty()) {
             weights = memory_of(forward_weights_);
         } else if (weights_desc != plain_weights_desc) {
-            converted = allocate(weights_desc, weight_.shape);
+            converted = allocate(weights_desc, parameters_.weight.shape);
             reorder_into(weights, memory_of(converted));
             weights = memory_of(converted);
         }

@@ -3,23 +3,24 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cpu/dnnl_context.hpp"
 
 namespace trellis::nn::cpu {
 
 class Convolution : public Layer {
 public:
-    explicit Convolution(ConvolutionSpec spec);
+    explicit Convolution(const ConvolutionSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override { store.add(weight_); }
-    void initialize(std::mt19937_64& rng) override;
+    void collect(ParameterStore& store) override { store.add(parameters_.weight); }
+    void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
-    ConvolutionSpec spec_;
-    Parameter weight_;
+    ConvolutionWeight parameters_;
+    const ConvolutionSpec& spec_;
     bool input_grad_ = false;
     tensor::Shape input_shape_;
     tensor::Shape output_shape_;

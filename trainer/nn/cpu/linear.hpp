@@ -3,6 +3,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cpu/dnnl_context.hpp"
 
 namespace trellis::nn::cpu {
@@ -12,16 +13,14 @@ public:
     Linear(const std::string& name, int in_features, int out_features);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
-    void initialize(std::mt19937_64& rng) override;
+    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
-    std::string name_;
-    int in_features_, out_features_;
+    LinearParameters parameters_;
     bool input_grad_ = false;
-    Parameter weight_, bias_;
     tensor::Shape input_shape_, output_shape_;
 
     dnnl::inner_product_forward::primitive_desc forward_pd_;

@@ -1,10 +1,11 @@
 #include "trainer/nn/cpu/residual_join.hpp"
 
+#include "trainer/nn/layer_parameters.hpp"
+
 namespace trellis::nn::cpu {
 
 TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
-    if (a.shape != b.shape)
-        throw std::invalid_argument(name_ + ": branch shapes differ: " + a.shape.str() + " and " + b.shape.str());
+    check_same_shape(name_, a.shape, b.shape);
     shape_ = a.shape;
     data_ = desc_of(a);
     auto attr = attributes();

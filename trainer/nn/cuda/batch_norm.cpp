@@ -4,22 +4,15 @@
 
 namespace trellis::nn::cuda {
 
+constexpr auto epsilon = BatchNormParameters::epsilon;
+constexpr auto momentum = BatchNormParameters::momentum;
+
 namespace {
 constexpr auto training_mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 }
 
 BatchNorm::BatchNorm(CudaContext& context, std::string name, int channels, bool relu, float scale_init)
-    : context_(context), name_(std::move(name)), channels_(channels), relu_(relu), scale_init_(scale_init) {
-    auto vector = [&](Parameter& p, const char* suffix, ParameterKind kind) {
-        p.name = name_ + suffix;
-        p.shape = tensor::Shape{channels};
-        p.kind = kind;
-    };
-    // The same names, order and kinds as the CPU backend: checkpoints move between them.
-    vector(scale_, ".weight", ParameterKind::norm_scale);
-    vector(shift_, ".bias", ParameterKind::norm_shift);
-    vector(running_mean_, ".running_mean", ParameterKind::running_stat);
-    vector(running_variance_, ".running_var", ParameterKind::running_stat);
+    : context_(context), name_(std::move(name)), relu_(relu), parameters_(name_, channels, scale_init) {
     check(cudnnCreateTensorDescriptor(&channel_desc_), "cudnnCreateTensorDescriptor");
     check(cudnnCreateActivationDescriptor(&relu_desc_), "cudnnCreateActivationDescriptor");
     check(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
@@ -32,27 +25,9 @@ BatchNorm::~BatchNorm() {
     cudnnDestroyActivationDescriptor(relu_desc_);
 }
 
-void BatchNorm::collect(ParameterStore& store) {
-    store.add(scale_);
-    store.add(shift_);
-    store.add(running_mean_);
-    store.add(running_variance_);
-}
-
-void BatchNorm::initialize(std::mt19937_64&) {
-    for (int c = 0; c < channels_; ++c) {
-        scale_.value[c] = scale_init_;
-        shift_.value[c] = 0.0f;
-        running_mean_.value[c] = 0.0f;
-        running_variance_.value[c] = 1.0f;
-    }
-}
-
 TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     shape_ = input.shape;
-    if (shape_.rank() != 4 || shape_[1] != channels_)
-        throw std::invalid_argument(name_ + ": expects N x " + std::to_string(channels_) + " x H x W input, got " +
-                                    shape_.str());
+    parameters_.check_input(shape_);
     type_ = type_of(input);
     data_desc_ = TensorDescriptor(shape_, type_);
     check(cudnnDeriveBNTensorDescriptor(channel_desc_, data_desc_, training_mode), name_ + ": channel descriptor");
@@ -65,11 +40,10 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     auto output = context_.allocate(shape_, type_);
     float one = 1, zero = 0;
     if (mode == Mode::eval) {
-        check(cudnnBatchNormalizationForwardInference(cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, data_desc_,
-                                                      input.data(), data_desc_, output.data(), channel_desc_,
-                                                      params.value(scale_), params.value(shift_),
-                                                      params.value(running_mean_), params.value(running_variance_),
-                                                      epsilon),
+        check(cudnnBatchNormalizationForwardInference(
+                  cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, data_desc_, input.data(), data_desc_, output.data(),
+                  channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift),
+                  params.value(parameters_.running_mean), params.value(parameters_.running_variance), epsilon),
               name_ + ": inference");
         if (relu_)
             check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
@@ -86,8 +60,8 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops, activation,
                                                                       data_desc_, &reserve_bytes);
-    saved_mean_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
-    saved_inverse_std_ = context_.allocate(tensor::Shape{channels_}, tensor::DType::f32);
+    saved_mean_ = context_.allocate(tensor::Shape{parameters_.channels}, tensor::DType::f32);
+    saved_inverse_std_ = context_.allocate(tensor::Shape{parameters_.channels}, tensor::DType::f32);
     // The reserve space is opaque bytes, held as 2-byte elements.
     reserve_ = status == CUDNN_STATUS_SUCCESS && reserve_bytes
                    ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
@@ -95,9 +69,9 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnBatchNormalizationForwardTrainingEx(
             cudnn, training_mode, ops, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
-            output.data(), channel_desc_, params.value(scale_), params.value(shift_), momentum,
-            params.value(running_mean_), params.value(running_variance_), epsilon, saved_mean_.data(),
-            saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
+            output.data(), channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift), momentum,
+            params.value(parameters_.running_mean), params.value(parameters_.running_variance), epsilon,
+            saved_mean_.data(), saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
             reserve_bytes ? reserve_.data() : nullptr, reserve_bytes);
     if (status != CUDNN_STATUS_SUCCESS && fused_) {
         // cuDNN fuses the ReLU only for some types and shapes: then batch norm and ReLU apart.
@@ -140,9 +114,10 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     check(cudnnBatchNormalizationBackwardEx(
               cudnn, training_mode, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
               fused_ ? output_.data() : nullptr, data_desc_, norm_grad.data(), nullptr, nullptr, data_desc_,
-              input_grad.data(), channel_desc_, params.value(scale_), params.value(shift_), params.grad(scale_),
-              params.grad(shift_), epsilon, saved_mean_.data(), saved_inverse_std_.data(), activation,
-              context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
+              input_grad.data(), channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift),
+              params.grad(parameters_.scale), params.grad(parameters_.shift), epsilon, saved_mean_.data(),
+              saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
+              reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
           name_ + ": backward");
     input_ = output_ = saved_mean_ = saved_inverse_std_ = reserve_ = {};
     return input_grad;

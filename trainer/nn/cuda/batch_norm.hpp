@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
@@ -14,21 +15,16 @@ public:
     ~BatchNorm() override;
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
-    void initialize(std::mt19937_64& rng) override;
+    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    void initialize(std::mt19937_64&) override { parameters_.initialize(); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
-
-    static constexpr double epsilon = 1e-5;
-    static constexpr double momentum = 0.1;  // as the CPU backend: running = 0.9 running + 0.1 batch
 
 private:
     CudaContext& context_;
     std::string name_;
-    int channels_;
     bool relu_;
-    float scale_init_;
-    Parameter scale_, shift_, running_mean_, running_variance_;
+    BatchNormParameters parameters_;
     tensor::Shape shape_;
     tensor::DType type_ = tensor::DType::f32;
     TensorDescriptor data_desc_;

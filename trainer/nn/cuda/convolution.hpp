@@ -4,27 +4,32 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
 
 class Convolution : public Layer {
 public:
-    Convolution(CudaContext& context, ConvolutionSpec spec);
+    Convolution(CudaContext& context, const ConvolutionSpec& spec);
     ~Convolution() override;
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     void collect(ParameterStore& store) override;
-    void initialize(std::mt19937_64& rng) override;
+    void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
     std::string key(const char* direction) const;
+    // The algorithm of one direction: benchmarked once per shape with `find` (cuDNN's
+    // Find*AlgorithmEx on the real buffers), then the math type it was timed with is set.
+    template <typename Result, typename Find>
+    int choose(const char* direction, const std::string& what, Find find);
 
     CudaContext& context_;
-    ConvolutionSpec spec_;
-    Parameter weight_;
+    ConvolutionWeight parameters_;
+    const ConvolutionSpec& spec_;
     bool input_grad_ = false;
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/layer_parameters.hpp"
 #include "trainer/nn/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
@@ -12,16 +13,16 @@ public:
     Linear(CudaContext& context, const std::string& name, int in_features, int out_features);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
-    void initialize(std::mt19937_64& rng) override;
+    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
     CudaContext& context_;
-    int in_features_, out_features_, batch_ = 0;
+    LinearParameters parameters_;
+    int batch_ = 0;
     bool input_grad_ = false;
-    Parameter weight_, bias_;
     tensor::Tensor input_;
 };
 

@@ -2,11 +2,12 @@
 
 #include "trainer/nn/cuda/kernels.hpp"
 
+#include "trainer/nn/layer_parameters.hpp"
+
 namespace trellis::nn::cuda {
 
 TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
-    if (a.shape != b.shape)
-        throw std::invalid_argument(name_ + ": branch shapes differ: " + a.shape.str() + " and " + b.shape.str());
+    check_same_shape(name_, a.shape, b.shape);
     shape_ = a.shape;
     type_ = type_of(a);
     return context_.spec(shape_, type_);
