@@ -23,13 +23,16 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/models/model.cpp trainer/models/model.hpp \
 	trainer/models/resnet.cpp trainer/models/resnet.hpp \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
+	trainer/comm/allreduce.cpp trainer/comm/allreduce.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp \
+	trainer/comm/halving_doubling_allreduce.cpp trainer/comm/halving_doubling_allreduce.hpp \
 	trainer/comm/make_transport.cpp trainer/comm/make_transport.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
 	trainer/comm/ps_layout.cpp trainer/comm/ps_layout.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
 	trainer/comm/ring_allreduce.cpp trainer/comm/ring_allreduce.hpp \
+	trainer/comm/segmented_exchange.cpp trainer/comm/segmented_exchange.hpp \
 	trainer/comm/socket.cpp trainer/comm/socket.hpp \
 	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
 	trainer/comm/transport.hpp \

@@ -1,5 +1,5 @@
 // The communication layer with real TCP connections between ranks running as threads of
-// this process: rendezvous, ring allreduce, bucketed gradient averaging, broadcast, and the
+// this process: rendezvous, both allreduce schedules, bucketed gradient averaging, broadcast, and the
 // failure notice naming the rank that failed.
 #include <catch2/catch.hpp>
 
@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "trainer/comm/broadcast.hpp"
+#include "trainer/comm/halving_doubling_allreduce.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/rendezvous.hpp"
+#include "trainer/comm/ring_allreduce.hpp"
 #include "trainer/comm/tcp_transport.hpp"
 
 using namespace trellis::comm;
@@ -41,14 +43,21 @@ void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int
 
 }  // namespace
 
-TEST_CASE("ring allreduce sums exactly for sizes around the rank count and across segments") {
-    for (int ranks : {2, 3}) {
+TEST_CASE("both allreduce schedules sum exactly for sizes around the rank count and across segments") {
+    const std::pair<AllreduceAlgorithm, int> cases[] = {
+        {AllreduceAlgorithm::ring, 2}, {AllreduceAlgorithm::ring, 3}, {AllreduceAlgorithm::ring, 4},
+        {AllreduceAlgorithm::halving_doubling, 2}, {AllreduceAlgorithm::halving_doubling, 4},
+        {AllreduceAlgorithm::halving_doubling, 8}};
+    for (auto [algorithm, ranks] : cases) {
+        // Sizes below the rank count leave some ranges empty; 300001 elements are many
+        // uneven segments of 64 KiB.
         for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(300001)}) {
+            INFO(allreduce_algorithm_name(algorithm) << ", " << ranks << " ranks, " << count << " values");
             std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
             with_ranks(ranks, [&](int rank, Transport& transport) {
                 std::vector<float> data(count);
                 for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 13));
-                RingAllreduce(transport, 64 << 10).sum(data);  // small segments: many pieces
+                make_allreduce(transport, algorithm, WireFormat::f32, 64 << 10)->sum(data);
                 results[std::size_t(rank)] = data;
             });
             float ranks_sum = float(ranks * (ranks + 1) / 2);
@@ -58,6 +67,30 @@ TEST_CASE("ring allreduce sums exactly for sizes around the rank count and acros
             }
         }
     }
+}
+
+TEST_CASE("auto takes halving-doubling for a power-of-two number of ranks, ring otherwise") {
+    for (int ranks : {1, 2, 3, 4, 6}) {
+        std::vector<AllreduceAlgorithm> chosen(static_cast<std::size_t>(ranks));
+        std::vector<std::string> refusals(static_cast<std::size_t>(ranks));
+        with_ranks(ranks, [&](int rank, Transport& transport) {
+            chosen[std::size_t(rank)] = make_allreduce(transport, AllreduceAlgorithm::automatic)->algorithm();
+            try {
+                make_allreduce(transport, AllreduceAlgorithm::halving_doubling);
+            } catch (const std::invalid_argument& refusal) {
+                refusals[std::size_t(rank)] = refusal.what();
+            }
+        });
+        bool power_of_two = ranks == 1 || ranks == 2 || ranks == 4;
+        INFO(ranks << " ranks");
+        CHECK(chosen[0] == (power_of_two ? AllreduceAlgorithm::halving_doubling : AllreduceAlgorithm::ring));
+        if (power_of_two)
+            CHECK(refusals[0].empty());
+        else
+            CHECK_THAT(refusals[0], Catch::Contains("power-of-two number of ranks, not " + std::to_string(ranks)));
+    }
+    CHECK(parse_allreduce_algorithm("halving-doubling") == AllreduceAlgorithm::halving_doubling);
+    CHECK_THROWS_WITH(parse_allreduce_algorithm("tree"), Catch::Contains("accepted: auto, ring, halving-doubling"));
 }
 
 TEST_CASE("bucketed allreduce averages gradients released during the backward pass") {
@@ -162,22 +195,25 @@ TEST_CASE("the binding's interface gives the address to advertise") {
 }
 
 TEST_CASE("compressed allreduce: bfloat16 and float16 on the wire, float32 sums, equal results") {
-    for (auto format : {WireFormat::bf16, WireFormat::f16}) {
-        std::vector<std::vector<float>> results(3);
-        with_ranks(3, [&](int rank, Transport& transport) {
-            std::vector<float> data(100003);
-            for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.001f * float(i % 1000) * float(rank + 1);
-            RingAllreduce(transport, 64 << 10, format).sum(data);
-            results[std::size_t(rank)] = data;
-        });
-        double tolerance = format == WireFormat::bf16 ? 1.0 / 128 : 1.0 / 1024;  // relative, a few roundings
-        for (std::size_t i = 0; i < results[0].size(); ++i) {
-            float exact = 0.001f * float(i % 1000) * 6;
-            REQUIRE(results[0][i] == Approx(exact).epsilon(tolerance).margin(1e-6));
-            REQUIRE(results[1][i] == results[0][i]);  // every rank ends with the same values
-            REQUIRE(results[2][i] == results[0][i]);
+    const std::pair<AllreduceAlgorithm, int> cases[] = {{AllreduceAlgorithm::ring, 3},
+                                                        {AllreduceAlgorithm::halving_doubling, 4}};
+    for (auto format : {WireFormat::bf16, WireFormat::f16})
+        for (auto [algorithm, ranks] : cases) {
+            INFO(allreduce_algorithm_name(algorithm) << ", " << ranks << " ranks");
+            std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
+            with_ranks(ranks, [&](int rank, Transport& transport) {
+                std::vector<float> data(100003);
+                for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.001f * float(i % 1000) * float(rank + 1);
+                make_allreduce(transport, algorithm, format, 64 << 10)->sum(data);
+                results[std::size_t(rank)] = data;
+            });
+            double tolerance = format == WireFormat::bf16 ? 1.0 / 128 : 1.0 / 1024;  // relative, a few roundings
+            for (std::size_t i = 0; i < results[0].size(); ++i) {
+                float exact = 0.001f * float(i % 1000) * float(ranks * (ranks + 1) / 2);
+                REQUIRE(results[0][i] == Approx(exact).epsilon(tolerance).margin(1e-6));
+                for (const auto& other : results) REQUIRE(other[i] == results[0][i]);  // every rank ends equal
+            }
         }
-    }
     std::vector<float> one{1.0f + 1.0f / 256};
     std::byte wire[2];
     encode(WireFormat::bf16, one, wire);

@@ -5,17 +5,20 @@
 #include <vector>
 
 #include "trainer/bench/benchmarks.hpp"
-#include "trainer/comm/ring_allreduce.hpp"
+#include "trainer/comm/allreduce.hpp"
 
 namespace trellis::bench {
 
 int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank();
-    comm::RingAllreduce allreduce(transport, 1 << 20, comm::parse_wire_format(options.compress));
+    auto allreduce = comm::make_allreduce(transport, comm::parse_allreduce_algorithm(options.algorithm),
+                                          comm::parse_wire_format(options.compress));
+    const auto algorithm = comm::allreduce_algorithm_name(allreduce->algorithm());
     if (rank == 0 && !options.json)
-        std::printf("# allreduce (ring, float32 sum, %s on the wire) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
-                    options.compress == "none" ? "float32" : options.compress.c_str(), transport.name().c_str(), n,
+        std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
+                    algorithm.c_str(), options.compress == "none" ? "float32" : options.compress.c_str(),
+                    transport.name().c_str(), n,
                     "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
     int failures = 0;
     for (auto size : options.sizes) {
@@ -29,7 +32,7 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
         for (int i = 0; i < options.warmup + options.iterations; ++i) {
             fill();
             auto start = Clock::now();
-            allreduce.sum(data);
+            allreduce->sum(data);
             if (i >= options.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         }
         long wrong = 0;
@@ -42,9 +45,9 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
         double algbw = bytes / median / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
         if (rank != 0) continue;
         if (options.json)
-            std::printf("{\"benchmark\":\"allreduce\",\"transport\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,\"time_us\":%.1f,"
+            std::printf("{\"benchmark\":\"allreduce\",\"algorithm\":\"%s\",\"transport\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,\"time_us\":%.1f,"
                         "\"algbw_gbs\":%.3f,\"busbw_gbs\":%.3f,\"wrong\":%ld}\n",
-                        transport.name().c_str(), n, bytes, median * 1e6, algbw, busbw, wrong);
+                        algorithm.c_str(), transport.name().c_str(), n, bytes, median * 1e6, algbw, busbw, wrong);
         else
             std::printf(" %12.0f %12zu %10.1f %10.3f %10.3f %8ld\n", bytes, count, median * 1e6, algbw, busbw, wrong);
         std::fflush(stdout);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "trainer/comm/allreduce.hpp"
+
 namespace trellis::bench {
 
 std::size_t parse_size(const std::string& text) {
@@ -75,6 +77,9 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
             if (value != "none" && value != "bf16" && value != "fp16")
                 throw std::invalid_argument("invalid value '" + value + "' for --compress (accepted: none, bf16, fp16)");
             options.compress = value;
+        } else if (arg == "--algorithm") {
+            comm::parse_allreduce_algorithm(value);  // throws naming the accepted ones
+            options.algorithm = value;
         } else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
         else if (arg == "--comm-timeout") options.timeout_seconds = positive(arg, value);
         else throw std::invalid_argument("unknown option '" + arg + "' (see trellis-bench --help)");
@@ -94,7 +99,7 @@ Measures the network with trellis-train's own transports, on every rank of the j
 or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port).
 
   p2p          ranks 0 and 1: latency (half the round trip) and bandwidth by message size
-  allreduce    ring allreduce of float32 sums over all ranks: time, algbw and
+  allreduce    allreduce of float32 sums over all ranks: time, algbw and
                busbw = algbw x 2(n-1)/n, as nccl-tests prints them; results are checked
   ps           parameter-server rounds: workers push a buffer split over the servers (the
                last --ps-servers ranks, default 1), servers sum and send back; push/pull
@@ -110,6 +115,8 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
   --ps-servers K      servers for the ps benchmark (default 1)
   --compress C        allreduce values on the wire: none | bf16 | fp16 (default none;
                       bandwidths count the float32 bytes)
+  --algorithm A       allreduce schedule: auto | ring | halving-doubling (default auto:
+                      halving-doubling when the number of ranks is a power of two)
   --comm-timeout S    seconds without progress before a peer counts as lost (default 60)
   --json              one JSON object per size instead of the table
   -h, --help

@@ -11,6 +11,7 @@ struct BenchOptions {
     std::string benchmark;              // p2p | allreduce | ps
     int ps_servers = 1;
     std::string compress = "none";      // allreduce: values on the wire
+    std::string algorithm = "auto";     // allreduce: auto | ring | halving-doubling
     std::vector<std::size_t> sizes;     // bytes
     int iterations = 20;
     int warmup = 3;

@@ -6,8 +6,9 @@
 namespace trellis::comm {
 
 BucketedAllreduce::BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
-                                     WireFormat format)
-    : transport_(transport), ring_(transport, 1 << 20, format), gradients_(gradients), ready_from_(gradients.size()) {
+                                     WireFormat format, AllreduceAlgorithm algorithm)
+    : transport_(transport), allreduce_(make_allreduce(transport, algorithm, format)), gradients_(gradients),
+      ready_from_(gradients.size()) {
     std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / sizeof(float), 1024);
     for (std::size_t end = gradients.size(); end > 0;) {
         std::size_t begin = end > per_bucket ? end - per_bucket : 0;
@@ -46,7 +47,7 @@ void BucketedAllreduce::run() {
         auto start = std::chrono::steady_clock::now();
         std::exception_ptr failure;
         try {
-            ring_.sum(gradients_.subspan(begin, end - begin));
+            allreduce_->sum(gradients_.subspan(begin, end - begin));
         } catch (...) {
             failure = std::current_exception();
         }

@@ -1,6 +1,6 @@
 // Data-parallel gradient averaging: the flat gradient buffer is cut into buckets from its end
 // (the last layers' gradients are ready first in the backward pass), and a communication
-// thread reduces each bucket with the ring allreduce as soon as the backward pass has moved
+// thread reduces each bucket with the allreduce as soon as the backward pass has moved
 // past it, so that communication overlaps the rest of the backward pass.
 #pragma once
 
@@ -11,7 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "trainer/comm/ring_allreduce.hpp"
+#include <memory>
+
+#include "trainer/comm/allreduce.hpp"
 
 namespace trellis::comm {
 
@@ -27,7 +29,8 @@ struct CommStats {
 class BucketedAllreduce {
 public:
     BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
-                      WireFormat format = WireFormat::f32);
+                      WireFormat format = WireFormat::f32,
+                      AllreduceAlgorithm algorithm = AllreduceAlgorithm::automatic);
     ~BucketedAllreduce();
 
     // Called during the backward pass: the gradients from `offset` to the end are final.
@@ -35,12 +38,13 @@ public:
     // Waits for every bucket, divides by the number of ranks (the average), and returns the
     // step's figures. Rethrows a communication failure (PeerFailure) of the thread.
     CommStats finish();
+    AllreduceAlgorithm algorithm() const { return allreduce_->algorithm(); }
 
 private:
     void run();
 
     Transport& transport_;
-    RingAllreduce ring_;
+    std::unique_ptr<Allreduce> allreduce_;
     std::span<float> gradients_;
     std::vector<std::pair<std::size_t, std::size_t>> buckets_;  // [begin, end), last first
 

@@ -110,6 +110,10 @@ const std::map<std::string, Setter>& valued_options() {
              o.bucket_mb = real(n, v);
              if (o.bucket_mb <= 0) refuse(n, v, "a positive number");
          }},
+        {"--allreduce-algorithm", [](auto& o, auto& n, auto& v) {
+             if (v != "auto" && v != "ring" && v != "halving-doubling") refuse(n, v, "auto, ring or halving-doubling");
+             o.allreduce_algorithm = v;
+         }},
         {"--compress", [](auto& o, auto& n, auto& v) {
              if (v != "none" && v != "bf16" && v != "fp16") refuse(n, v, "none, bf16 or fp16");
              o.compress = v;
@@ -230,8 +234,8 @@ Optimizer
   --lr-decay-factor F     step schedule factor (default 0.1)
   --label-smoothing S     (default 0)
 Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
-  --strategy allreduce    ring allreduce of gradient buckets, overlapped with the backward
-                          pass (default)
+  --strategy allreduce    allreduce of gradient buckets, overlapped with the backward pass
+                          (default)
   --strategy ps           parameter servers: the last --ps-servers K ranks (default 1) hold
                           key ranges of the parameters and apply the optimizer; the others
                           push gradients and pull parameters; --ps-mode sync|async
@@ -244,6 +248,8 @@ Distributed (every rank of an srun step, or processes with TRELLIS_* variables)
   --tcp-streams N         connections per peer for large messages (default 2)
   --comm-timeout S        seconds without progress before a peer is lost (default 60)
   --bucket-mb M           gradient bucket size (default 25)
+  --allreduce-algorithm A auto | ring | halving-doubling (default auto: halving-doubling
+                          when the number of ranks is a power of two, else ring)
   --compress C            gradients on the wire: none | bf16 | fp16 (allreduce; default none)
 Running
   --eval-every K          evaluate every K steps (default: at the end only)

@@ -43,6 +43,7 @@ struct TrainOptions {
     int tcp_streams = 2;
     int comm_timeout = 60;               // seconds without progress before a peer is lost
     double bucket_mb = 25;               // gradient bucket size
+    std::string allreduce_algorithm = "auto";  // auto | ring | halving-doubling
     std::string compress = "none";       // gradients on the wire: none | bf16 | fp16
 
     std::int64_t eval_every = 0;         // steps; 0: only at the end

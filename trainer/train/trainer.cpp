@@ -160,7 +160,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         } else {
             gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
                 *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)),
-                comm::parse_wire_format(options.compress));
+                comm::parse_wire_format(options.compress), comm::parse_allreduce_algorithm(options.allreduce_algorithm));
         }
     }
 }
@@ -220,8 +220,7 @@ void Run::apply_gradients(float lr) {
 
 void Run::sum_over_ranks(std::span<float> values) {
     if (!transport_) return;
-    comm::RingAllreduce ring(*transport_);
-    ring.sum(values);
+    comm::make_allreduce(*transport_, comm::parse_allreduce_algorithm(options_.allreduce_algorithm))->sum(values);
 }
 
 
@@ -257,10 +256,12 @@ void Run::print_header() const {
                     options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), workers_, ps_layout_->servers());
     else if (transport_)
-        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s\n",
+        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s%s\n",
                     options_.strategy.c_str(), device_allreduce_ ? "nccl (control over tcp)" : transport_->name().c_str(),
-                    identity_.size, wireup_.c_str(),
-                    identity_.host.c_str(), options_.bucket_mb,
+                    identity_.size, wireup_.c_str(), identity_.host.c_str(), options_.bucket_mb,
+                    gradient_allreduce_
+                        ? (" reduced by " + comm::allreduce_algorithm_name(gradient_allreduce_->algorithm())).c_str()
+                        : "",
                     options_.compress == "none" ? "" : (", " + options_.compress + " on the wire").c_str());
     std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
     std::fflush(stdout);
