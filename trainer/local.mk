@@ -22,6 +22,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
 	trainer/models/model.cpp trainer/models/model.hpp \
 	trainer/models/resnet.cpp trainer/models/resnet.hpp \
+	trainer/comm/barrier.cpp trainer/comm/barrier.hpp \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
 	trainer/comm/allreduce.cpp trainer/comm/allreduce.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The verbs transport over soft-RoCE in the VM (tests/rdma/vm): trellis-bench p2p, allreduce
-# (3 ranks, sums checked) and ps over RC queue pairs on rxe0; 2-rank training over verbs gives
+# (3 ranks in a ring, 4 ranks halving-doubling, sums checked) and ps over RC queue pairs on rxe0; 2-rank training over verbs gives
 # the same losses as over TCP; kill -9 of a rank is named by the other within 10 s. Skips (77)
 # like harness_test.sh.
 set -u
@@ -31,6 +31,10 @@ ranks 3 29702 /tmp/ar \$B/trellis-bench allreduce --transport verbs --sizes 4K,1
     fail "allreduce over verbs: \$(cat /tmp/ar.*)"
 [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/ar.0)" -eq 3 ] && echo "ok: allreduce over verbs, 3 ranks, sums right" ||
     fail "allreduce output: \$(cat /tmp/ar.0)"
+ranks 4 29707 /tmp/hd \$B/trellis-bench allreduce --transport verbs --algorithm halving-doubling --sizes 4K,1M,3M --iters 3 ||
+    fail "halving-doubling allreduce over verbs: \$(cat /tmp/hd.*)"
+grep -q "halving-doubling" /tmp/hd.0 && [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/hd.0)" -eq 3 ] &&
+    echo "ok: halving-doubling allreduce over verbs, 4 ranks, sums right" || fail "halving-doubling output: \$(cat /tmp/hd.0)"
 ranks 3 29703 /tmp/ps \$B/trellis-bench ps --transport verbs --sizes 64K,1M --iters 3 ||
     fail "ps over verbs: \$(cat /tmp/ps.*)"
 echo "ok: ps over verbs"

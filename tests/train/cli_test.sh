@@ -4,7 +4,8 @@
 "$TRAIN" --help | grep -q -- "--checkpoint-dir" || fail "--help does not list the options"
 for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --epochs 1" "--threads x" "--bogus" \
     "--device gpu" "--precision fp8" "--device cpu --precision bf16" "--device cpu --transport nccl" \
-    "--transport nccl --strategy ps" "--cudnn-workspace-mb 0" "--strategy ps --precision fp16"; do
+    "--transport nccl --strategy ps" "--cudnn-workspace-mb 0" "--strategy ps --precision fp16" \
+    "--allreduce-algorithm tree"; do
     # shellcheck disable=SC2086
     "$TRAIN" $bad >"$work/out" 2>&1
     status=$?
@@ -14,6 +15,10 @@ for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --e
 done
 pass "bad command lines refused with one line and exit status 2"
 grep -q "resnet18, resnet34" < <("$TRAIN" --model resnet42 2>&1) || fail "unknown model: accepted models not listed"
+grep -q "auto, ring or halving-doubling" < <("$TRAIN" --allreduce-algorithm tree 2>&1) ||
+    fail "unknown allreduce algorithm: accepted ones not listed"
+grep -q "accepted: auto, ring, halving-doubling" < <("$TRELLIS_BUILD/trellis-bench" allreduce --algorithm tree 2>&1) ||
+    fail "trellis-bench --algorithm tree: accepted ones not listed"
 
 "$TRAIN" --model resnet8 --batch-size 8 --steps 5 --display-every 1 --warmup-batches 1 >"$work/out" 2>&1 ||
     { cat "$work/out"; fail "synthetic run failed"; }

@@ -1,9 +1,11 @@
 #!/bin/bash
 # Distributed trellis-train on this machine with the plain-environment wireup:
-#  - ring allreduce with 2 ranks equals 1 rank with the doubled batch: the mean relative
+#  - allreduce with 2 ranks equals 1 rank with the doubled batch: the mean relative
 #    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as
 #    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
 #    step differs by more than that, so the comparison can tell;
+#  - the ring and halving-doubling schedules give the same losses; halving-doubling with 3
+#    ranks is refused, naming why;
 #  - the synchronous parameter server equals the allreduce, and resumes from its checkpoints
 #    (the servers' shards beside rank 0's) to the same losses; the asynchronous one learns;
 #  - kill -9 of one of 3 ranks mid-run: the others exit non-zero within 10 s naming it;
@@ -20,7 +22,8 @@ tolerance=0.025
 "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/half" >/dev/null 2>&1 || fail "control run"
 launch_ranks 2 29811 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/two"
 for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/two.out.*; fail "a rank of the 2-rank run failed"; }; done
-grep -q "Strategy: *allreduce over tcp, 2 ranks" "$work/two.out.0" || { cat "$work/two.out.0"; fail "no allreduce strategy line"; }
+grep -q "Strategy: *allreduce over tcp, 2 ranks.* reduced by halving-doubling" "$work/two.out.0" ||
+    { cat "$work/two.out.0"; fail "no allreduce strategy line naming the default schedule"; }
 grep -qE "comm [0-9.]+ ms .* busbw [0-9.]+ GB/s" "$work/two.out.0" || fail "no communication figures in the progress lines"
 same=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" 5)
 control=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/half/metrics.jsonl" 5)
@@ -37,6 +40,21 @@ bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16
 "$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
     fail "bf16 compression changes the losses by $bf16_difference"
 pass "bf16 gradient compression: losses within 1% of float32 ($bf16_difference)"
+
+# The ring schedule: with 2 ranks each sum is the same two numbers in either order, so the
+# losses are the same to the bit.
+launch_ranks 2 29824 "$work/ring.out" "$TRAIN" "${common[@]}" --batch-size 16 --allreduce-algorithm ring --log-dir "$work/ring"
+for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/ring.out.*; fail "a rank of the ring run failed"; }; done
+grep -q "reduced by ring" "$work/ring.out.0" || fail "the ring run's strategy line: $(grep Strategy "$work/ring.out.0")"
+ring_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ring/metrics.jsonl" 5)
+[ "$ring_difference" = 0 ] || [ "$ring_difference" = 0.0 ] || fail "ring and halving-doubling differ by $ring_difference"
+pass "ring and halving-doubling allreduce: the same losses"
+launch_ranks 3 29825 "$work/hd3.out" "$TRAIN" "${common[@]}" --batch-size 16 --allreduce-algorithm halving-doubling
+refused=0
+for pid in "${rank_pids[@]}"; do wait "$pid" || refused=$((refused + 1)); done
+[ $refused -eq 3 ] && grep -q "power-of-two number of ranks, not 3" "$work/hd3.out.0" ||
+    fail "halving-doubling on 3 ranks: $refused ranks refused; $(tail -n 2 "$work/hd3.out.0")"
+pass "halving-doubling on 3 ranks is refused on every rank, naming why"
 
 # Synchronous parameter server (2 workers, 1 server) against the 2-rank allreduce: the same
 # average of the same gradients, applied by the server: the same losses to float rounding.

@@ -6,6 +6,7 @@
 
 #include "trainer/bench/benchmarks.hpp"
 #include "trainer/comm/allreduce.hpp"
+#include "trainer/comm/barrier.hpp"
 
 namespace trellis::bench {
 
@@ -23,21 +24,23 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
     int failures = 0;
     for (auto size : options.sizes) {
         std::size_t count = std::max<std::size_t>(size / sizeof(float), 1);
-        std::vector<float> data(count);
         // Rank r contributes (r + 1) * (i % 7 + 1): small integers, so the float sum is exact.
+        std::vector<float> pattern(count), data(count);
+        for (std::size_t i = 0; i < count; ++i) pattern[i] = float(i % 7 + 1);
         auto fill = [&] {
-            for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 7 + 1));
+            for (std::size_t i = 0; i < count; ++i) data[i] = pattern[i] * float(rank + 1);
         };
         std::vector<double> times;
         for (int i = 0; i < options.warmup + options.iterations; ++i) {
             fill();
+            comm::barrier(transport);  // as the peers do: the clock starts with every rank present
             auto start = Clock::now();
             allreduce->sum(data);
             if (i >= options.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         }
         long wrong = 0;
         const float ranks_sum = float(n * (n + 1) / 2);
-        for (std::size_t i = 0; i < count; ++i) wrong += data[i] != ranks_sum * float(i % 7 + 1);
+        for (std::size_t i = 0; i < count; ++i) wrong += data[i] != ranks_sum * pattern[i];
         failures += wrong > 0;
         std::sort(times.begin(), times.end());
         double median = times[times.size() / 2];
