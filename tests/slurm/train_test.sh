@@ -25,10 +25,10 @@ check_run() {  # NAME WIREUP STATUS
         fail "$name: srun exit status $rc: $(tail -n 3 "$dir/$name".*)"
         return
     fi
-    grep -q "Strategy: *allreduce over tcp, 4 ranks (wireup $wireup" "$dir/$name.0" ||
-        { fail "$name: rank 0 does not report 4 ranks over $wireup: $(head -n 8 "$dir/$name.0")"; return; }
+    grep -q "Strategy: *allreduce over tcp, 4 ranks (wireup $wireup.* reduced by halving-doubling" "$dir/$name.0" ||
+        { fail "$name: rank 0 does not report 4 ranks over $wireup, halving-doubling: $(head -n 8 "$dir/$name.0")"; return; }
     grep -q "^total images/sec" "$dir/$name.0" || { fail "$name: training did not finish"; return; }
-    pass "$name: 4 ranks on n1 and n2, wireup $wireup, training finished"
+    pass "$name: 4 ranks on n1 and n2, wireup $wireup, halving-doubling allreduce, training finished"
 }
 
 train_step pmix --mpi=pmix "$train" "${short[@]}"

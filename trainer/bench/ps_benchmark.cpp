@@ -55,6 +55,9 @@ int run_ps(const BenchOptions& options, comm::Transport& transport) {
             }
             if (i >= options.warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         }
+        // Freed before the next size: registrations made for them must not outlive them.
+        transport.forget(buffer.data(), buffer.size() * sizeof(float));
+        for (const auto& part : received) transport.forget(part.data(), part.size() * sizeof(float));
         std::sort(times.begin(), times.end());
         double median = times[times.size() / 2], bytes = double(count * 4);
         double aggregate = 2.0 * bytes * workers / median / 1e9;

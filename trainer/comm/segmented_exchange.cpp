@@ -8,10 +8,18 @@ SegmentedExchange::SegmentedExchange(Transport& transport, std::size_t segment_b
     : transport_(transport), segment_elements_(std::max<std::size_t>(segment_bytes / sizeof(float), 1024)),
       format_(format) {}
 
+SegmentedExchange::~SegmentedExchange() {
+    transport_.forget(incoming_.data(), incoming_.size());
+    transport_.forget(outgoing_.data(), outgoing_.size());
+}
+
 void SegmentedExchange::reserve(std::size_t elements) {
     std::size_t bytes = std::min(elements, segment_elements_) * sizeof(float);
-    if (incoming_.size() < bytes) incoming_.resize(bytes);
-    if (outgoing_.size() < bytes) outgoing_.resize(bytes);
+    for (auto* staging : {&incoming_, &outgoing_})
+        if (staging->size() < bytes) {
+            transport_.forget(staging->data(), staging->size());  // about to be freed
+            staging->resize(bytes);
+        }
 }
 
 void SegmentedExchange::exchange(int to, std::span<const float> out, int from, std::span<float> in, bool accumulate) {

@@ -17,6 +17,9 @@ namespace trellis::comm {
 class SegmentedExchange {
 public:
     SegmentedExchange(Transport& transport, std::size_t segment_bytes, WireFormat format);
+    ~SegmentedExchange();
+    SegmentedExchange(const SegmentedExchange&) = delete;
+    SegmentedExchange& operator=(const SegmentedExchange&) = delete;
 
     // `out` goes to rank `to`, `in` comes from rank `from`; either may be empty, and the two
     // sides of a pair must give each other matching sizes.

@@ -42,6 +42,15 @@ public:
     // answer workers in the order they come (the asynchronous parameter server).
     virtual std::size_t exchange_first(std::span<const Transfer> receives) = 0;
 
+    // Memory given to transfers may stay registered with the network device (verbs keeps
+    // registrations by address and length, and a registration holds on to the pages it was
+    // made for). Whoever frees such memory calls this first, so that a later buffer at the
+    // same address is registered afresh instead of being taken for the old one.
+    virtual void forget(const void* data, std::size_t bytes) {
+        (void)data;
+        (void)bytes;
+    }
+
 protected:
     int rank_ = 0, size_ = 1;
     std::vector<std::string> hosts_;

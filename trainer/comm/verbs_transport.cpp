@@ -138,6 +138,19 @@ ibv_mr* VerbsTransport::registered(void* data, std::size_t bytes) {
     return mr;
 }
 
+void VerbsTransport::forget(const void* data, std::size_t bytes) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(data), end = begin + bytes;
+    for (auto it = registrations_.begin(); it != registrations_.end();) {
+        auto [address, length] = it->first;
+        if (address < end && begin < address + std::max<std::size_t>(length, 1)) {
+            ibv_dereg_mr(it->second);
+            it = registrations_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
 void VerbsTransport::post_slot(int peer, std::size_t slot) {
     auto& p = peers_[std::size_t(peer)];
     ibv_mr* mr = registered(p.slots.data(), p.slots.size() * sizeof(Notice));

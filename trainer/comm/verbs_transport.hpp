@@ -27,6 +27,7 @@ public:
     std::string name() const override { return "verbs"; }
     void exchange(std::span<const Transfer> transfers) override;
     std::size_t exchange_first(std::span<const Transfer> receives) override;
+    void forget(const void* data, std::size_t bytes) override;
     const VerbsEndpoint& endpoint() const { return endpoint_; }
 
 private:

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/ps_layout.hpp"
@@ -83,6 +84,7 @@ private:
     std::optional<CheckpointStore> checkpoints_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
+    std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
     std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
     std::unique_ptr<gpu::DeviceAllreduce> device_allreduce_;  // --transport nccl
     std::unique_ptr<comm::PsLayout> ps_layout_;
@@ -147,6 +149,9 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         total_steps_ = 100;
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
     if (transport_) {
+        // Built here, whatever carries the gradients, so that a schedule that cannot run on
+        // this many ranks is refused at the start on every rank.
+        small_sums_ = comm::make_allreduce(*transport_, comm::parse_allreduce_algorithm(options.allreduce_algorithm));
         share_initial_state();
         if (accelerator_) accelerator_->upload_values();
         if (options.transport == "nccl") {
@@ -220,7 +225,7 @@ void Run::apply_gradients(float lr) {
 
 void Run::sum_over_ranks(std::span<float> values) {
     if (!transport_) return;
-    comm::make_allreduce(*transport_, comm::parse_allreduce_algorithm(options_.allreduce_algorithm))->sum(values);
+    small_sums_->sum(values);
 }
 
 
