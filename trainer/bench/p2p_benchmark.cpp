@@ -48,9 +48,16 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport) {
         std::sort(round_trips.begin(), round_trips.end());
         double latency = round_trips[round_trips.size() / 2] / 2;
 
-        // Streaming: many messages one way, one byte back at the end.
+        // Streaming: many messages one way, up to `window` of them posted at once (as
+        // ib_write_bw keeps its send queue full, and a receiver announces several buffers),
+        // one byte back at the end.
+        constexpr int window = 8;
+        std::vector<comm::Transfer> stream;
         auto start = Clock::now();
-        for (int i = 0; i < options.iterations; ++i) transport.exchange({rank == 0 ? &ping : &pong, 1});
+        for (int sent = 0; sent < options.iterations; sent += int(stream.size())) {
+            stream.assign(std::size_t(std::min(window, options.iterations - sent)), rank == 0 ? ping : pong);
+            transport.exchange(stream);
+        }
         auto reply = rank == 0 ? comm::Transfer::recv(peer, ack.data(), 1) : comm::Transfer::send(peer, ack.data(), 1);
         transport.exchange({&reply, 1});
         double bandwidth = double(size) * options.iterations / seconds_since(start) / 1e9;
