@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "trainer/comm/segmented_exchange.hpp"
 #include "trainer/comm/transport.hpp"
 #include "trainer/comm/wire_format.hpp"
 
@@ -31,6 +32,13 @@ public:
     // also when values travel compressed).
     virtual void sum(std::span<float> data) = 0;
     virtual AllreduceAlgorithm algorithm() const = 0;
+
+protected:
+    Allreduce(Transport& transport, std::size_t segment_bytes, WireFormat format)
+        : transport_(transport), exchange_(transport, segment_bytes, format) {}
+
+    Transport& transport_;
+    SegmentedExchange exchange_;  // the one move both schedules are made of
 };
 
 // `automatic` resolves by the transport's number of ranks; halving-doubling with a number of

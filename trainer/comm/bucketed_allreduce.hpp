@@ -6,12 +6,11 @@
 
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
-
-#include <memory>
 
 #include "trainer/comm/allreduce.hpp"
 

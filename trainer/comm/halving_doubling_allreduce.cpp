@@ -7,7 +7,7 @@
 namespace trellis::comm {
 
 HalvingDoublingAllreduce::HalvingDoublingAllreduce(Transport& transport, std::size_t segment_bytes, WireFormat format)
-    : transport_(transport), exchange_(transport, segment_bytes, format) {
+    : Allreduce(transport, segment_bytes, format) {
     if (!applies(transport.size()))
         throw std::invalid_argument("halving-doubling allreduce needs a power-of-two number of ranks, not " +
                                     std::to_string(transport.size()) + " (use ring or auto)");

@@ -9,7 +9,6 @@
 #include <span>
 
 #include "trainer/comm/allreduce.hpp"
-#include "trainer/comm/segmented_exchange.hpp"
 
 namespace trellis::comm {
 
@@ -22,10 +21,6 @@ public:
                                       WireFormat format = WireFormat::f32);
     void sum(std::span<float> data) override;
     AllreduceAlgorithm algorithm() const override { return AllreduceAlgorithm::halving_doubling; }
-
-private:
-    Transport& transport_;
-    SegmentedExchange exchange_;
 };
 
 }  // namespace trellis::comm

@@ -2,9 +2,6 @@
 
 namespace trellis::comm {
 
-RingAllreduce::RingAllreduce(Transport& transport, std::size_t segment_bytes, WireFormat format)
-    : transport_(transport), exchange_(transport, segment_bytes, format) {}
-
 void RingAllreduce::sum(std::span<float> data) {
     const int n = transport_.size(), rank = transport_.rank();
     if (n == 1 || data.empty()) return;

@@ -6,20 +6,16 @@
 #include <span>
 
 #include "trainer/comm/allreduce.hpp"
-#include "trainer/comm/segmented_exchange.hpp"
 
 namespace trellis::comm {
 
 class RingAllreduce : public Allreduce {
 public:
     explicit RingAllreduce(Transport& transport, std::size_t segment_bytes = 1 << 20,
-                           WireFormat format = WireFormat::f32);
+                           WireFormat format = WireFormat::f32)
+        : Allreduce(transport, segment_bytes, format) {}
     void sum(std::span<float> data) override;
     AllreduceAlgorithm algorithm() const override { return AllreduceAlgorithm::ring; }
-
-private:
-    Transport& transport_;
-    SegmentedExchange exchange_;
 };
 
 }  // namespace trellis::comm

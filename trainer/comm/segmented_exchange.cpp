@@ -25,11 +25,13 @@ void SegmentedExchange::reserve(std::size_t elements) {
 void SegmentedExchange::exchange(int to, std::span<const float> out, int from, std::span<float> in, bool accumulate) {
     const std::size_t width = wire_bytes(format_);
     reserve(std::max(out.size(), in.size()));
+    auto piece = [&](auto values, std::size_t offset) {  // the segment at offset, maybe empty
+        auto rest = values.subspan(std::min(offset, values.size()));
+        return rest.first(std::min(rest.size(), segment_elements_));
+    };
     for (std::size_t offset = 0; offset < std::max(out.size(), in.size()); offset += segment_elements_) {
-        auto out_part = out.subspan(std::min(offset, out.size()));
-        out_part = out_part.first(std::min(out_part.size(), segment_elements_));
-        auto in_part = in.subspan(std::min(offset, in.size()));
-        in_part = in_part.first(std::min(in_part.size(), segment_elements_));
+        auto out_part = piece(out, offset);
+        auto in_part = piece(in, offset);
         const void* sending = out_part.data();
         if (format_ != WireFormat::f32) {
             encode(format_, out_part, outgoing_.data());
