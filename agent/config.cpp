@@ -73,6 +73,15 @@ const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
          [](BindingConfig& c, const RawValue& v) { c.hca_include = as_list(v, "glob patterns"); }},
         {"hca_exclude",
          [](BindingConfig& c, const RawValue& v) { c.hca_exclude = as_list(v, "glob patterns"); }},
+        {"nvidia_proc",
+         [](BindingConfig& c, const RawValue& v) {
+             c.nvidia_proc = as_string(v, "a string: the NVIDIA driver's proc folder");
+         }},
+        {"memory",
+         [](BindingConfig& c, const RawValue& v) {
+             c.memory = parse_memory_policy(as_string(v, "a string: bind, preferred or none"));
+         }},
+        {"share_gpus", [](BindingConfig& c, const RawValue& v) { c.share_gpus = as_bool(v); }},
         {"require_active", [](BindingConfig& c, const RawValue& v) { c.require_active = as_bool(v); }},
         {"smt", [](BindingConfig& c, const RawValue& v) { c.smt = as_bool(v); }},
         {"export",
@@ -119,6 +128,27 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
              if (std::find(c.namespaces.begin(), c.namespaces.end(), "mount") == c.namespaces.end())
                  throw std::invalid_argument("must include \"mount\": the image is the container's mount namespace");
          }},
+    };
+    return keys;
+}
+
+// "20000-29999": at least as many ports as a node runs tasks, above the privileged ones.
+void parse_port_range(const std::string& text, WireupConfig& c) {
+    int first = 0, last = 0;
+    char dash = 0, extra = 0;
+    std::istringstream in(text);
+    if (!(in >> first >> dash >> last) || dash != '-' || in >> extra || first < 1024 || last > 65535 ||
+        last - first < 255)
+        throw std::invalid_argument("'" + text + "' is not a port range (accepted: FIRST-LAST within 1024-65535, "
+                                    "at least 256 ports, e.g. \"20000-29999\")");
+    c.port_first = first, c.port_last = last;
+}
+
+const std::map<std::string, Setter<WireupConfig>>& wireup_keys() {
+    static const std::map<std::string, Setter<WireupConfig>> keys = {
+        {"frameworks", [](WireupConfig& c, const RawValue& v) { c.frameworks = as_bool(v); }},
+        {"port_range",
+         [](WireupConfig& c, const RawValue& v) { parse_port_range(as_string(v, "a string: FIRST-LAST"), c); }},
     };
     return keys;
 }
@@ -193,13 +223,15 @@ Config parse_config_text(std::string_view text, const std::string& origin) {
         std::string name(key.str());
         std::string where = origin + ":" + std::to_string(node.source().begin.line);
         const toml::table* table = node.as_table();
-        if (!table || (name != "binding" && name != "container"))
+        if (!table || (name != "binding" && name != "container" && name != "wireup"))
             throw ConfigError(where + ": unknown " + (table ? "table [" + name + "]" : "key '" + name + "'") +
-                              " (accepted: [binding], [container])");
+                              " (accepted: [binding], [container], [wireup])");
         if (name == "binding")
             apply_table(*table, origin, name, binding_keys(), config.binding);
-        else
+        else if (name == "container")
             apply_table(*table, origin, name, container_keys(), config.container);
+        else
+            apply_table(*table, origin, name, wireup_keys(), config.wireup);
     }
     return config;
 }
@@ -250,6 +282,17 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
 }
 
 std::string installed_agent_path() { return TRELLIS_AGENT_PATH; }
+
+std::string memory_policy_name(MemoryPolicy policy) {
+    return policy == MemoryPolicy::bind ? "bind" : policy == MemoryPolicy::preferred ? "preferred" : "none";
+}
+
+MemoryPolicy parse_memory_policy(const std::string& name) {
+    if (name == "bind") return MemoryPolicy::bind;
+    if (name == "preferred") return MemoryPolicy::preferred;
+    if (name == "none") return MemoryPolicy::none;
+    throw std::invalid_argument("'" + name + "' is not a memory policy (accepted: bind, preferred, none)");
+}
 
 Config load_agent_config(const std::string& path) {
     return load_config(path.empty() ? std::vector<std::string>{} : std::vector<std::string>{"config=" + path},

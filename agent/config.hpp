@@ -17,9 +17,20 @@ struct ConfigError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A task's memory policy: MPOL_BIND to its NUMA nodes (allocations fail over to the OOM
+// killer when they are full), MPOL_PREFERRED (local first, then elsewhere), or the default.
+enum class MemoryPolicy { bind, preferred, none };
+std::string memory_policy_name(MemoryPolicy policy);
+// Throws std::invalid_argument naming the accepted values.
+MemoryPolicy parse_memory_policy(const std::string& name);
+
 struct BindingConfig {
     topology::Policy policy = topology::Policy::closest;
     std::string topology_xml;  // "" = discover; "%n" stands for the Slurm node name
+    // The NVIDIA driver's proc folder, which numbers the device files ("%n": the node name).
+    std::string nvidia_proc = "/proc/driver/nvidia";
+    MemoryPolicy memory = MemoryPolicy::preferred;
+    bool share_gpus = false;
     std::vector<std::string> hca_include;
     std::vector<std::string> hca_exclude;
     bool require_active = true;
@@ -40,10 +51,17 @@ struct ContainerConfig {
     std::string run_dir = "/run/trellis";       // containers' state, swept of dead steps
 };
 
+// What the plugin tells the users' own frameworks (PyTorch's env://, TF_CONFIG).
+struct WireupConfig {
+    bool frameworks = true;            // MASTER_ADDR, RANK, WORLD_SIZE ... for every step
+    int port_first = 20000, port_last = 29999;  // MASTER_PORT is chosen per step from these
+};
+
 struct Config {
     std::string path;  // the file read, "" when none
     BindingConfig binding;
     ContainerConfig container;
+    WireupConfig wireup;
 };
 
 // Variables the `export` key may name: those the planner renders apart from TRELLIS_*,

@@ -1,8 +1,11 @@
-# The agent's library (configuration, containers, health), shared by trellis-agent, the
-# plugin and the unit tests. No libslurm here: slurmstepd, which loads the plugin, has its
+# The agent's library (configuration, the step binding core, containers, health), shared by
+# trellis-agent, the plugin and the unit tests. No libslurm here: slurmstepd, which loads the plugin, has its
 # own copy of Slurm's symbols.
 noinst_LTLIBRARIES += agent/libtrellis-agent.la
 agent_libtrellis_agent_la_SOURCES = \
+	agent/binding/node_paths.cpp agent/binding/node_paths.hpp \
+	agent/binding/step_plan.cpp agent/binding/step_plan.hpp \
+	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
 	agent/config.cpp agent/config.hpp \
 	agent/container/container_registry.cpp agent/container/container_registry.hpp \
@@ -20,7 +23,7 @@ agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLA
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
 	-DTRELLIS_AGENT_PATH='"$(bindir)/trellis-agent"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
-agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) topology/libtrellis-topology.la
+agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) topology/libtrellis-slurm-gres.la topology/libtrellis-topology.la
 
 # Launching ranks (libslurm for the step's node list, kept out of the plugin).
 noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la

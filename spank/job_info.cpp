@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "agent/binding/node_paths.hpp"
 #include "spank/contexts.hpp"
 
 namespace trellis::spank {
@@ -12,12 +13,6 @@ std::string job_env(spank_t sp, const char* name) {
     return spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS ? buf : "";
 }
 
-// slurmd names itself in its environment, which slurmstepd inherits.
-std::string node_name() {
-    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name) return name;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
-}
+std::string node_name() { return agent::this_node_name(); }
 
 }  // namespace trellis::spank

@@ -2,7 +2,6 @@
 # tests and the fuzz target.
 noinst_LTLIBRARIES += spank/libtrellis-spank-config.la
 spank_libtrellis_spank_config_la_SOURCES = \
-	spank/node_topology.cpp spank/node_topology.hpp \
 	spank/options.cpp spank/options.hpp
 spank_libtrellis_spank_config_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS)
 spank_libtrellis_spank_config_la_LIBADD = agent/libtrellis-agent.la

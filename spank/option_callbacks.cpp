@@ -1,10 +1,8 @@
-// --trellis-bind, --trellis-hca, --trellis-verbose, --trellis-image and --trellis-mounts, and
-// their environment variables.
+// The --trellis-* options and their environment variables.
 // srun and sbatch validate them before anything is launched; slurmstepd parses them again.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <tuple>
 #include <vector>
 #include <stdexcept>
 
@@ -24,6 +22,9 @@ struct OptionKind {
 
 const OptionKind bind_kind{"--trellis-bind", "TRELLIS_BIND", parse_bind_option, &PluginState::bind_given};
 const OptionKind hca_kind{"--trellis-hca", "TRELLIS_HCA", parse_hca_option, &PluginState::hca_given};
+const OptionKind gpus_kind{"--trellis-gpus", "TRELLIS_GPUS", parse_gpus_option, &PluginState::gpus_given};
+const OptionKind memory_kind{"--trellis-memory", "TRELLIS_MEMORY", parse_memory_option, &PluginState::memory_given};
+const OptionKind wireup_kind{"--trellis-wireup", "TRELLIS_WIREUP", parse_wireup_option, &PluginState::wireup_given};
 const OptionKind verbose_kind{"--trellis-verbose", "TRELLIS_VERBOSE", parse_verbose_value,
                               &PluginState::verbose_given};
 const OptionKind image_kind{"--trellis-image", "TRELLIS_IMAGE", parse_image_option, &PluginState::image_given};
@@ -50,6 +51,9 @@ int take(const OptionKind& kind, const std::string& value, bool from_env) {
 
 int on_bind(int, const char* arg, int) { return take(bind_kind, arg ? arg : "", false); }
 int on_hca(int, const char* arg, int) { return take(hca_kind, arg ? arg : "", false); }
+int on_gpus(int, const char* arg, int) { return take(gpus_kind, arg ? arg : "", false); }
+int on_memory(int, const char* arg, int) { return take(memory_kind, arg ? arg : "", false); }
+int on_wireup(int, const char* arg, int) { return take(wireup_kind, arg ? arg : "", false); }
 int on_verbose(int, const char*, int) { return take(verbose_kind, "1", false); }
 int on_image(int, const char* arg, int) { return take(image_kind, arg ? arg : "", false); }
 int on_mounts(int, const char* arg, int) { return take(mounts_kind, arg ? arg : "", false); }
@@ -62,6 +66,18 @@ spank_option options[] = {
     {const_cast<char*>("trellis-hca"), const_cast<char*>("auto|NAME[:PORT],..."),
      const_cast<char*>("trellis: HCAs to choose from (default auto: all with an ACTIVE port)"), 1, 0,
      on_hca},
+    {const_cast<char*>("trellis-gpus"), const_cast<char*>("own|step"),
+     const_cast<char*>("trellis: each task sees its own GPUs (own, the default) or all of the step's GPUs on its "
+                       "node, its own first (step: CUDA IPC and peer access between tasks)"),
+     1, 0, on_gpus},
+    {const_cast<char*>("trellis-memory"), const_cast<char*>("bind|preferred|none"),
+     const_cast<char*>("trellis: memory policy on the task's NUMA node (default preferred: local first, then "
+                       "elsewhere; bind: only there)"),
+     1, 0, on_memory},
+    {const_cast<char*>("trellis-wireup"), const_cast<char*>("torch|none|tf[:chief][:ps=N],..."),
+     const_cast<char*>("trellis: variables for the job's own framework (default torch: MASTER_ADDR, RANK, "
+                       "WORLD_SIZE... for env://; tf adds TF_CONFIG)"),
+     1, 0, on_wireup},
     {const_cast<char*>("trellis-verbose"), nullptr,
      const_cast<char*>("trellis: print each node's binding table on stderr"), 0, 0, on_verbose},
     {const_cast<char*>("trellis-image"), const_cast<char*>("PATH"),
@@ -88,20 +104,33 @@ bool read_env(spank_t sp, const char* name, std::string& value) {
 // srun's own --cpu-bind/--gpu-bind (or the SLURM_CPU_BIND/SLURM_GPU_BIND variables that
 // stand for them) win over trellis. slurmstepd cannot tell a user's choice from a default
 // that task/affinity filled in, so srun, which can, hands it on in the job's environment.
+// srun also binds GPUs by itself for --gpus-per-task (gpu:per_task:N) and --ntasks-per-gpu
+// (gpu:single:N) when no --gpu-bind is given (Slurm 22.05, srun/libsrun/launch.c).
 void hand_on_slurm_binding() {
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
     std::vector<std::string> args;
     for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
-    for (const auto& [option, input, output] :
-         {std::tuple{"--cpu-bind", "SLURM_CPU_BIND", "TRELLIS_SLURM_CPU_BIND"},
-          std::tuple{"--gpu-bind", "SLURM_GPU_BIND", "TRELLIS_SLURM_GPU_BIND"}}) {
-        std::string value = std::getenv(input) ? std::getenv(input) : "";
+    auto given = [&](const char* option, const char* variable) {
+        std::string value = std::getenv(variable) ? std::getenv(variable) : "";
         for (size_t i = 1; i < args.size(); ++i) {
             if (args[i] == option && i + 1 < args.size()) value = args[i + 1];
             if (args[i].rfind(std::string(option) + "=", 0) == 0) value = args[i].substr(std::strlen(option) + 1);
         }
-        if (!value.empty()) setenv(output, value.c_str(), 1);
+        return value;
+    };
+    std::string cpu_bind = given("--cpu-bind", "SLURM_CPU_BIND");
+    std::string gpu_bind = given("--gpu-bind", "SLURM_GPU_BIND");
+    if (gpu_bind.empty()) {
+        std::string per_gpu = given("--ntasks-per-gpu", "SLURM_NTASKS_PER_GPU");
+        std::string per_task = given("--gpus-per-task", "SLURM_GPUS_PER_TASK");
+        if (!per_gpu.empty())
+            gpu_bind = "single:" + per_gpu;
+        // A count, possibly after a type: "2" or "a100:2".
+        else if (!per_task.empty())
+            gpu_bind = "per_task:" + per_task.substr(per_task.rfind(':') + 1);
     }
+    if (!cpu_bind.empty()) setenv("TRELLIS_SLURM_CPU_BIND", cpu_bind.c_str(), 1);
+    if (!gpu_bind.empty()) setenv("TRELLIS_SLURM_GPU_BIND", gpu_bind.c_str(), 1);
 }
 
 }  // namespace
@@ -117,7 +146,8 @@ int register_options(spank_t sp) {
 
 int take_environment_defaults(spank_t sp) {
     if (spank_context() == S_CTX_LOCAL) hand_on_slurm_binding();
-    for (const OptionKind* kind : {&bind_kind, &hca_kind, &verbose_kind, &image_kind, &mounts_kind}) {
+    for (const OptionKind* kind :
+         {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind, &image_kind, &mounts_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
         if (take(*kind, value, true) != 0) return -1;

@@ -41,6 +41,19 @@ void parse_hca_option(const std::string& value, UserChoices& choices) {
     choices.hcas = hcas;
 }
 
+void parse_gpus_option(const std::string& value, UserChoices& choices) {
+    if (value != "own" && value != "step")
+        throw std::invalid_argument("'" + value + "' is not a GPU visibility (accepted: own, each task sees its own "
+                                    "GPUs; step, each task sees all of the step's GPUs on its node, its own first)");
+    choices.share_gpus = value == "step";
+}
+
+void parse_memory_option(const std::string& value, UserChoices& choices) {
+    choices.memory = agent::parse_memory_policy(value);
+}
+
+void parse_wireup_option(const std::string& value, UserChoices& choices) { choices.wireup = agent::parse_wireup(value); }
+
 void parse_verbose_value(const std::string& value, UserChoices& choices) {
     if (value.empty() || value == "1" || value == "yes" || value == "true" || value == "on")
         choices.verbose = true;

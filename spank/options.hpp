@@ -1,13 +1,15 @@
-// What a user asks for with --trellis-bind, --trellis-hca, --trellis-verbose,
-// --trellis-image and --trellis-mounts (or the
-// TRELLIS_BIND, TRELLIS_HCA and TRELLIS_VERBOSE environment variables). Pure parsing: the
-// messages say what is accepted, and srun prints them before anything is launched.
+// What a user asks for with --trellis-bind, --trellis-hca, --trellis-gpus, --trellis-memory,
+// --trellis-wireup, --trellis-verbose, --trellis-image and --trellis-mounts (or the TRELLIS_*
+// environment variables of the same names). Pure parsing: the messages say what is accepted,
+// and srun prints them before anything is launched.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/binding/wireup.hpp"
+#include "agent/config.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::spank {
@@ -16,6 +18,9 @@ struct UserChoices {
     std::optional<topology::Policy> policy;                  // unset: the configured policy
     bool verbose = false;
     std::optional<std::vector<topology::HcaRequest>> hcas;   // unset: auto
+    std::optional<bool> share_gpus;                          // unset: the configured choice
+    std::optional<agent::MemoryPolicy> memory;               // unset: the configured policy
+    std::optional<agent::WireupChoice> wireup;               // unset: the configured default
     std::string image;                                       // empty: no container
     std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)
 };
@@ -24,6 +29,12 @@ struct UserChoices {
 void parse_bind_option(const std::string& value, UserChoices& choices);
 // "auto" or "mlx5_0[:PORT],mlx5_1". Throws std::invalid_argument.
 void parse_hca_option(const std::string& value, UserChoices& choices);
+// --trellis-gpus: own (each task sees its GPUs) or step (all of the step's, its own first).
+void parse_gpus_option(const std::string& value, UserChoices& choices);
+// --trellis-memory: bind, preferred or none.
+void parse_memory_option(const std::string& value, UserChoices& choices);
+// --trellis-wireup: none, torch, tf[:chief][:ps=N], or torch,tf...
+void parse_wireup_option(const std::string& value, UserChoices& choices);
 // TRELLIS_VERBOSE: 1/yes/true/on or 0/no/false/off (empty counts as on, like a bare flag).
 void parse_verbose_value(const std::string& value, UserChoices& choices);
 // --trellis-image: an absolute path (whether it is allowed is checked against the

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
@@ -23,11 +24,16 @@ struct PluginState {
     UserChoices choices;
     bool bind_given = false, hca_given = false, verbose_given = false;  // on the command line
     bool image_given = false, mounts_given = false;
+    bool gpus_given = false, memory_given = false, wireup_given = false;
     std::optional<topology::Plan> plan;
     std::string held_error;
     bool user_cpu_bind = false;  // Slurm's --cpu-bind was given: it wins over ours
     bool user_gpu_bind = false;  // likewise --gpu-bind
     unsigned local_tasks = 0;
+    // The step's layout for the frameworks' variables (wireup.hpp); rank and local rank are
+    // filled in per task.
+    std::optional<agent::StepLayout> layout;
+    agent::WireupChoice wireup;  // the user's choice, else the configured default
 };
 
 PluginState& state();

@@ -1,33 +1,55 @@
-// Once per node per step (slurmstepd, user_init): find the topology, the step's tasks, GPUs
-// and CPUs, and compute the plan. A failure here is the user's to see, so it is held and
-// reported from task_init rather than lost in slurmd's log.
-#include <unistd.h>
-
+// Once per node per step (slurmstepd, user_init): the step's plan on this node (the shared
+// core, agent/binding/step_plan.hpp, with what Slurm gave the step) and its layout for the
+// frameworks' variables. A failure here is the user's to see, so it is held and reported
+// from task_init rather than lost in slurmd's log.
 #include <cstdlib>
 #include <stdexcept>
 
 #include <slurm/slurm.h>
 
+#include "agent/binding/step_plan.hpp"
 #include "spank/contexts.hpp"
-#include "spank/node_topology.hpp"
 #include "spank/state.hpp"
-#include "topology/discovery.hpp"
+#include "topology/slurm_config.hpp"
 
 namespace trellis::spank {
 namespace {
 
-// Slurm's GPU allocation for the step, when gres/gpu manages the node: indices in the
-// node's GPU order.
-std::optional<std::vector<int>> step_gpus(spank_t sp) {
-    for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
-        std::string list = job_env(sp, name);
-        if (list.empty()) continue;
-        topology::CpuSet indices = topology::CpuSet::parse(list);  // same list syntax
-        return std::vector<int>(indices.begin(), indices.end());
-    }
-    return std::nullopt;
+uint32_t item(spank_t sp, spank_item_t which, const char* what) {
+    uint32_t value = 0;
+    if (spank_get_item(sp, which, &value) != ESPANK_SUCCESS)
+        throw std::runtime_error(std::string("cannot get the step's ") + what + " from Slurm");
+    return value;
 }
 
+// slurmd exports the path of the slurm.conf it reads (its configless cache too).
+std::string slurm_conf() {
+    const char* path = std::getenv("SLURM_CONF");
+    return path ? path : "";
+}
+
+// Where this step's ranks run and which port they meet at, for the frameworks' variables.
+agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
+    const Config& config = state().config;
+    agent::StepLayout layout;
+    layout.world_size = static_cast<int>(item(sp, S_JOB_TOTAL_TASK_COUNT, "task count"));
+    layout.local_size = static_cast<int>(item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count"));
+    layout.node_rank = static_cast<int>(item(sp, S_JOB_NODEID, "node index"));
+    layout.nnodes = static_cast<int>(item(sp, S_JOB_NNODES, "node count"));
+    layout.port = agent::step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"),
+                                   config.wireup.port_first, config.wireup.port_last);
+    auto nodes = topology::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
+    if (nodes.empty()) throw std::runtime_error("SLURM_STEP_NODELIST is empty");
+    // Rank 0 runs on the first node under block and cyclic distributions (and plane).
+    auto ranks = agent::rank_nodes(job_env(sp, "SLURM_STEP_TASKS_PER_NODE"), job_env(sp, "SLURM_DISTRIBUTION"));
+    layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(ranks.front())]);
+    if (wireup.tf) {
+        std::vector<std::string> addresses;
+        for (const auto& node : nodes) addresses.push_back(topology::node_address(slurm_conf(), node));
+        layout.rank_addresses = agent::rank_addresses(addresses, ranks, layout.port);
+    }
+    return layout;
+}
 
 }  // namespace
 
@@ -40,29 +62,28 @@ int plan_node(spank_t sp) {
         if (spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
             (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT))
             return 0;
-        uint32_t tasks = 0;
-        if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS || tasks == 0)
-            throw std::runtime_error("cannot get the step's local task count from Slurm");
+        uint32_t tasks = item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count");
+        if (tasks == 0) throw std::runtime_error("Slurm reports no local task for this step");
         s.local_tasks = tasks;
         // Set by srun when the user gave --cpu-bind or --gpu-bind (option_callbacks.cpp).
+        // Slurm's own per-task GPU binding (--gpus-per-task) is followed exactly; any other
+        // --gpu-bind leaves GPU visibility to Slurm.
         s.user_cpu_bind = !job_env(sp, "TRELLIS_SLURM_CPU_BIND").empty();
-        s.user_gpu_bind = !job_env(sp, "TRELLIS_SLURM_GPU_BIND").empty();
+        std::string gpu_bind = job_env(sp, "TRELLIS_SLURM_GPU_BIND");
+        int per_task = gpu_bind.rfind("per_task:", 0) == 0 ? std::atoi(gpu_bind.c_str() + 9) : 0;
+        s.user_gpu_bind = !gpu_bind.empty() && per_task <= 0;
 
-        const BindingConfig& config = s.config.binding;
-        topology::PlanRequest request;
+        agent::StepRequest request;
+        request.node_name = node_name();
         request.tasks = static_cast<int>(tasks);
-        request.policy = s.choices.policy.value_or(config.policy);
-        request.smt = config.smt;
-        request.hcas.include = config.hca_include;
-        request.hcas.exclude = config.hca_exclude;
-        request.hcas.require_active = config.require_active;
-        if (s.choices.hcas) request.hcas.only = *s.choices.hcas;
-        request.allowed_gpus = step_gpus(sp);
-
-        std::string name = node_name();
-        topology::Node node = topology::load_node(topology_xml_for(config.topology_xml, name));
-        node.host = name;
-        topology::Plan plan = topology::make_plan(node, request);
+        request.policy = s.choices.policy;
+        request.hcas = s.choices.hcas;
+        request.share_gpus = s.choices.share_gpus;
+        request.under_slurm = true;
+        request.step_gpus = job_env(sp, "SLURM_STEP_GPUS");
+        request.slurm_conf = slurm_conf();
+        request.slurm_gpus_per_task = per_task;
+        topology::Plan plan = agent::plan_step(s.config, request);
         if (s.user_cpu_bind && plan.bind_cpus) {
             plan.bind_cpus = false;
             plan.warnings.push_back("srun --cpu-bind was given: Slurm's CPU binding is used instead");
@@ -70,6 +91,16 @@ int plan_node(spank_t sp) {
         if (s.user_gpu_bind)
             plan.warnings.push_back("srun --gpu-bind was given: GPU visibility is left to Slurm");
         s.plan = std::move(plan);
+
+        s.wireup = s.choices.wireup.value_or(s.config.wireup.frameworks ? agent::WireupChoice{}
+                                                                        : agent::parse_wireup("none"));
+        try {
+            if (s.wireup.torch || s.wireup.tf) s.layout = step_layout(sp, s.wireup);
+        } catch (const std::exception& e) {
+            // Asked for by the user: the step fails; by default: the step runs without them.
+            if (s.choices.wireup) throw;
+            s.plan->warnings.push_back(std::string("no framework variables (MASTER_ADDR...): ") + e.what());
+        }
     } catch (const std::exception& e) {
         s.held_error = std::string("cannot plan the binding: ") + e.what();
     }

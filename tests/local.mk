@@ -89,6 +89,14 @@ unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+unit_tests += tests/unit/wireup_test tests/unit/slurm_gpus_test
+tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
+tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
+tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+tests_unit_slurm_gpus_test_SOURCES = tests/unit/slurm_gpus_test.cpp
+tests_unit_slurm_gpus_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
+tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la topology/libtrellis-slurm-gres.la \
+	topology/libtrellis-topology.la $(SLURM_LIBS)
 TESTS += tests/container/launch_test.sh
 EXTRA_DIST += tests/container/launch_test.sh tests/container/singularity-test-double
 EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster \

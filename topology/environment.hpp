@@ -9,6 +9,7 @@
 
 namespace trellis::topology {
 
-std::map<std::string, std::string> render_environment(const TaskBinding& task);
+// The task's own variables, and those that are the same for every task of the plan (NCCL's).
+std::map<std::string, std::string> render_environment(const TaskBinding& task, const Plan& plan);
 
 }  // namespace trellis::topology

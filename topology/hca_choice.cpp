@@ -65,29 +65,45 @@ std::vector<HcaCandidate> usable_hcas(const Node& node, const HcaSelection& sele
     return candidates;
 }
 
+static HcaChoice choice_of(const HcaCandidate& candidate, Distance distance) {
+    std::string netdev;
+    for (const auto& port : candidate.hca->ports)
+        if (port.number == candidate.port) netdev = port.netdev;
+    return {candidate.hca->name, candidate.port, candidate.hca->place.address.to_string(), distance, netdev};
+}
+
 void choose_hcas(const Node&, const std::vector<HcaCandidate>& candidates,
                  std::vector<TaskBinding>& tasks) {
     if (candidates.empty()) return;
     std::vector<int> uses(candidates.size(), 0);
     for (auto& task : tasks) {
-        size_t best = 0;
-        std::tuple<Distance, int, size_t> best_key{Distance::sys, 0, 0};
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            const Hca& hca = *candidates[i].hca;
-            Distance d = task.gpus.empty() ? distance_from_cpus(hca, task.numa)
-                                           : distance(task.gpus.front().place, hca.place);
-            std::tuple key{d, uses[i], i};
-            if (i == 0 || key < best_key) best = i, best_key = key;
+        // One HCA per GPU (one for a CPU-only task), each the nearest to its GPU among those
+        // the task does not have yet, while the node has enough.
+        size_t wanted = std::max<size_t>(task.gpus.size(), 1);
+        std::vector<bool> taken(candidates.size(), false);
+        for (size_t k = 0; k < wanted; ++k) {
+            if (std::find(taken.begin(), taken.end(), false) == taken.end()) break;
+            size_t best = candidates.size();
+            std::tuple<Distance, int, size_t> best_key{Distance::sys, 0, 0};
+            for (size_t i = 0; i < candidates.size(); ++i) {
+                if (taken[i]) continue;
+                const Hca& hca = *candidates[i].hca;
+                Distance d = task.gpus.empty() ? distance_from_cpus(hca, task.numa)
+                                               : distance(task.gpus[k].place, hca.place);
+                std::tuple key{d, uses[i], i};
+                if (best == candidates.size() || key < best_key) best = i, best_key = key;
+            }
+            ++uses[best];
+            taken[best] = true;
+            task.hcas.push_back(choice_of(candidates[best], std::get<0>(best_key)));
         }
-        ++uses[best];
-        const HcaCandidate& chosen = candidates[best];
-        std::string netdev;
-        for (const auto& port : chosen.hca->ports)
-            if (port.number == chosen.port) netdev = port.netdev;
-        task.hcas.push_back({chosen.hca->name, chosen.port,
-                             chosen.hca->place.address.to_string(), std::get<0>(best_key),
-                             netdev});
     }
+}
+
+std::vector<HcaChoice> node_hcas(const std::vector<HcaCandidate>& candidates) {
+    std::vector<HcaChoice> all;
+    for (const auto& candidate : candidates) all.push_back(choice_of(candidate, Distance::sys));
+    return all;
 }
 
 }  // namespace trellis::topology

@@ -9,6 +9,7 @@ topology_libtrellis_topology_la_SOURCES = \
 	topology/discovery.cpp topology/discovery.hpp \
 	topology/distance.cpp topology/distance.hpp \
 	topology/environment.cpp topology/environment.hpp \
+	topology/gpu_minors.cpp topology/gpu_minors.hpp \
 	topology/hca_choice.cpp topology/hca_choice.hpp \
 	topology/hca_sysfs.cpp topology/hca_sysfs.hpp \
 	topology/node.cpp topology/node.hpp \
@@ -19,6 +20,15 @@ topology_libtrellis_topology_la_SOURCES = \
 	topology/text_table.cpp topology/text_table.hpp
 topology_libtrellis_topology_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(JSON_CFLAGS)
 topology_libtrellis_topology_la_LIBADD = $(HWLOC_LIBS)
+
+# What Slurm gave a step, read from Slurm's own files (gres.conf, slurm.conf, cgroup.conf).
+# libslurm's host lists are called but not linked here: the plugin finds them in srun and
+# slurmstepd, programs link $(SLURM_LIBS) (through libtrellis-slurm-nodes).
+noinst_LTLIBRARIES += topology/libtrellis-slurm-gres.la
+topology_libtrellis_slurm_gres_la_SOURCES = \
+	topology/slurm_config.cpp topology/slurm_config.hpp \
+	topology/step_gpus.cpp topology/step_gpus.hpp
+topology_libtrellis_slurm_gres_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 
 # The step's first node from a Slurm node list, with libslurm (not for the plugin).
 noinst_LTLIBRARIES += topology/libtrellis-slurm-nodes.la

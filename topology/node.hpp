@@ -36,6 +36,9 @@ struct Gpu {
     int vendor_index = 0;  // position among GPUs of the same vendor (CUDA/ROCr device number)
     GpuVendor vendor = GpuVendor::nvidia;
     std::string os_name;   // cuda0, nvml0, rsmi0 ... when the topology has one, else ""
+    // The device file's minor number (/dev/nvidiaN), as the NVIDIA driver numbered it: its
+    // probe order, which need not be PCI order. -1 when unknown (gpu_minors.hpp).
+    int minor = -1;
     PciPlace place;
 };
 

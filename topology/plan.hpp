@@ -35,13 +35,27 @@ struct HcaSelection {
     bool require_active = true;
 };
 
+// How a task's CUDA or ROCm numbers the GPUs it can see. Slurm decides it, and trellis follows
+// (gres_use_local_device_index in Slurm's gres.c): when task/cgroup constrains devices, a task
+// sees only the step's GPUs and its runtime numbers them from 0 (step), or only its own when
+// Slurm binds GPUs per task (task); otherwise it sees every GPU of the node (node). Either
+// way the numbers are in PCI order, which trellis asks for with CUDA_DEVICE_ORDER=PCI_BUS_ID.
+enum class GpuNumbering { node, step, task };
+std::string gpu_numbering_name(GpuNumbering numbering);
+
 struct PlanRequest {
     int tasks = 1;
     Policy policy = Policy::closest;
     std::optional<CpuSet> allowed_cpus;           // default: the node's allowed CPUs
     std::optional<std::vector<int>> allowed_gpus; // GPU indices (PCI order); default: all
+    // Each task's GPUs when Slurm binds them per task (--gpus-per-task); default: the planner's.
+    std::optional<std::vector<std::vector<int>>> task_gpus;
     HcaSelection hcas;
     bool smt = false;  // bind every hardware thread of a core, not only the first
+    GpuNumbering gpu_numbering = GpuNumbering::node;
+    // Every task sees all of the step's GPUs on the node, its own first (CUDA IPC and NVLink
+    // peer access between tasks, as Slurm's --gres-flags=allow-task-sharing).
+    bool share_gpus = false;
 };
 
 struct HcaChoice {
@@ -52,9 +66,17 @@ struct HcaChoice {
     std::string netdev;
 };
 
+// A GPU as a task is told of it: `device` is its number in CUDA_VISIBLE_DEVICES or
+// ROCR_VISIBLE_DEVICES (inside the task, CUDA calls it by its place in that list).
+struct VisibleGpu {
+    Gpu gpu;
+    int device = 0;
+};
+
 struct TaskBinding {
     int local_rank = 0;
     std::vector<Gpu> gpus;
+    std::vector<VisibleGpu> visible;  // its own GPUs first, then (share_gpus) the step's others
     std::vector<HcaChoice> hcas;
     CpuSet cpus;
     std::vector<int> numa;
@@ -69,6 +91,13 @@ struct Plan {
     // Whether CPU affinity and memory policy may be applied: not for policy none, and not
     // when the topology describes another machine.
     bool bind_cpus = true;
+    GpuNumbering gpu_numbering = GpuNumbering::node;
+    // The node's usable HCAs, the same for every task: what NCCL is given. NCCL pairs GPUs
+    // with NICs itself and builds rings across rails; per-rank or single-NIC lists break it
+    // (NVIDIA/nccl#1478, #1591). Only exported when something restricts the choice
+    // (hcas_restricted: --trellis-hca, hca_include, hca_exclude); otherwise NCCL sees all.
+    std::vector<HcaChoice> node_hcas;
+    bool hcas_restricted = false;
     std::vector<TaskBinding> tasks;
     std::vector<std::string> warnings;  // about the node or step as a whole
 };

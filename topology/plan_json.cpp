@@ -13,21 +13,31 @@ nlohmann::json gpu_json(const Gpu& gpu) {
             {"name", gpu.os_name}};
 }
 
+nlohmann::json hca_json(const HcaChoice& hca) {
+    return {{"name", hca.name}, {"port", hca.port}, {"pci", hca.pci}, {"netdev", hca.netdev}};
+}
+
 }  // namespace
 
 nlohmann::json plan_to_json(const Plan& plan) {
     nlohmann::json tasks = nlohmann::json::array();
     for (const auto& task : plan.tasks) {
-        nlohmann::json gpus = nlohmann::json::array(), hcas = nlohmann::json::array();
-        for (const auto& gpu : task.gpus) gpus.push_back(gpu_json(gpu));
-        for (const auto& hca : task.hcas)
-            hcas.push_back({{"name", hca.name},
-                            {"port", hca.port},
-                            {"pci", hca.pci},
-                            {"distance", distance_name(hca.distance)},
-                            {"netdev", hca.netdev}});
+        nlohmann::json gpus = nlohmann::json::array(), hcas = nlohmann::json::array(),
+                       visible = nlohmann::json::array();
+        for (const auto& v : task.visible) {
+            auto j = gpu_json(v.gpu);
+            j["device"] = v.device;  // its number in CUDA_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES
+            if (visible.size() < task.gpus.size()) gpus.push_back(j);
+            visible.push_back(j);
+        }
+        for (const auto& hca : task.hcas) {
+            auto j = hca_json(hca);
+            j["distance"] = distance_name(hca.distance);
+            hcas.push_back(j);
+        }
         tasks.push_back({{"local_rank", task.local_rank},
                          {"gpus", gpus},
+                         {"visible_gpus", visible},
                          {"hcas", hcas},
                          {"cpus", task.cpus.to_string()},
                          {"numa", task.numa},
@@ -35,9 +45,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
                          {"env", task.env},
                          {"warnings", task.warnings}});
     }
+    nlohmann::json node_hcas = nlohmann::json::array();
+    for (const auto& hca : plan.node_hcas) node_hcas.push_back(hca_json(hca));
     return {{"host", plan.host},
             {"policy", policy_name(plan.policy)},
             {"bind_cpus", plan.bind_cpus},
+            {"gpu_numbering", gpu_numbering_name(plan.gpu_numbering)},
+            {"node_hcas", node_hcas},
+            {"hcas_restricted", plan.hcas_restricted},
             {"tasks", tasks},
             {"warnings", plan.warnings}};
 }
@@ -48,6 +63,7 @@ nlohmann::json node_to_json(const Node& node) {
     for (const auto& gpu : node.gpus) {
         auto j = gpu_json(gpu);
         j["cpus"] = gpu.place.local_cpus.to_string();
+        j["minor"] = gpu.minor;
         gpus.push_back(j);
     }
     for (const auto& hca : node.hcas) {

@@ -62,11 +62,45 @@ void add_task_warnings(const Node& node, TaskBinding& task) {
     for (int cpu : task.cpus) packages.insert(node.package_of(cpu));
     if (packages.size() > 1)
         task.warnings.push_back("CPUs span " + std::to_string(packages.size()) + " sockets");
-    if (!task.gpus.empty() && !task.hcas.empty() && !task.gdr)
+    if (!task.gpus.empty() && !task.hcas.empty() && !task.gdr) {
+        // HCA k was chosen for GPU k: name the farthest pair.
+        size_t worst = 0;
+        for (size_t k = 1; k < task.hcas.size(); ++k)
+            if (task.hcas[k].distance > task.hcas[worst].distance) worst = k;
         task.warnings.push_back("GPUDirect RDMA not eligible: GPU " +
-                                std::to_string(task.gpus.front().index) + " to " +
-                                task.hcas.front().name + " is " +
-                                distance_name(task.hcas.front().distance));
+                                std::to_string(task.gpus[std::min(worst, task.gpus.size() - 1)].index) +
+                                " to " + task.hcas[worst].name + " is " +
+                                distance_name(task.hcas[worst].distance));
+    }
+}
+
+// The GPUs Slurm bound task t to (node indices), in PCI order.
+std::vector<Gpu> slurm_bound_gpus(const Node& node, const std::vector<std::vector<int>>& task_gpus, int t) {
+    std::vector<Gpu> gpus;
+    if (t < static_cast<int>(task_gpus.size()))
+        for (int index : task_gpus[static_cast<size_t>(t)])
+            if (index >= 0 && index < static_cast<int>(node.gpus.size())) gpus.push_back(node.gpus[static_cast<size_t>(index)]);
+    std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+    return gpus;
+}
+
+// The GPUs each task is shown and the numbers it knows them by: the task's own first, then
+// (share_gpus) the step's others, numbered among the node's GPUs of the vendor or, when
+// Slurm constrains devices, among the step's.
+void number_visible_gpus(const std::vector<Gpu>& step_gpus, const PlanRequest& request, TaskBinding& task) {
+    auto device_of = [&](const Gpu& gpu) {
+        if (request.gpu_numbering == GpuNumbering::node) return gpu.vendor_index;
+        const auto& seen = request.gpu_numbering == GpuNumbering::task ? task.gpus : step_gpus;
+        int position = 0;
+        for (const auto& other : seen)
+            if (other.vendor == gpu.vendor && other.index < gpu.index) ++position;
+        return position;
+    };
+    for (const auto& gpu : task.gpus) task.visible.push_back({gpu, device_of(gpu)});
+    if (!request.share_gpus) return;
+    for (const auto& gpu : step_gpus)
+        if (std::none_of(task.gpus.begin(), task.gpus.end(), [&](const Gpu& own) { return own.index == gpu.index; }))
+            task.visible.push_back({gpu, device_of(gpu)});
 }
 
 }  // namespace
@@ -82,6 +116,10 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     Plan plan;
     plan.host = node.host;
     plan.policy = request.policy;
+    plan.gpu_numbering = request.gpu_numbering;
+    plan.node_hcas = node_hcas(hcas);
+    plan.hcas_restricted = !request.hcas.only.empty() || !request.hcas.include.empty() ||
+                           !request.hcas.exclude.empty();
     plan.tasks.resize(static_cast<size_t>(request.tasks));
 
     std::vector<CpuSet> regions;
@@ -92,7 +130,14 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
         auto groups = assign_items(request.tasks, static_cast<int>(gpus.size()));
         for (int t = 0; t < request.tasks; ++t) {
             auto& task = plan.tasks[t];
-            for (int g : groups[t]) task.gpus.push_back(gpus[g]);
+            if (request.task_gpus)
+                task.gpus = slurm_bound_gpus(node, *request.task_gpus, t);
+            else
+                for (int g : groups[t]) task.gpus.push_back(gpus[g]);
+            if (task.gpus.empty()) {
+                regions.push_back(allowed);
+                continue;
+            }
             const PciPlace& first = task.gpus.front().place;
             if (first.first_numa() >= 0) task.numa = {first.first_numa()};
             CpuSet local = first.local_cpus & allowed;
@@ -119,10 +164,14 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     divide_cpus(node, allowed, regions, request.smt, plan.tasks);
     for (auto& task : plan.tasks) {
         if (task.numa.empty()) task.numa = node.numa_of(task.cpus);
-        task.gdr = !task.gpus.empty() && !task.hcas.empty() && gdr_eligible(task.hcas.front().distance);
+        // GPUDirect RDMA only when every GPU of the task has an eligible HCA.
+        task.gdr = !task.gpus.empty() && !task.hcas.empty() &&
+                   std::all_of(task.hcas.begin(), task.hcas.end(),
+                               [](const HcaChoice& h) { return gdr_eligible(h.distance); });
+        number_visible_gpus(gpus, request, task);
         if (request.policy == Policy::closest) {
             add_task_warnings(node, task);
-            task.env = render_environment(task);
+            task.env = render_environment(task, plan);
         }
     }
 
@@ -135,6 +184,10 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
                                 " describes another machine: CPUs and memory are left unbound");
     }
     return plan;
+}
+
+std::string gpu_numbering_name(GpuNumbering numbering) {
+    return numbering == GpuNumbering::node ? "node" : numbering == GpuNumbering::step ? "step" : "task";
 }
 
 std::string policy_name(Policy policy) { return policy == Policy::closest ? "closest" : "none"; }

@@ -1,5 +1,7 @@
 #include "topology/report.hpp"
 
+#include <algorithm>
+
 #include "topology/device_matrix.hpp"
 #include "topology/text_table.hpp"
 
@@ -74,19 +76,26 @@ std::string format_plan(const Plan& plan) {
     std::string out = "trellis binding on " + plan.host + ": policy " + policy_name(plan.policy) +
                       ", " + std::to_string(plan.tasks.size()) + " tasks" +
                       (plan.bind_cpus ? "" : ", CPUs and memory not bound") + "\n";
-    TextTable table({"task", "GPU", "HCA", "distance", "CPUs", "NUMA", "GDR", "warnings"});
+    // GPU: the node's numbering (PCI order); CUDA: the numbers the task is given for them.
+    TextTable table({"task", "GPU", "CUDA", "HCA", "distance", "CPUs", "NUMA", "GDR", "warnings"});
     for (const auto& task : plan.tasks) {
-        std::string gpus, warnings;
-        for (const auto& gpu : task.gpus)
-            gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu.index);
+        std::string gpus, devices, hcas, warnings;
+        for (const auto& gpu : task.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu.index);
+        for (const auto& v : task.visible) devices += (devices.empty() ? "" : ",") + std::to_string(v.device);
+        for (const auto& h : task.hcas) hcas += (hcas.empty() ? "" : ",") + h.name + ":" + std::to_string(h.port);
         for (const auto& w : task.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
-        const HcaChoice* hca = task.hcas.empty() ? nullptr : &task.hcas.front();
-        table.add({std::to_string(task.local_rank), gpus.empty() ? "-" : gpus,
-                   hca ? hca->name + ":" + std::to_string(hca->port) : "-",
-                   hca ? distance_name(hca->distance) : "-", task.cpus.to_string(),
-                   join_ints(task.numa), task.gdr ? "yes" : "no", warnings});
+        auto worst = std::max_element(task.hcas.begin(), task.hcas.end(),
+                                      [](const HcaChoice& a, const HcaChoice& b) { return a.distance < b.distance; });
+        table.add({std::to_string(task.local_rank), gpus.empty() ? "-" : gpus, devices.empty() ? "-" : devices,
+                   hcas.empty() ? "-" : hcas, worst == task.hcas.end() ? "-" : distance_name(worst->distance),
+                   task.cpus.to_string(), join_ints(task.numa), task.gdr ? "yes" : "no", warnings});
     }
     out += table.render();
+    std::string nccl;
+    for (const auto& h : plan.node_hcas) nccl += (nccl.empty() ? "" : ",") + h.name + ":" + std::to_string(h.port);
+    if (!plan.node_hcas.empty())
+        out += plan.hcas_restricted ? "NCCL: every task NCCL_IB_HCA==" + nccl + "\n"
+                                    : "NCCL: every task may use all HCAs (" + nccl + "), NCCL_IB_HCA unset\n";
     for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
     return out;
 }

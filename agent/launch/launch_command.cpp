@@ -4,30 +4,21 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
+#include "agent/binding/node_paths.hpp"
+#include "agent/binding/step_plan.hpp"
+#include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/rank_launcher.hpp"
-#include "topology/discovery.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::agent {
 
 namespace {
-
-// The plan's variables that the configuration exports, and every TRELLIS_* one.
-std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config) {
-    std::map<std::string, std::string> env;
-    for (const auto& [name, value] : task.env) {
-        std::string key = name == "CUDA_DEVICE_ORDER" ? "CUDA_VISIBLE_DEVICES" : name;
-        if (name.starts_with("TRELLIS_") ||
-            std::find(config.exported.begin(), config.exported.end(), key) != config.exported.end())
-            env[name] = value;
-    }
-    return env;
-}
 
 // Releases the launch's container however the launch ends.
 struct ContainerLease {
@@ -50,17 +41,17 @@ int launch_command(const std::vector<std::string>& args) {
     auto config = load_agent_config(options.config_path);
     auto place = find_node_place(options);
 
-    topology::PlanRequest request;
+    StepRequest request;
+    request.node_name = this_node_name();
     request.tasks = options.nproc_per_node;
-    request.policy = options.bind == "none" ? topology::Policy::none : config.binding.policy;
-    request.smt = config.binding.smt;
-    request.hcas.include = config.binding.hca_include;
-    request.hcas.exclude = config.binding.hca_exclude;
-    request.hcas.require_active = config.binding.require_active;
-    auto node = topology::load_node(config.binding.topology_xml.find("%n") == std::string::npos
-                                        ? config.binding.topology_xml
-                                        : std::string());
-    auto plan = topology::make_plan(node, request);
+    if (options.bind == "none") request.policy = topology::Policy::none;
+    // Inside a Slurm step the agent takes the step's GPUs as the plugin does.
+    if (const char* step = std::getenv("SLURM_STEP_ID")) {
+        request.under_slurm = *step != 0;
+        request.step_gpus = std::getenv("SLURM_STEP_GPUS") ? std::getenv("SLURM_STEP_GPUS") : "";
+        request.slurm_conf = std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "";
+    }
+    auto plan = plan_step(config, request);
     for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
 
     std::optional<ContainerEntry> container;
@@ -69,7 +60,7 @@ int launch_command(const std::vector<std::string>& args) {
         std::vector<int> gpus;
         std::vector<std::string> hcas;
         for (const auto& task : plan.tasks) {
-            for (const auto& gpu : task.gpus) gpus.push_back(gpu.vendor_index);
+            for (const auto& gpu : task.visible) gpus.push_back(gpu.gpu.minor >= 0 ? gpu.gpu.minor : gpu.gpu.vendor_index);
             for (const auto& hca : task.hcas) hcas.push_back(hca.name);
         }
         char host[256] = {};
@@ -88,12 +79,25 @@ int launch_command(const std::vector<std::string>& args) {
     }
 
     int world = place.nnodes * options.nproc_per_node;
+    // PyTorch's env:// meets at the rendezvous host, one port above trellis-train's.
+    StepLayout layout;
+    layout.world_size = world;
+    layout.local_size = options.nproc_per_node;
+    layout.node_rank = place.node_rank;
+    layout.nnodes = place.nnodes;
+    layout.master_addr = place.master.substr(0, place.master.rfind(':'));
+    layout.port = std::stoi(place.master.substr(place.master.rfind(':') + 1)) + 1;
     std::vector<RankSpec> ranks;
     for (int local = 0; local < options.nproc_per_node; ++local) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
         spec.env = exported_env(task, config.binding);
+        layout.rank = spec.rank;
+        layout.local_rank = local;
+        if (config.wireup.frameworks)
+            for (const auto& [name, value] : wireup_env(WireupChoice{}, layout))
+                if (!std::getenv(name.c_str())) spec.env[name] = value;
         spec.env["TRELLIS_RANK"] = std::to_string(spec.rank);
         spec.env["TRELLIS_WORLD_SIZE"] = std::to_string(world);
         spec.env["TRELLIS_LOCAL_RANK"] = std::to_string(local);
@@ -102,6 +106,7 @@ int launch_command(const std::vector<std::string>& args) {
         spec.env["TRELLIS_NNODES"] = std::to_string(place.nnodes);
         spec.env["TRELLIS_MASTER"] = place.master;
         if (plan.bind_cpus && !task.cpus.empty()) spec.cpus = task.cpus;
+        if (plan.bind_cpus) spec.memory = {config.binding.memory, task.numa};
         ranks.push_back(std::move(spec));
     }
     std::fprintf(stderr, "trellis-agent: node %d of %d (%s): ranks %d-%d of %d, rendezvous %s%s\n", place.node_rank,

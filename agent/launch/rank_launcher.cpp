@@ -15,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "agent/binding/step_plan.hpp"
 #include "agent/container/join.hpp"
 
 namespace trellis::agent {
@@ -72,14 +73,11 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     ::dup2(err_fd, 2);
     for (const auto& name : rank_variables_to_clear()) ::unsetenv(name.c_str());
     for (const auto& [name, value] : spec.env) ::setenv(name.c_str(), value.c_str(), 1);
-    if (spec.cpus) {
-        cpu_set_t mask;
-        CPU_ZERO(&mask);
-        for (int cpu : *spec.cpus)
-            if (cpu < CPU_SETSIZE) CPU_SET(cpu, &mask);
-        if (::sched_setaffinity(0, sizeof mask, &mask) != 0)
-            std::fprintf(stderr, "trellis-agent: rank %d: cannot bind to CPUs %s: %s\n", spec.rank,
-                         spec.cpus->to_string().c_str(), std::strerror(errno));
+    try {
+        if (spec.cpus) apply_cpu_affinity(*spec.cpus);
+        apply_memory_policy(spec.memory.policy, spec.memory.numa);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "trellis-agent: rank %d: %s\n", spec.rank, error.what());
     }
     if (container_) {
         char cwd[4096] = {};

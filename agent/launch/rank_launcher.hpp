@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/config.hpp"
 #include "topology/cpu_set.hpp"
 
 namespace trellis::agent {
@@ -20,6 +21,10 @@ struct RankSpec {
     int rank = 0;
     std::map<std::string, std::string> env;  // set on top of the agent's environment
     std::optional<topology::CpuSet> cpus;    // affinity, when bound
+    struct Memory {
+        MemoryPolicy policy = MemoryPolicy::none;
+        std::vector<int> numa;
+    } memory;
 };
 
 struct ContainerEntry {

@@ -5,10 +5,10 @@
 
 #include "fixtures.hpp"
 #include "agent/config.hpp"
-#include "spank/node_topology.hpp"
+#include "agent/binding/node_paths.hpp"
 
 using namespace trellis::agent;
-using trellis::spank::topology_xml_for;
+using trellis::agent::path_for_node;
 using trellis::topology::Policy;
 
 TEST_CASE("the shipped etc/trellis.toml parses to the defaults") {
@@ -65,7 +65,7 @@ TEST_CASE("bad files are refused naming file, line and key") {
     CHECK_THROWS_WITH(parse_config_text("[binding]\nexport = [\"PATH\"]\n", "a.toml"),
                       Catch::Contains("'PATH' is not a variable trellis sets"));
     CHECK_THROWS_WITH(parse_config_text("[bindings]\n", "a.toml"),
-                      "a.toml:1: unknown table [bindings] (accepted: [binding], [container])");
+                      "a.toml:1: unknown table [bindings] (accepted: [binding], [container], [wireup])");
     CHECK_THROWS_WITH(parse_config_text("policy = \"none\"\n", "a.toml"),
                       Catch::StartsWith("a.toml:1: unknown key 'policy'"));
     CHECK_THROWS_WITH(parse_config_text("[container]\nruntime = \"docker\"\n", "a.toml"),
@@ -106,10 +106,10 @@ TEST_CASE("a missing default file means defaults; a missing named file is an err
 
 TEST_CASE("per-node topology files with %n") {
     std::string dir = trellis::test::source_dir() + "/tests/fixtures/topology/";
-    CHECK(topology_xml_for("", "n1").empty());
-    CHECK(topology_xml_for("/x/fixed.xml", "n1") == "/x/fixed.xml");
-    CHECK(topology_xml_for(dir + "%n.xml", "no-hca-2gpu") == dir + "no-hca-2gpu.xml");
-    CHECK(topology_xml_for(dir + "%n.xml", "n1").empty());  // no file of its own: live
+    CHECK(path_for_node("", "n1").empty());
+    CHECK(path_for_node("/x/fixed.xml", "n1") == "/x/fixed.xml");
+    CHECK(path_for_node(dir + "%n.xml", "no-hca-2gpu") == dir + "no-hca-2gpu.xml");
+    CHECK(path_for_node(dir + "%n.xml", "n1").empty());  // no file of its own: live
 }
 
 TEST_CASE("the container section: runtime, namespaces tasks may join, agent and run folder paths") {

@@ -249,3 +249,63 @@ TEST_CASE("requests that cannot be planned are refused with the value named") {
     CHECK_THROWS_AS(HcaRequest::parse(":1"), std::invalid_argument);
     CHECK(HcaRequest::parse("mlx5_2:1").port == 1);
 }
+
+TEST_CASE("a task with k GPUs gets its k nearest HCAs, distinct") {
+    Plan plan = plan_for("two-level-switch-8gpu.xml", 1);
+    const auto& task = plan.tasks[0];
+    REQUIRE(task.gpus.size() == 8);
+    REQUIRE(task.hcas.size() == 8);
+    for (int i = 0; i < 8; ++i) {
+        CHECK(task.hcas[i].name == "mlx5_" + std::to_string(i));
+        CHECK(task.hcas[i].distance == Distance::pix);
+    }
+    CHECK(task.env.at("UCX_NET_DEVICES").find("mlx5_7:1") != std::string::npos);
+
+    SECTION("fewer HCAs than GPUs: each HCA once, then no more") {
+        Plan shared = plan_for("shared-hca-4gpu.xml", 1);
+        REQUIRE(shared.tasks[0].hcas.size() == 2);
+        CHECK(shared.tasks[0].hcas[0].name == "mlx5_0");
+        CHECK(shared.tasks[0].hcas[1].name == "mlx5_1");
+    }
+}
+
+TEST_CASE("NCCL gets one HCA set for the whole node, only when the choice is restricted") {
+    Plan open = plan_for("two-level-switch-8gpu.xml", 8);
+    CHECK(open.node_hcas.size() == 8);
+    CHECK_FALSE(open.hcas_restricted);
+    for (const auto& task : open.tasks) CHECK(task.env.count("NCCL_IB_HCA") == 0);
+
+    Plan narrowed = plan_for("two-level-switch-8gpu.xml", 8,
+                             [](PlanRequest& r) { r.hcas.include = {"mlx5_[0-3]"}; });
+    for (const auto& task : narrowed.tasks) {
+        INFO("task " << task.local_rank);
+        CHECK(task.env.at("NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
+        CHECK(task.env.at("NCCL_SOCKET_IFNAME") == "=ib0,ib1,ib2,ib3");
+    }
+    CHECK(narrowed.tasks[6].env.at("UCX_NET_DEVICES") == "mlx5_2:1");  // its own, nearest of those left
+}
+
+TEST_CASE("GPU numbers: the node's, or the step's under constrained devices; shared visibility") {
+    auto step = [](PlanRequest& r) { r.allowed_gpus = std::vector<int>{2, 5, 6}; };
+    Plan node_numbers = plan_for("two-level-switch-8gpu.xml", 3, step);
+    CHECK(node_numbers.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "5");
+    CHECK(node_numbers.tasks[1].env.at("TRELLIS_GPU") == "5");
+
+    Plan step_numbers = plan_for("two-level-switch-8gpu.xml", 3, [&](PlanRequest& r) {
+        step(r);
+        r.gpu_numbering = GpuNumbering::step;
+    });
+    const char* devices[] = {"0", "1", "2"};
+    for (int i = 0; i < 3; ++i) CHECK(step_numbers.tasks[i].env.at("CUDA_VISIBLE_DEVICES") == devices[i]);
+    CHECK(step_numbers.tasks[1].env.at("TRELLIS_GPU") == "5");
+
+    Plan shared = plan_for("two-level-switch-8gpu.xml", 3, [&](PlanRequest& r) {
+        step(r);
+        r.gpu_numbering = GpuNumbering::step;
+        r.share_gpus = true;
+    });
+    CHECK(shared.tasks[0].env.at("CUDA_VISIBLE_DEVICES") == "0,1,2");
+    CHECK(shared.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1,0,2");
+    CHECK(shared.tasks[2].env.at("CUDA_VISIBLE_DEVICES") == "2,0,1");
+    CHECK(shared.tasks[2].env.at("TRELLIS_GPU") == "6");
+}

@@ -1,0 +1,112 @@
+#include "agent/binding/step_plan.hpp"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "agent/binding/node_paths.hpp"
+#include "topology/discovery.hpp"
+#include "topology/gpu_minors.hpp"
+#include "topology/step_gpus.hpp"
+
+namespace trellis::agent {
+namespace {
+
+// The numeric memory policies of <linux/mempolicy.h>.
+constexpr int mpol_preferred = 1, mpol_bind = 2;
+
+// Which GPUs the step may use and how its tasks number them, as Slurm decided.
+void take_slurm_gpus(const topology::Node& node, const StepRequest& step, topology::PlanRequest& request,
+                     std::vector<std::string>& warnings) {
+    auto files = topology::SlurmConfigFiles::beside(step.slurm_conf);
+    auto gres = topology::read_gres_gpus(files.gres_conf, step.node_name);
+    if (!gres.configured) return;  // Slurm does not manage this node's GPUs: all of them
+    auto indices = topology::CpuSet::parse(step.step_gpus);  // the same list syntax
+    auto gpus = topology::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
+    request.allowed_gpus = gpus.indices;
+    warnings.insert(warnings.end(), gpus.warnings.begin(), gpus.warnings.end());
+    bool constrained = topology::devices_constrained(files);
+    if (constrained) request.gpu_numbering = topology::GpuNumbering::step;
+    if (int n = step.slurm_gpus_per_task; n > 0) {
+        // Slurm's per_task binding (gres.c, _filter_gres_per_task): task t gets the GPUs at
+        // positions t*n .. t*n+n-1 of the step's, in Slurm's order.
+        std::vector<std::vector<int>> groups(static_cast<size_t>(step.tasks));
+        for (size_t i = 0; i < gpus.in_gres_order.size(); ++i)
+            if (i / static_cast<size_t>(n) < groups.size()) groups[i / static_cast<size_t>(n)].push_back(gpus.in_gres_order[i]);
+        request.task_gpus = groups;
+        if (constrained) request.gpu_numbering = topology::GpuNumbering::task;
+        if (request.share_gpus && constrained) {
+            request.share_gpus = false;
+            warnings.push_back("--gpus-per-task: Slurm confines each task to its own GPUs, so they cannot be shared");
+        }
+    }
+}
+
+}  // namespace
+
+topology::Plan plan_step(const Config& config, const StepRequest& step) {
+    const BindingConfig& binding = config.binding;
+    topology::PlanRequest request;
+    request.tasks = step.tasks;
+    request.policy = step.policy.value_or(binding.policy);
+    request.smt = binding.smt;
+    request.share_gpus = step.share_gpus.value_or(binding.share_gpus);
+    request.hcas.include = binding.hca_include;
+    request.hcas.exclude = binding.hca_exclude;
+    request.hcas.require_active = binding.require_active;
+    if (step.hcas) request.hcas.only = *step.hcas;
+
+    topology::Node node = topology::load_node(path_for_node(binding.topology_xml, step.node_name));
+    if (!step.node_name.empty()) node.host = step.node_name;
+    topology::read_nvidia_minors(node, path_for_node(binding.nvidia_proc, step.node_name));
+    std::vector<std::string> warnings;
+    if (step.under_slurm) take_slurm_gpus(node, step, request, warnings);
+    topology::Plan plan = topology::make_plan(node, request);
+    plan.warnings.insert(plan.warnings.end(), warnings.begin(), warnings.end());
+    return plan;
+}
+
+std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config,
+                                                bool gpu_visibility) {
+    std::map<std::string, std::string> env;
+    for (const auto& [name, value] : task.env) {
+        bool visibility = name == "CUDA_VISIBLE_DEVICES" || name == "ROCR_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER";
+        if (visibility && !gpu_visibility) continue;
+        // CUDA_DEVICE_ORDER travels with CUDA_VISIBLE_DEVICES: the numbers assume PCI order.
+        std::string key = name == "CUDA_DEVICE_ORDER" ? "CUDA_VISIBLE_DEVICES" : name;
+        if (name.starts_with("TRELLIS_") ||
+            std::find(config.exported.begin(), config.exported.end(), key) != config.exported.end())
+            env[name] = value;
+    }
+    return env;
+}
+
+void apply_cpu_affinity(const topology::CpuSet& cpus) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (int cpu : cpus)
+        if (cpu < CPU_SETSIZE) CPU_SET(cpu, &mask);
+    if (sched_setaffinity(0, sizeof mask, &mask) != 0)
+        throw std::runtime_error("cannot bind to CPUs " + cpus.to_string() + ": " + std::strerror(errno));
+}
+
+void apply_memory_policy(MemoryPolicy policy, const std::vector<int>& numa) {
+    if (policy == MemoryPolicy::none || numa.empty()) return;
+    unsigned long mask[16] = {};
+    constexpr int bits = 8 * sizeof(long);
+    // MPOL_PREFERRED takes one node: the task's first (its GPU's).
+    auto nodes = policy == MemoryPolicy::preferred ? std::vector<int>{numa.front()} : numa;
+    for (int n : nodes)
+        if (n >= 0 && n < static_cast<int>(sizeof mask * 8)) mask[n / bits] |= 1UL << (n % bits);
+    int mode = policy == MemoryPolicy::bind ? mpol_bind : mpol_preferred;
+    if (syscall(SYS_set_mempolicy, mode, mask, sizeof mask * 8 + 1) != 0)
+        throw std::runtime_error("cannot " + std::string(policy == MemoryPolicy::bind ? "bind" : "prefer") +
+                                 " memory on NUMA " + std::to_string(nodes.front()) + ": " + std::strerror(errno));
+}
+
+}  // namespace trellis::agent

@@ -1,0 +1,47 @@
+// A step's binding on this node, computed one way for the plugin (once per node per step, in
+// slurmstepd) and for trellis-agent launch: the configuration, the user's choices, the node's
+// topology and what Slurm gave the step. Applying it (CPU affinity, memory policy) is here
+// too, so that neither front end has its own copy.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/config.hpp"
+#include "topology/plan.hpp"
+
+namespace trellis::agent {
+
+struct StepRequest {
+    std::string node_name;  // Slurm's name for this node (the host name outside Slurm)
+    int tasks = 1;
+    // The user's choices; unset: the configuration's.
+    std::optional<topology::Policy> policy;
+    std::optional<std::vector<topology::HcaRequest>> hcas;
+    std::optional<bool> share_gpus;
+    // Under Slurm: the step's SLURM_STEP_GPUS ("" when it has no GPU here) and the path of
+    // slurm.conf that slurmd exported as SLURM_CONF ("" for Slurm's default).
+    bool under_slurm = false;
+    std::string step_gpus, slurm_conf;
+    // Slurm binds GPUs to tasks itself (--gpus-per-task N gives "per_task:N"): each task gets
+    // the step's GPUs N at a time, in Slurm's order, and under constrained devices sees only
+    // those. 0: Slurm does not.
+    int slurm_gpus_per_task = 0;
+};
+
+// Throws std::invalid_argument or topology::TopologyError naming what could not be planned.
+topology::Plan plan_step(const Config& config, const StepRequest& request);
+
+// The plan's variables that the configuration exports, and every TRELLIS_* one. GPU
+// visibility is left out when gpu_visibility is false (Slurm's --gpu-bind decides it).
+std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config,
+                                                bool gpu_visibility = true);
+
+// This process's CPU affinity. Throws std::runtime_error naming the CPUs and the reason.
+void apply_cpu_affinity(const topology::CpuSet& cpus);
+// This process's memory policy over the NUMA nodes. Throws std::runtime_error likewise.
+void apply_memory_policy(MemoryPolicy policy, const std::vector<int>& numa);
+
+}  // namespace trellis::agent

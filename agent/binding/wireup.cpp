@@ -1,0 +1,137 @@
+#include "agent/binding/wireup.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace trellis::agent {
+namespace {
+
+const char* const accepted = "accepted: none, torch, tf[:chief][:ps=N], or torch,tf...";
+
+void parse_tf(const std::string& item, WireupChoice& choice) {
+    choice.tf = true;
+    std::stringstream in(item.substr(2));
+    std::string part;
+    std::getline(in, part, ':');  // what precedes the first ':' (nothing)
+    while (std::getline(in, part, ':')) {
+        if (part == "chief") {
+            choice.tf_chief = true;
+        } else if (part.rfind("ps=", 0) == 0 && part.size() > 3 && part.size() < 6 &&
+                   std::all_of(part.begin() + 3, part.end(), ::isdigit) && std::stoi(part.substr(3)) > 0) {
+            choice.tf_ps = std::stoi(part.substr(3));
+        } else {
+            throw std::invalid_argument("'" + part + "' in '" + item + "' is not a TensorFlow role (accepted: chief, ps=N)");
+        }
+    }
+}
+
+std::string tf_config(const WireupChoice& choice, const StepLayout& layout) {
+    int chiefs = choice.tf_chief ? 1 : 0;
+    int world = static_cast<int>(layout.rank_addresses.size());
+    if (chiefs + choice.tf_ps >= world)
+        throw std::invalid_argument("TF_CONFIG: " + std::to_string(chiefs + choice.tf_ps) +
+                                    " chief and parameter-server tasks leave no worker among " +
+                                    std::to_string(world) + " tasks");
+    nlohmann::json cluster = nlohmann::json::object();
+    std::string type;
+    int index = 0;
+    for (int rank = 0; rank < world; ++rank) {
+        std::string role = rank < chiefs ? "chief" : rank < chiefs + choice.tf_ps ? "ps" : "worker";
+        if (rank == layout.rank) type = role, index = static_cast<int>(cluster[role].size());
+        cluster[role].push_back(layout.rank_addresses[static_cast<size_t>(rank)]);
+    }
+    return nlohmann::json{{"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}}.dump();
+}
+
+}  // namespace
+
+WireupChoice parse_wireup(const std::string& value) {
+    WireupChoice choice;
+    choice.torch = false;
+    std::stringstream in(value);
+    bool any = false;
+    for (std::string item; std::getline(in, item, ',');) {
+        any = true;
+        if (item == "none" && value == "none") return choice;
+        if (item == "torch" && !choice.torch)
+            choice.torch = true;
+        else if ((item == "tf" || item.rfind("tf:", 0) == 0) && !choice.tf)
+            parse_tf(item, choice);
+        else
+            throw std::invalid_argument("'" + value + "' is not a wireup (" + accepted + ")");
+    }
+    if (!any || value.back() == ',') throw std::invalid_argument("'" + value + "' is not a wireup (" + accepted + ")");
+    return choice;
+}
+
+std::vector<std::string> rank_addresses(const std::vector<std::string>& node_addresses,
+                                        const std::vector<int>& rank_nodes, int port) {
+    std::vector<std::string> addresses;
+    std::vector<int> placed(node_addresses.size(), 0);
+    for (int node : rank_nodes) {
+        if (node < 0 || node >= static_cast<int>(node_addresses.size()))
+            throw std::invalid_argument("Slurm's tasks per node name more nodes than its node list");
+        addresses.push_back(node_addresses[static_cast<size_t>(node)] + ":" +
+                            std::to_string(port + 1 + placed[static_cast<size_t>(node)]++));
+    }
+    return addresses;
+}
+
+std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string& distribution) {
+    // "2(x3),1" -> 2,2,2,1
+    std::vector<int> counts;
+    std::stringstream in(tasks_per_node);
+    for (std::string item; std::getline(in, item, ',');) {
+        int count = 0, repeat = 1;
+        char open = 0, x = 0;
+        std::istringstream parts(item);
+        if (!(parts >> count) || count < 0 || ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')))
+            throw std::invalid_argument("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
+        counts.insert(counts.end(), static_cast<size_t>(std::max(repeat, 1)), count);
+    }
+    std::string first_level = distribution.substr(0, distribution.find(':'));
+    std::vector<int> nodes;
+    if (first_level.empty() || first_level == "block") {
+        for (size_t n = 0; n < counts.size(); ++n) nodes.insert(nodes.end(), static_cast<size_t>(counts[n]), int(n));
+    } else if (first_level == "cyclic") {
+        std::vector<int> left = counts;
+        for (bool placed = true; placed;) {
+            placed = false;
+            for (size_t n = 0; n < left.size(); ++n)
+                if (left[n] > 0) --left[n], nodes.push_back(int(n)), placed = true;
+        }
+    } else {
+        throw std::invalid_argument("the task distribution '" + distribution +
+                                    "' does not say on which node each rank runs (accepted: block, cyclic)");
+    }
+    return nodes;
+}
+
+int step_port(unsigned job_id, unsigned step_id, int first, int last) {
+    // A multiplicative hash spreads neighbouring job ids apart; TF's tasks use the ports just
+    // above, so the range leaves them room.
+    unsigned long long mixed = (job_id * 2654435761ULL) ^ (step_id * 40503ULL);
+    int span = std::max(1, last - first + 1 - 128);
+    return first + static_cast<int>(mixed % static_cast<unsigned long long>(span));
+}
+
+std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const StepLayout& layout) {
+    std::map<std::string, std::string> env;
+    if (choice.torch) {
+        env["MASTER_ADDR"] = layout.master_addr;
+        env["MASTER_PORT"] = std::to_string(layout.port);
+        env["RANK"] = std::to_string(layout.rank);
+        env["WORLD_SIZE"] = std::to_string(layout.world_size);
+        env["LOCAL_RANK"] = std::to_string(layout.local_rank);
+        env["LOCAL_WORLD_SIZE"] = std::to_string(layout.local_size);
+        env["GROUP_RANK"] = env["NODE_RANK"] = std::to_string(layout.node_rank);
+        env["GROUP_WORLD_SIZE"] = std::to_string(layout.nnodes);
+    }
+    if (choice.tf) env["TF_CONFIG"] = tf_config(choice, layout);
+    return env;
+}
+
+}  // namespace trellis::agent

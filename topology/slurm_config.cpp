@@ -1,0 +1,171 @@
+#include "topology/slurm_config.hpp"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <slurm/slurm.h>
+
+namespace trellis::topology {
+namespace {
+
+// One line of a Slurm configuration file: its Key=Value pairs, keys folded to lower case
+// (Slurm's keys are case-insensitive), in order.
+using Record = std::vector<std::pair<std::string, std::string>>;
+
+struct Line {
+    std::string origin;  // file:line
+    Record record;
+};
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+Record parse_record(const std::string& text) {
+    Record record;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) {
+        size_t eq = word.find('=');
+        std::string key = lower(word.substr(0, eq));
+        std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+        record.emplace_back(key, value);
+    }
+    return record;
+}
+
+// The file's records, comments removed, `Include PATH` followed (relative to the file).
+void read_lines(const std::filesystem::path& path, std::vector<Line>& lines, int depth = 0) {
+    std::ifstream in(path);
+    if (!in || depth > 8) return;
+    int number = 0;
+    for (std::string text; std::getline(in, text);) {
+        ++number;
+        text = text.substr(0, text.find('#'));
+        std::istringstream words(text);
+        std::string first, rest;
+        words >> first >> rest;
+        if (strcasecmp(first.c_str(), "include") == 0) {
+            std::filesystem::path included = rest;
+            if (included.is_relative()) included = path.parent_path() / included;
+            read_lines(included, lines, depth + 1);
+            continue;
+        }
+        Record record = parse_record(text);
+        if (!record.empty()) lines.push_back({path.string() + ":" + std::to_string(number), std::move(record)});
+    }
+}
+
+std::vector<Line> read_file(const std::string& path) {
+    std::vector<Line> lines;
+    read_lines(path, lines);
+    return lines;
+}
+
+const std::string* value_of(const Record& record, const std::string& key) {
+    for (const auto& [k, v] : record)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+// Whether a NodeName= value (a host list, or absent: every node) names the node.
+bool names_node(const Line& line, const std::string& node) {
+    const std::string* names = value_of(line.record, "nodename");
+    if (!names) return true;
+    try {
+        auto hosts = expand_hostlist(*names);
+        return std::find(hosts.begin(), hosts.end(), node) != hosts.end();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(line.origin + ": NodeName: " + e.what());
+    }
+}
+
+}  // namespace
+
+SlurmConfigFiles SlurmConfigFiles::beside(const std::string& slurm_conf) {
+    std::filesystem::path conf = slurm_conf.empty() ? "/etc/slurm/slurm.conf" : slurm_conf;
+    return {conf.string(), (conf.parent_path() / "gres.conf").string(), (conf.parent_path() / "cgroup.conf").string()};
+}
+
+std::vector<std::string> expand_hostlist(const std::string& list) {
+    hostlist_t hosts = slurm_hostlist_create(list.c_str());
+    if (!hosts) throw std::invalid_argument("'" + list + "' is not a host list libslurm can expand");
+    std::vector<std::string> names;
+    while (char* name = slurm_hostlist_shift(hosts)) {
+        names.emplace_back(name);
+        std::free(name);
+    }
+    slurm_hostlist_destroy(hosts);
+    return names;
+}
+
+GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node) {
+    GresGpus gpus;
+    bool global_autodetect = false, node_autodetect = false, node_autodetect_given = false;
+    for (const Line& line : read_file(gres_conf)) {
+        if (const std::string* detect = value_of(line.record, "autodetect")) {
+            bool on = lower(*detect) == "nvml" || lower(*detect) == "rsmi";
+            if (!value_of(line.record, "nodename"))
+                global_autodetect = on;
+            else if (names_node(line, node))
+                node_autodetect = on, node_autodetect_given = true;
+        }
+        const std::string* name = value_of(line.record, "name");
+        if (!name || lower(*name) != "gpu" || !names_node(line, node)) continue;
+        gpus.configured = true;
+        const std::string* file = value_of(line.record, "file");
+        if (!file) continue;
+        try {
+            for (auto& path : expand_hostlist(*file)) gpus.files.push_back(path);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(line.origin + ": File: " + e.what());
+        }
+    }
+    gpus.autodetect = node_autodetect_given ? node_autodetect : global_autodetect;
+    gpus.configured = gpus.configured || gpus.autodetect;
+    return gpus;
+}
+
+bool devices_constrained(const SlurmConfigFiles& files) {
+    bool cgroup_task = false, constrain = false;
+    for (const Line& line : read_file(files.slurm_conf))
+        if (const std::string* plugins = value_of(line.record, "taskplugin"))
+            cgroup_task = lower(*plugins).find("cgroup") != std::string::npos;
+    for (const Line& line : read_file(files.cgroup_conf))
+        if (const std::string* value = value_of(line.record, "constraindevices"))
+            constrain = lower(*value) == "yes";
+    return cgroup_task && constrain;
+}
+
+std::string node_address(const std::string& slurm_conf, const std::string& node) {
+    for (const Line& line : read_file(slurm_conf)) {
+        const std::string* names = value_of(line.record, "nodename");
+        const std::string* addresses = value_of(line.record, "nodeaddr");
+        if (!names || !addresses || lower(*names) == "default") continue;
+        auto hosts = expand_hostlist(*names);
+        auto at = std::find(hosts.begin(), hosts.end(), node);
+        if (at == hosts.end()) continue;
+        auto addrs = expand_hostlist(*addresses);
+        size_t index = static_cast<size_t>(at - hosts.begin());
+        if (addrs.size() == hosts.size()) return addrs[index];
+        if (addrs.size() == 1) return addrs.front();
+    }
+    return node;
+}
+
+int device_number_of(const std::string& file) {
+    size_t end = file.size(), start = end;
+    while (start > 0 && std::isdigit(static_cast<unsigned char>(file[start - 1]))) --start;
+    return start == end ? -1 : std::stoi(file.substr(start));
+}
+
+}  // namespace trellis::topology

@@ -1,0 +1,49 @@
+// What trellis reads of Slurm's own configuration, to agree with Slurm 22.05's gres/gpu
+// plugin on which GPUs a step has and how its tasks number them: gres.conf (which device
+// files are the node's GPUs, in Slurm's order), slurm.conf and cgroup.conf (whether devices
+// are constrained), and slurm.conf's node addresses (where a step's first node is reached).
+// The files sit beside slurm.conf, as Slurm keeps them; slurmd exports that path to
+// slurmstepd as SLURM_CONF, in configless mode too (its cached copy).
+// Host lists ("n[1-4]", "/dev/nvidia[0-3]") are expanded by libslurm, whose symbols the
+// process provides (srun, slurmstepd) or the program links (trellis-agent, the tests).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trellis::topology {
+
+struct SlurmConfigFiles {
+    std::string slurm_conf, gres_conf, cgroup_conf;
+    // The files beside slurm_conf ("" gives /etc/slurm/slurm.conf, Slurm's default).
+    static SlurmConfigFiles beside(const std::string& slurm_conf);
+};
+
+// gres.conf's GPUs for one node.
+struct GresGpus {
+    bool configured = false;  // gres.conf gives this node GPUs (File= or AutoDetect)
+    // AutoDetect=nvml or rsmi: Slurm detects the GPUs itself and orders them by PCI bus id.
+    bool autodetect = false;
+    // Device files in Slurm's gres index order (gres.conf's order), each File= expanded.
+    std::vector<std::string> files;
+};
+
+// A missing gres.conf means no GPU is managed by Slurm. Throws std::invalid_argument naming
+// the file and line of a File= or NodeName= value that libslurm cannot expand.
+GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node);
+
+// Slurm's rule (gres_use_local_device_index): a task sees only its GPUs, numbered from 0,
+// when slurm.conf's TaskPlugin includes task/cgroup and cgroup.conf has ConstrainDevices=yes.
+bool devices_constrained(const SlurmConfigFiles& files);
+
+// How Slurm reaches a node: its NodeAddr in slurm.conf, else its name (Slurm's default).
+std::string node_address(const std::string& slurm_conf, const std::string& node);
+
+// The device file's minor number as Slurm reads it (gres_common.c): the digits at the end of
+// its name, -1 when there are none.
+int device_number_of(const std::string& file);
+
+// libslurm's host list expansion, in order. Throws std::invalid_argument when it fails.
+std::vector<std::string> expand_hostlist(const std::string& list);
+
+}  // namespace trellis::topology
