@@ -69,13 +69,15 @@ WireupChoice parse_wireup(const std::string& value) {
 
 std::vector<std::string> rank_addresses(const std::vector<std::string>& node_addresses,
                                         const std::vector<int>& rank_nodes, int port) {
+    // Counted per address, not per node: nodes that share an address (several slurmd on one
+    // host) must not hand out the same port twice.
     std::vector<std::string> addresses;
-    std::vector<int> placed(node_addresses.size(), 0);
+    std::map<std::string, int> placed;
     for (int node : rank_nodes) {
         if (node < 0 || node >= static_cast<int>(node_addresses.size()))
             throw std::invalid_argument("Slurm's tasks per node name more nodes than its node list");
-        addresses.push_back(node_addresses[static_cast<size_t>(node)] + ":" +
-                            std::to_string(port + 1 + placed[static_cast<size_t>(node)]++));
+        const std::string& host = node_addresses[static_cast<size_t>(node)];
+        addresses.push_back(host + ":" + std::to_string(port + 1 + placed[host]++));
     }
     return addresses;
 }

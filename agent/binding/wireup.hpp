@@ -33,7 +33,7 @@ struct StepLayout {
 };
 
 // Each rank's TensorFlow server address: its node's, at a port above `port` by its place
-// among its node's ranks.
+// among the ranks at that address.
 std::vector<std::string> rank_addresses(const std::vector<std::string>& node_addresses,
                                         const std::vector<int>& rank_nodes, int port);
 

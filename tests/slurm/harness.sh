@@ -3,6 +3,8 @@
 # exits with the cluster's skip status 77), and the ok/FAIL reporting.
 #   make_cluster_dir NAME        $dir, world-readable (images and users' jobs read it)
 #   start_cluster [NODE=XML ...] starts it, exports SLURM_CONF, enters $dir
+#   as_user CMD...               runs CMD as the cluster's unprivileged job user ($job_user),
+#                                in $dir/user (theirs), with a time limit
 # Set `cleanup` to a command to run at exit before the cluster folder goes.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${TRELLIS_BUILD:?}
@@ -23,5 +25,10 @@ start_cluster() {
     local status=$?
     [ $status -eq 0 ] || exit $status
     export SLURM_CONF=$dir/slurm.conf
+    job_user=$("$here/cluster" user)
     cd "$dir" || exit 1
+}
+
+as_user() {
+    (cd "$dir/user" && timeout 120 runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" "$@")
 }

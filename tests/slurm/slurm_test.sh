@@ -32,9 +32,13 @@ task_report='import json,os; print(json.dumps({"node": os.environ.get("SLURMD_NO
   if k.startswith(("TRELLIS_", "CUDA_", "NCCL_", "UCX_", "ROCR_", "OMP_", "OMPI_MCA_btl"))},
   "cpus": [l.split()[1] for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list")][0]}))'
 
-# 1. Each task's environment equals trellis-topo's plan for its node (n2: fixture, n1: live).
-run env_matches_plan srun -N2 -n4 --ntasks-per-node=2 "$python" -c "$task_report"
-expect_ok env_matches_plan
+# 1. Each task's environment equals trellis-topo's plan for its node (n2: fixture with all
+#    8 GPUs of its gres, n1: live).
+run env_n1 srun -N1 -w n1 -n2 "$python" -c "$task_report"
+expect_ok env_n1
+run env_n2 srun -N1 -w n2 -n2 --gres=gpu:8 "$python" -c "$task_report"
+expect_ok env_n2
+cat "$dir/env_n1.out" "$dir/env_n2.out" >"$dir/env_matches_plan.out"
 "$topo" plan --tasks 2 --xml "$fixture" --json >"$dir/plan-n2.json"
 "$topo" plan --tasks 2 --json >"$dir/plan-n1.json"
 "$python" - "$dir" <<'PY' && pass "env equals trellis-topo plan on n1 and n2" || fail "env differs from the plan"
@@ -55,7 +59,10 @@ for t in tasks:
         ok = False
         print(f"{t['node']} task {t['local']}: got {got}\nwant {want}")
 n2 = [t for t in tasks if t["node"] == "n2"]
-ok = ok and sorted(t["env"].get("NCCL_IB_HCA") for t in n2) == ["=mlx5_0:1", "=mlx5_4:1"]
+# Each task's 4 GPUs bring it 4 HCAs of its own; NCCL is left to choose among all of them.
+ok = ok and sorted(t["env"].get("UCX_NET_DEVICES") for t in n2) == [
+    "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1", "mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1"]
+ok = ok and all("NCCL_IB_HCA" not in t["env"] for t in tasks)
 sys.exit(0 if ok else 1)
 PY
 
@@ -94,11 +101,11 @@ expect_in hca_env out '"NCCL_IB_HCA": "=mlx5_5:1"'
 run verbose srun -N2 -n2 --trellis-verbose true
 expect_ok verbose
 expect_in verbose err "trellis binding on n2: policy closest, 1 tasks"
-expect_in verbose err "task  GPU              HCA       distance  CPUs"
+expect_in verbose err "task  GPU  CUDA  HCA       distance  CPUs"
 TRELLIS_VERBOSE=1 run verbose_env srun -N1 -n1 -w n1 true
 expect_in verbose_env err "trellis binding on n1"
-run bind_verbose srun -N1 -n1 -w n2 --trellis-bind=closest,verbose true
-expect_in bind_verbose err "mlx5_0:1  PIX"
+run bind_verbose srun -N1 -n1 -w n2 --gres=gpu:1 --trellis-bind=closest,verbose true
+expect_in bind_verbose err "mlx5_4:1  PIX"
 
 # 4. Bad values stop srun and sbatch before anything runs.
 run bad_bind srun -N1 --trellis-bind=nearest touch "$dir/launched"
@@ -153,9 +160,26 @@ expect_ok sbatch
 job=$(cat "$dir/sbatch.out")
 for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
 expect_in job out "trellis binding on n2: policy closest, 1 tasks"
-expect_in job out "task 1 on n2 CUDA=0,1,2,3,4,5,6,7"
+expect_in job out "task 1 on n2 CUDA="
+grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"
 
-# 9. PMIx keys exchanged across both nodes with the plugin loaded.
+# 9. Memory policy on the real node: preferred by default, bind or none on request.
+for choice in default bind preferred none; do
+    option=()
+    [ $choice = default ] || option=(--trellis-memory=$choice)
+    run "memory_$choice" srun -N1 -n1 -w n1 "${option[@]}" "$python" -c \
+        'print(open("/proc/self/numa_maps").readline().split()[1])'
+    expect_ok "memory_$choice"
+done
+numa=$(cut -d, -f1 <<<"$("$topo" plan --tasks 1 --json | "$python" -c 'import json,sys; print(json.load(sys.stdin)["tasks"][0]["numa"][0])')")
+[ "$(cat "$dir/memory_default.out")" = "prefer:$numa" ] && [ "$(cat "$dir/memory_preferred.out")" = "prefer:$numa" ] &&
+    [ "$(cat "$dir/memory_bind.out")" = "bind:$numa" ] && [ "$(cat "$dir/memory_none.out")" = default ] &&
+    pass "memory policy: default prefer:$numa, bind, none" ||
+    fail "memory policy: $(cat "$dir"/memory_*.out | tr '\n' ' ')"
+run bad_memory srun -N1 --trellis-memory=strict true
+expect_refused bad_memory "accepted: bind, preferred, none"
+
+# 10. PMIx keys exchanged across both nodes with the plugin loaded.
 run pmix srun -N2 -n4 --mpi=pmix "$build/tests/slurm/pmix_exchange"
 expect_ok pmix
 [ "$(grep -c 'sees: rank 0 on n1; rank 1 on n1; rank 2 on n2; rank 3 on n2' "$dir/pmix.out")" -eq 4 ] &&

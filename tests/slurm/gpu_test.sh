@@ -1,0 +1,112 @@
+#!/bin/bash
+# The binding on a GPU cluster as real ones run (tests/slurm/cluster): gres/gpu, task/cgroup
+# with ConstrainDevices, jobs submitted by an unprivileged user. n1 looks like a 4-GPU node
+# sharing two HCAs, n2 like the 8-GPU node whose device minors are rotated against PCI order.
+# For every Slurm GPU option, each task's GPUs are checked against what its device cgroup
+# lets it open and how CUDA would number them there (gpu_oracle.py), not against trellis's
+# own plan. Skips (77) without root, Slurm or munge; the checks that need the cgroup devices
+# controller skip with that reason where it is missing.
+set -u
+. "$(dirname "$0")/harness.sh"
+fixtures=${TRELLIS_FIXTURES:?}/topology topo=$build/trellis-topo
+python=${PYTHON3:-python3}
+
+make_cluster_dir trellis-gpu
+start_cluster "n1=$fixtures/shared-hca-4gpu.xml" "n2=$fixtures/two-level-switch-8gpu.xml"
+if [ -f "$dir/no-device-cgroup" ]; then
+    echo "SKIP: $(cat "$dir/no-device-cgroup")"
+    exit 77
+fi
+cp "$here/task_probe.py" "$dir/probe.py" && chmod 644 "$dir/probe.py"
+probe=("$python" "$dir/probe.py")
+runs=0
+# gpu_run NAME SRUN-OPTIONS...: the probe in every task, as the job user; output in $dir/NAME.out.
+# The nodes have this machine's CPUs (2 here): steps with more tasks overcommit them (-O).
+gpu_run() {
+    local name=$1
+    shift
+    runs=$((runs + 1))
+    as_user srun "$@" "${probe[@]}" >"$dir/$name.out" 2>"$dir/$name.err" ||
+        fail "$name: srun $*: status $?: $(tail -n 5 "$dir/$name.err")"
+}
+# oracle NAME DESCRIPTION [ORACLE-FLAGS]: the tasks' GPUs against the truth
+oracle() {
+    local name=$1 what=$2
+    shift 2
+    if out=$("$python" "$here/gpu_oracle.py" "$dir" "$topo" "$dir/$name.out" "$@"); then
+        pass "$what: $out"
+    else
+        fail "$what:"$'\n'"$out"
+    fi
+}
+field() {  # NAME PYTHON-EXPRESSION over the list `tasks`: prints its value
+    "$python" -c "import json,sys; tasks=[json.loads(l) for l in open(sys.argv[1])]; print($2)" "$dir/$1.out"
+}
+
+# 1. Each Slurm GPU option: the GPUs a task is told of are those it may open, numbered as
+#    CUDA numbers them inside its cgroup.
+gpu_run gres -N1 -w n2 -n2 --gres=gpu:2
+oracle gres "--gres=gpu:2, 2 tasks on n2" --gpus 1
+gpu_run gres_n1 -N1 -w n1 -n1 --gres=gpu:3
+oracle gres_n1 "--gres=gpu:3, 1 task on n1" --gpus 3
+gpu_run gpus_per_task -N1 -w n2 -n2 --gpus-per-task=2
+oracle gpus_per_task "--gpus-per-task=2 (Slurm binds per task)" --gpus 2
+gpu_run gpus_total -N2 --ntasks-per-node=2 --gpus=6
+oracle gpus_total "--gpus=6 over n1 and n2"
+gpu_run exclusive -w n2 -n2 --exclusive --gres=gpu:8
+oracle exclusive "--exclusive --gres=gpu:8, 2 tasks" --gpus 4
+gpu_run no_gpus -N2 --ntasks-per-node=1
+oracle no_gpus "a step that asked for no GPU gets none" --no-gpus
+
+# 2. Two jobs on one node: the second gets other GPUs, and each task sees its own.
+as_user srun -N1 -w n2 -n1 --gres=gpu:3 bash -c '"$0" "$1" >"$2"; sleep 6' "${probe[@]}" "$dir/user/first.out" \
+    2>"$dir/first.err" &
+first=$!
+for _ in $(seq 80); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
+gpu_run second -N1 -w n2 -n1 --gres=gpu:3
+wait $first
+cp "$dir/user/first.out" "$dir/first.out"
+oracle first "the first of two jobs on n2" --gpus 3
+oracle second "the second of two jobs on n2" --gpus 3
+"$python" - "$dir/first.out" "$dir/second.out" <<'PY' && pass "the two jobs' GPUs are disjoint" || fail "two jobs share GPUs"
+import json, sys
+a, b = ({int(g) for g in json.loads(open(f).readline())["env"]["TRELLIS_GPU"].split(",")} for f in sys.argv[1:])
+print(a, b)
+sys.exit(0 if a and b and not a & b else 1)
+PY
+
+# 3. The user's --gpu-bind wins, with a warning; Slurm numbers the GPUs.
+gpu_run gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --trellis-verbose
+grep -q "srun --gpu-bind was given" "$dir/gpu_bind.err" && pass "--gpu-bind: warned" || fail "--gpu-bind: no warning"
+[ "$(field gpu_bind '[t["env"].get("CUDA_DEVICE_ORDER") for t in tasks]')" = "[None, None]" ] &&
+    pass "--gpu-bind: visibility left to Slurm" || fail "--gpu-bind: trellis set CUDA variables"
+
+# 4. --trellis-gpus=step: every task sees all of the step's GPUs, its own first.
+gpu_run shared -w n2 -n4 -O --gres=gpu:4 --trellis-gpus=step
+oracle shared "--trellis-gpus=step, 4 tasks" --gpus 1 --shared
+
+# 5. NICs: per task for UCX, one set for NCCL (unset when nothing restricts it), k HCAs for k GPUs.
+gpu_run nics -w n2 -n4 -O --gres=gpu:4
+[ "$(field nics '[t["env"].get("NCCL_IB_HCA") for t in tasks]')" = "[None, None, None, None]" ] &&
+    pass "NCCL_IB_HCA unset when nothing restricts the HCAs" || fail "nics: $(cat "$dir/nics.out")"
+[ "$(field nics 'len({t["env"]["UCX_NET_DEVICES"] for t in tasks})')" = 4 ] &&
+    pass "UCX_NET_DEVICES: each task its own HCA" || fail "nics: UCX not per task"
+gpu_run nics_restricted -w n2 -n4 -O --gres=gpu:4 --trellis-hca=mlx5_0,mlx5_1,mlx5_4
+[ "$(field nics_restricted 'sorted({t["env"]["NCCL_IB_HCA"] for t in tasks})')" = "['=mlx5_0:1,mlx5_1:1,mlx5_4:1']" ] &&
+    pass "--trellis-hca: the same NCCL_IB_HCA on every task" || fail "nics_restricted: $(cat "$dir/nics_restricted.out")"
+gpu_run four_gpu_task -N1 -w n2 -n1 --gres=gpu:4
+[ "$(field four_gpu_task 'len(tasks[0]["env"]["UCX_NET_DEVICES"].split(","))')" = 4 ] &&
+    pass "a task with 4 GPUs gets 4 HCAs: $(field four_gpu_task 'tasks[0]["env"]["UCX_NET_DEVICES"]')" ||
+    fail "four_gpu_task: $(cat "$dir/four_gpu_task.out")"
+
+# 6. The verbose report: node and task numbering, UCX HCAs, NCCL's set.
+gpu_run report -N1 -w n2 -n2 --gres=gpu:2 --trellis-verbose
+if grep -q "task  GPU  CUDA  HCA" "$dir/report.err" && grep -q "^NCCL: " "$dir/report.err"; then
+    pass "verbose report"
+else
+    fail "verbose report: $(cat "$dir/report.err")"
+fi
+cat "$dir/report.err"
+
+echo "$runs GPU runs, $failures failures"
+[ "$failures" -eq 0 ]
