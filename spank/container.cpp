@@ -98,13 +98,6 @@ int enter_container(spank_t sp) {
         log_error("container: cannot get the job's user from Slurm");
         return -1;
     }
-    std::vector<int> gpus;
-    std::vector<std::string> hcas;
-    if (s.plan)
-        for (const auto& task : s.plan->tasks) {
-            for (const auto& gpu : task.gpus) gpus.push_back(gpu.vendor_index);
-            for (const auto& hca : task.hcas) hcas.push_back(hca.name);
-        }
     std::vector<std::string> argv = {s.config.container.agent,
                                      "prepare",
                                      "--id",
@@ -120,7 +113,8 @@ int enter_container(spank_t sp) {
     if (!s.config.path.empty()) argv.insert(argv.end(), {"--config", s.config.path});
     if (!s.choices.mounts.empty()) argv.insert(argv.end(), {"--mounts", s.choices.mounts});
     for (const auto& folder : pmix_mounts(uid, job, step)) argv.insert(argv.end(), {"--system-mount", folder});
-    for (const auto& device : agent::device_files(gpus, hcas)) argv.insert(argv.end(), {"--device", device});
+    if (s.plan)
+        for (const auto& device : agent::plan_device_files(*s.plan)) argv.insert(argv.end(), {"--device", device});
     try {
         auto result = agent::run_command(argv, std::nullopt, std::chrono::seconds(150));
         if (!result.ok()) {

@@ -20,7 +20,7 @@ const char* const usage = R"(Usage: trellis-topo show [--xml FILE] [--json]
        trellis-topo plan --tasks N [--xml FILE] [--policy closest|none]
                          [--allowed-cpus LIST] [--allowed-gpus LIST] [--hca auto|NAME[:PORT],...]
                          [--hca-include GLOB,...] [--hca-exclude GLOB,...] [--any-port-state]
-                         [--smt] [--json]
+                         [--smt] [--gpu-numbering node|step] [--share-gpus] [--json]
 
 Commands:
   show            this node's GPUs, HCAs and NUMA nodes with their distance matrix
@@ -39,6 +39,10 @@ Options:
   --hca-exclude GLOBS   never HCAs whose names match
   --any-port-state      also use HCAs without an ACTIVE port
   --smt                 bind every hardware thread of a core, not only the first
+  --gpu-numbering N     the numbers CUDA_VISIBLE_DEVICES uses: node (every GPU of the node,
+                        the default) or step (the allowed GPUs only, as a task sees them
+                        when Slurm constrains devices)
+  --share-gpus          each task sees all allowed GPUs, its own first
   -h, --help            this text
   -V, --version         the version
 
@@ -90,7 +94,7 @@ int run(int argc, char** argv) {
         throw UsageError("unknown command '" + command + "' (accepted: show, plan)");
 
     enum { opt_xml = 256, opt_json, opt_tasks, opt_policy, opt_cpus, opt_gpus, opt_hca,
-           opt_include, opt_exclude, opt_any_state, opt_smt };
+           opt_include, opt_exclude, opt_any_state, opt_smt, opt_numbering, opt_share };
     static const option long_options[] = {
         {"xml", required_argument, nullptr, opt_xml},
         {"json", no_argument, nullptr, opt_json},
@@ -103,6 +107,8 @@ int run(int argc, char** argv) {
         {"hca-exclude", required_argument, nullptr, opt_exclude},
         {"any-port-state", no_argument, nullptr, opt_any_state},
         {"smt", no_argument, nullptr, opt_smt},
+        {"gpu-numbering", required_argument, nullptr, opt_numbering},
+        {"share-gpus", no_argument, nullptr, opt_share},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0}};
 
@@ -147,6 +153,12 @@ int run(int argc, char** argv) {
                 case opt_exclude: request.hcas.exclude = split_commas(value); break;
                 case opt_any_state: request.hcas.require_active = false; break;
                 case opt_smt: request.smt = true; break;
+                case opt_numbering:
+                    if (value != "node" && value != "step")
+                        throw UsageError("--gpu-numbering '" + value + "' is not a numbering (accepted: node, step)");
+                    request.gpu_numbering = value == "node" ? GpuNumbering::node : GpuNumbering::step;
+                    break;
+                case opt_share: request.share_gpus = true; break;
                 case ':':
                     throw UsageError(std::string("option '") + argv[optind - 1] + "' needs a value");
                 default:

@@ -24,4 +24,14 @@ std::vector<std::string> device_files(const std::vector<int>& gpus, const std::v
     return present;
 }
 
+std::vector<std::string> plan_device_files(const topology::Plan& plan) {
+    std::vector<int> gpus;
+    std::vector<std::string> hcas;
+    for (const auto& task : plan.tasks) {
+        for (const auto& v : task.visible) gpus.push_back(v.gpu.minor >= 0 ? v.gpu.minor : v.gpu.vendor_index);
+        for (const auto& hca : task.hcas) hcas.push_back(hca.name);
+    }
+    return device_files(gpus, hcas);
+}
+
 }  // namespace trellis::agent

@@ -6,9 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "topology/plan.hpp"
+
 namespace trellis::agent {
 
-// gpus: CUDA device numbers; hcas: verbs device names (mlx5_0). dev and sys: the roots
+// The device files of every GPU and HCA in the plan: what a step's container needs bound in.
+// A GPU is its device minor (the driver's number, which need not follow PCI order) or, where
+// the driver's table is absent, its place among the vendor's GPUs.
+std::vector<std::string> plan_device_files(const topology::Plan& plan);
+
+// gpus: device minor numbers (/dev/nvidiaN, Gpu::minor); hcas: verbs device names (mlx5_0). dev and sys: the roots
 // (/dev and /sys/class/infiniband), replaceable by tests.
 std::vector<std::string> device_files(const std::vector<int>& gpus, const std::vector<std::string>& hcas,
                                       const std::string& dev = "/dev",

@@ -57,19 +57,13 @@ int launch_command(const std::vector<std::string>& args) {
     std::optional<ContainerEntry> container;
     ContainerLease lease;
     if (!options.image.empty()) {
-        std::vector<int> gpus;
-        std::vector<std::string> hcas;
-        for (const auto& task : plan.tasks) {
-            for (const auto& gpu : task.visible) gpus.push_back(gpu.gpu.minor >= 0 ? gpu.gpu.minor : gpu.gpu.vendor_index);
-            for (const auto& hca : task.hcas) hcas.push_back(hca.name);
-        }
         char host[256] = {};
         ::gethostname(host, sizeof host - 1);
         StepContainerRequest step;
         step.id = "trellis-launch-" + std::string(host) + "-" + std::to_string(::getpid());
         step.image = options.image;
         step.user_mounts = options.mounts;
-        step.devices = device_files(gpus, hcas);
+        step.devices = plan_device_files(plan);
         step.user = {::getuid(), ::getgid()};
         step.owner = ::getpid();
         pid_t pid = prepare_step_container(step, config);

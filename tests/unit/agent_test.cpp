@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/binding/step_plan.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/oci_runtime.hpp"
@@ -190,4 +191,43 @@ TEST_CASE("node check: GPUs without driver files and ports that are not ACTIVE a
     CheckExpectations expected;
     expected.gpus = 1;
     CHECK(check_node(cpu_only, expected, dev.string(), sys.string()).problems.size() == 1);
+}
+
+TEST_CASE("the step binding core that the plugin and trellis-agent launch share") {
+    Config config;
+    config.binding.topology_xml = trellis::test::source_dir() + "/tests/fixtures/topology/%n.xml";
+    StepRequest request;
+    request.tasks = 2;
+
+    SECTION("%n in topology_xml: a node with a file of its own uses it, the others are discovered") {
+        request.node_name = "no-hca-2gpu";
+        auto plan = plan_step(config, request);
+        CHECK(plan.host == "no-hca-2gpu");
+        CHECK(plan.tasks[1].gpus.size() == 1);
+        request.node_name = "not-a-fixture";
+        CHECK(plan_step(config, request).host == "not-a-fixture");
+    }
+    SECTION("under Slurm with gres: only the step's GPUs, numbered as Slurm numbers them") {
+        Scratch scratch;
+        fs::path conf = scratch.make("etc");
+        std::ofstream(conf / "slurm.conf") << "TaskPlugin=task/cgroup\n";
+        std::ofstream(conf / "cgroup.conf") << "ConstrainDevices=yes\n";
+        std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[0-7]\n";
+        request.node_name = "two-level-switch-8gpu";
+        request.under_slurm = true;
+        request.slurm_conf = (conf / "slurm.conf").string();
+        request.step_gpus = "2,3";
+        auto plan = plan_step(config, request);  // no driver table: minors in PCI order, with a warning
+        CHECK(plan.tasks[0].env.at("TRELLIS_GPU") == "2");
+        CHECK(plan.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1");
+        CHECK(plan.gpu_numbering == trellis::topology::GpuNumbering::step);
+        request.step_gpus = "";
+        CHECK(plan_step(config, request).tasks[0].gpus.empty());  // asked for none, gets none
+        request.slurm_gpus_per_task = 1;
+        request.step_gpus = "4,1";
+        auto bound = plan_step(config, request);
+        CHECK(bound.tasks[0].env.at("TRELLIS_GPU") == "1");  // Slurm's per-task order: gres index 1 first
+        CHECK(bound.tasks[1].env.at("TRELLIS_GPU") == "4");
+        CHECK(bound.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "0");  // it sees only its own
+    }
 }
