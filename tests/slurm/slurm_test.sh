@@ -11,12 +11,13 @@ fixture=$fixtures/two-level-switch-8gpu.xml
 make_cluster_dir trellis-slurm
 start_cluster "n2=$fixture"
 checks=0
-# run NAME CMD...: runs with a time limit, output in $dir/NAME.out/.err, status in $rc
+# run NAME CMD...: runs as the cluster's unprivileged job user with a time limit, output in
+# $dir/NAME.out/.err, status in $rc
 run() {
     local name=$1
     shift
     checks=$((checks + 1))
-    timeout 60 "$@" >"$dir/$name.out" 2>"$dir/$name.err"
+    as_user "$@" >"$dir/$name.out" 2>"$dir/$name.err"
     rc=$?
 }
 expect_ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $(tail -n 5 "$dir/$1.err")"; }
@@ -108,17 +109,17 @@ run bind_verbose srun -N1 -n1 -w n2 --gres=gpu:1 --trellis-bind=closest,verbose 
 expect_in bind_verbose err "mlx5_4:1  PIX"
 
 # 4. Bad values stop srun and sbatch before anything runs.
-run bad_bind srun -N1 --trellis-bind=nearest touch "$dir/launched"
+run bad_bind srun -N1 --trellis-bind=nearest touch "$dir/user/launched"
 expect_refused bad_bind "'nearest' is not a binding (accepted: closest or none"
-TRELLIS_BIND=far run bad_bind_env srun -N1 touch "$dir/launched"
+TRELLIS_BIND=far run bad_bind_env srun -N1 touch "$dir/user/launched"
 expect_refused bad_bind_env "environment TRELLIS_BIND=far"
-run bad_hca srun -N1 --trellis-hca=mlx5_0:x touch "$dir/launched"
+run bad_hca srun -N1 --trellis-hca=mlx5_0:x touch "$dir/user/launched"
 expect_refused bad_hca "accepted: NAME or NAME:PORT"
-TRELLIS_VERBOSE=loud run bad_verbose_env srun -N1 touch "$dir/launched"
+TRELLIS_VERBOSE=loud run bad_verbose_env srun -N1 touch "$dir/user/launched"
 expect_refused bad_verbose_env "accepted: 1, yes, true, on"
-run bad_sbatch sbatch --trellis-bind=bogus --wrap "touch $dir/launched"
+run bad_sbatch sbatch --trellis-bind=bogus --wrap "touch $dir/user/launched"
 expect_refused bad_sbatch "'bogus' is not a binding"
-[ ! -e "$dir/launched" ] && pass "nothing launched on bad values" || fail "a refused job ran"
+[ ! -e "$dir/user/launched" ] && pass "nothing launched on bad values" || fail "a refused job ran"
 
 # 5. A user error found on the node is held in user_init and shown from task_init.
 run missing_hca srun -N1 -n1 -w n2 --trellis-hca=mlx5_9 true
@@ -127,13 +128,13 @@ expect_refused missing_hca "HCA 'mlx5_9' is not on n2"
 # 6. A bad configuration file fails the step naming file, line and key.
 cp "$dir/trellis.toml" "$dir/trellis.toml.good"
 printf '[binding]\npolicy = "closest"\nsmt = "maybe"\n' >"$dir/trellis.toml"
-run bad_config srun -N1 touch "$dir/launched"
+run bad_config srun -N1 touch "$dir/user/launched"
 expect_refused bad_config "$dir/trellis.toml:3: [binding] key 'smt': must be true or false"
 printf '[binding]\nhca_filter = ["mlx5_*"]\n' >"$dir/trellis.toml"
 run unknown_key srun -N1 true
 expect_refused unknown_key "trellis.toml:2: [binding] key 'hca_filter' is unknown"
 cp "$dir/trellis.toml.good" "$dir/trellis.toml"
-[ ! -e "$dir/launched" ] || fail "a job ran with a bad configuration"
+[ ! -e "$dir/user/launched" ] || fail "a job ran with a bad configuration"
 
 # 7. Slurm's own --cpu-bind wins, with a warning.
 run cpu_bind srun -N1 -n2 -w n1 --cpu-bind=map_cpu:1,0 --trellis-verbose "$python" -c "$task_report"
@@ -152,13 +153,14 @@ cat >"$dir/job.sh" <<JOB
 #SBATCH --trellis-bind=closest,verbose
 #SBATCH -N 2
 #SBATCH -n 2
-#SBATCH -o $dir/job.out
+#SBATCH -o $dir/user/job.out
 srun bash -c 'echo "task \$SLURM_PROCID on \$SLURMD_NODENAME CUDA=\$CUDA_VISIBLE_DEVICES"'
 JOB
 run sbatch sbatch --parsable "$dir/job.sh"
 expect_ok sbatch
 job=$(cat "$dir/sbatch.out")
 for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
+cp "$dir/user/job.out" "$dir/job.out"
 expect_in job out "trellis binding on n2: policy closest, 1 tasks"
 expect_in job out "task 1 on n2 CUDA="
 grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"

@@ -19,20 +19,7 @@
 using namespace trellis::agent;
 namespace fs = std::filesystem;
 
-namespace {
-
-// A scratch folder removed at the end of the test.
-struct Scratch {
-    fs::path path = fs::temp_directory_path() / ("trellis-agent-test-" + std::to_string(::getpid()));
-    Scratch() { fs::create_directories(path); }
-    ~Scratch() { fs::remove_all(path); }
-    fs::path make(const std::string& relative) const {
-        fs::create_directories(path / relative);
-        return fs::canonical(path / relative);
-    }
-};
-
-}  // namespace
+using trellis::test::Scratch;
 
 TEST_CASE("mount specifications: SRC:DST[:ro|rw], SRC alone, and clear refusals") {
     auto mounts = parse_mounts("/data:/data:ro,/scratch/u:/work,/opt/x");

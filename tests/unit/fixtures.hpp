@@ -1,7 +1,11 @@
 // Paths to the fixtures the unit tests own, and to the shared real-machine topologies.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace trellis::test {
@@ -20,5 +24,24 @@ inline std::string shared_topology_dir() {
     const char* env = std::getenv("TRELLIS_SHARED_FIXTURES");
     return env ? env : source_dir() + "/../shared/fixtures/topology";
 }
+
+// A scratch folder of the test's own, removed at the end of the test.
+struct Scratch {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("trellis-test-" + std::to_string(::getpid()));
+    Scratch() { std::filesystem::create_directories(path); }
+    ~Scratch() { std::filesystem::remove_all(path); }
+    // A folder inside, made with its parents; its canonical path.
+    std::filesystem::path make(const std::string& relative) const {
+        std::filesystem::create_directories(path / relative);
+        return std::filesystem::canonical(path / relative);
+    }
+    // A file inside with this text; its path.
+    std::string write(const std::string& relative, const std::string& text) const {
+        std::filesystem::create_directories((path / relative).parent_path());
+        std::ofstream(path / relative) << text;
+        return (path / relative).string();
+    }
+};
 
 }  // namespace trellis::test

@@ -16,20 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("trellis-slurm-gpus-" + std::to_string(::getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() { fs::remove_all(path); }
-    std::string write(const std::string& name, const std::string& text) const {
-        fs::create_directories((path / name).parent_path());
-        std::ofstream(path / name) << text;
-        return (path / name).string();
-    }
-};
+using Scratch = trellis::test::Scratch;
 
 // The driver's table for the 8-GPU fixture with minors rotated against PCI order: the GPU at
 // PCI position k has minor (k + 3) % 8.
-void write_rotated_minors(const TempDir& dir, const Node& node) {
+void write_rotated_minors(const Scratch& dir, const Node& node) {
     for (const auto& gpu : node.gpus)
         dir.write("nvidia/gpus/" + gpu.place.address.to_string() + "/information",
                   "Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 95\nDevice Minor: \t " +
@@ -39,7 +30,7 @@ void write_rotated_minors(const TempDir& dir, const Node& node) {
 }  // namespace
 
 TEST_CASE("gres.conf: this node's GPU files in order, host lists expanded by libslurm") {
-    TempDir dir;
+    Scratch dir;
     std::string gres = dir.write("gres.conf",
                                  "# a comment\n"
                                  "NodeName=n[1-2] Name=gpu File=/dev/nvidia[0-3]   # four each\n"
@@ -60,7 +51,7 @@ TEST_CASE("gres.conf: this node's GPU files in order, host lists expanded by lib
 }
 
 TEST_CASE("constrained devices need task/cgroup and ConstrainDevices=yes, as Slurm decides") {
-    TempDir dir;
+    Scratch dir;
     auto files = SlurmConfigFiles::beside(dir.write("slurm.conf", "TaskPlugin=task/cgroup,task/affinity\n"));
     CHECK(files.gres_conf == (dir.path / "gres.conf").string());
     CHECK_FALSE(devices_constrained(files));  // no cgroup.conf
@@ -71,7 +62,7 @@ TEST_CASE("constrained devices need task/cgroup and ConstrainDevices=yes, as Slu
 }
 
 TEST_CASE("a node's address is its NodeAddr, else its name") {
-    TempDir dir;
+    Scratch dir;
     std::string conf = dir.write("slurm.conf", "NodeName=DEFAULT CPUs=2\nNodeName=n[1-2] NodeAddr=10.0.0.[7-8]\n"
                                                "NodeName=n3 NodeAddr=127.0.0.1 Port=1\nNodeName=n4 CPUs=4\n");
     CHECK(node_address(conf, "n2") == "10.0.0.8");
@@ -86,7 +77,7 @@ TEST_CASE("device numbers are the file name's trailing digits") {
 }
 
 TEST_CASE("Slurm's GPU indices reach the GPUs whose device files they name") {
-    TempDir dir;
+    Scratch dir;
     Node node = load_xml(trellis::test::topology_fixture("two-level-switch-8gpu.xml"));
     write_rotated_minors(dir, node);
     REQUIRE(read_nvidia_minors(node, (dir.path / "nvidia").string()) == 8);
@@ -119,7 +110,7 @@ TEST_CASE("Slurm's GPU indices reach the GPUs whose device files they name") {
 }
 
 TEST_CASE("the driver's table: a file without a minor or two GPUs with one minor are refused") {
-    TempDir dir;
+    Scratch dir;
     Node node = load_xml(trellis::test::topology_fixture("two-level-switch-8gpu.xml"));
     CHECK(read_nvidia_minors(node, (dir.path / "absent").string()) == 0);
     std::string pci = node.gpus[0].place.address.to_string();

@@ -10,11 +10,13 @@ namespace trellis::comm {
 
 namespace {
 
-// "=mlx5_0:1,mlx5_1:1" -> {"mlx5_0", 1}
+// "=mlx5_0:1,mlx5_1:1" -> {"mlx5_0", 1}. The rank's own HCA (TRELLIS_HCA) comes first;
+// NCCL_IB_HCA is the node's set, the same for every rank, so its first is only a fallback,
+// and an exclusion list ("^mlx5_2") names nothing to use.
 bool requested_device(std::string& name, std::uint8_t& port) {
     const char* text = std::getenv("TRELLIS_HCA");
     if (!text || !*text) text = std::getenv("NCCL_IB_HCA");
-    if (!text || !*text) return false;
+    if (!text || !*text || text[0] == '^') return false;
     std::string first = text;
     if (!first.empty() && (first[0] == '=' || first[0] == '^')) first.erase(0, 1);
     first = first.substr(0, first.find(','));
