@@ -83,6 +83,8 @@ int plan_node(spank_t sp) {
         request.step_gpus = job_env(sp, "SLURM_STEP_GPUS");
         request.slurm_conf = slurm_conf();
         request.slurm_gpus_per_task = per_task;
+        char* cores = nullptr;
+        if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores) request.slurm_step_cores = cores;
         topology::Plan plan = agent::plan_step(s.config, request);
         if (s.user_cpu_bind && plan.bind_cpus) {
             plan.bind_cpus = false;

@@ -40,9 +40,15 @@ json_check "plan JSON on the 8-GPU fixture" \
      j["tasks"][3]["gpus"][0]["index"]==3 and j["tasks"][3]["hcas"][0]["name"]=="mlx5_3" and
      j["tasks"][3]["hcas"][0]["distance"]=="PIX" and j["tasks"][3]["cpus"]=="12-15" and
      j["tasks"][3]["numa"]==[0] and j["tasks"][3]["gdr"] is True and
-     j["tasks"][3]["env"]["NCCL_IB_HCA"]=="=mlx5_3:1" and j["tasks"][3]["env"]["CUDA_VISIBLE_DEVICES"]=="3" and
+     "NCCL_IB_HCA" not in j["tasks"][3]["env"] and j["tasks"][3]["env"]["UCX_NET_DEVICES"]=="mlx5_3:1" and
+     j["tasks"][3]["env"]["CUDA_VISIBLE_DEVICES"]=="3" and j["tasks"][3]["gpus"][0]["device"]==3 and
+     j["gpu_numbering"]=="node" and len(j["node_hcas"])==8 and j["hcas_restricted"] is False and
      j["tasks"][3]["hcas"][0]["netdev"]=="ib3"' \
     plan --tasks 8 --xml "$fixtures/two-level-switch-8gpu.xml" --json
+json_check "plan numbered within the step, GPUs shared" \
+    '[g["device"] for g in j["tasks"][1]["visible_gpus"]]==[1,0] and j["tasks"][1]["env"]["CUDA_VISIBLE_DEVICES"]=="1,0" and
+     j["tasks"][1]["env"]["TRELLIS_GPU"]=="6" and j["gpu_numbering"]=="step"' \
+    plan --tasks 2 --xml "$fixtures/two-level-switch-8gpu.xml" --allowed-gpus 5,6 --gpu-numbering step --share-gpus --json
 json_check "plan with allowed sets" \
     'len(j["tasks"])==2 and j["tasks"][1]["cpus"]=="24-31" and [g["index"] for g in j["tasks"][1]["gpus"]]==[6,7]' \
     plan --tasks 2 --xml "$fixtures/two-level-switch-8gpu.xml" --allowed-gpus 4-7 --allowed-cpus 16-31 --json
@@ -58,7 +64,8 @@ json_check "live plan" 'len(j["tasks"])==1 and j["bind_cpus"] is True' plan --ta
 "$topo" show --xml "$fixtures/two-level-switch-8gpu.xml" >"$out" 2>"$err" || fail "show table: $(cat "$err")"
 grep -qE '^GPU0 +X +PIX +PXB' "$out" || fail "show table lacks the GPU0 row: $(head -5 "$out")"
 "$topo" plan --tasks 2 --xml "$fixtures/down-port-2gpu.xml" >"$out" 2>"$err" || fail "plan table: $(cat "$err")"
-grep -qE '^1 +1 +mlx5_0:2 +SYS' "$out" || fail "plan table lacks task 1's row: $(cat "$out")"
+grep -qE '^1 +1 +1 +mlx5_0:2 +SYS' "$out" || fail "plan table lacks task 1's row: $(cat "$out")"
+grep -q '^NCCL: every task may use all HCAs (mlx5_0:2), NCCL_IB_HCA unset' "$out" || fail "plan table lacks the NCCL line: $(cat "$out")"
 "$topo" --help >"$out" && grep -q 'trellis-topo plan --tasks N' "$out" || fail "--help"
 
 expect_error "no command" "missing command"

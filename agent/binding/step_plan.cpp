@@ -47,6 +47,28 @@ void take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
     }
 }
 
+// The CPUs of Slurm's cores: Slurm numbers a node's cores socket by socket, as hwloc's
+// logical order does, and a core brings all its hardware threads.
+void take_slurm_cores(const topology::Node& node, const std::string& cores, topology::PlanRequest& request,
+                      std::vector<std::string>& warnings) {
+    if (cores.empty() || !node.this_machine) return;
+    topology::CpuSet cpus;
+    for (int core : topology::CpuSet::parse(cores)) {
+        if (core < 0 || core >= static_cast<int>(node.cores.size())) {
+            warnings.push_back("Slurm allocated core " + std::to_string(core) + ", which " + node.host +
+                               "'s topology does not have (" + std::to_string(node.cores.size()) +
+                               " cores): the step's CPUs are the process's allowed CPUs");
+            return;
+        }
+        for (int pu : node.cores[static_cast<size_t>(core)].pus) cpus.add(pu);
+    }
+    if (topology::CpuSet allowed = cpus & node.allowed_cpus; !allowed.empty())
+        request.allowed_cpus = allowed;
+    else
+        warnings.push_back("Slurm's cores " + cores + " are none of this process's CPUs (" +
+                           node.allowed_cpus.to_string() + "): the step's CPUs are the latter");
+}
+
 }  // namespace
 
 topology::Plan plan_step(const Config& config, const StepRequest& step) {
@@ -66,6 +88,7 @@ topology::Plan plan_step(const Config& config, const StepRequest& step) {
     topology::read_nvidia_minors(node, path_for_node(binding.nvidia_proc, step.node_name));
     std::vector<std::string> warnings;
     if (step.under_slurm) take_slurm_gpus(node, step, request, warnings);
+    take_slurm_cores(node, step.slurm_step_cores, request, warnings);
     topology::Plan plan = topology::make_plan(node, request);
     plan.warnings.insert(plan.warnings.end(), warnings.begin(), warnings.end());
     return plan;

@@ -29,6 +29,10 @@ struct StepRequest {
     // the step's GPUs N at a time, in Slurm's order, and under constrained devices sees only
     // those. 0: Slurm does not.
     int slurm_gpus_per_task = 0;
+    // The cores Slurm allocated the step on this node (spank's S_STEP_ALLOC_CORES, Slurm's
+    // core numbers: "0-3,8"); empty: none known. The plan's CPUs stay within them whatever
+    // the task plugin: without cpuset cgroups hwloc sees the whole node.
+    std::string slurm_step_cores;
 };
 
 // Throws std::invalid_argument or topology::TopologyError naming what could not be planned.

@@ -46,8 +46,18 @@ cat "$dir/inside.out"
 [ $rc -eq 0 ] || fail "srun in the image: status $rc: $(tail -n 5 "$dir/inside.err")"
 [ "$(grep -c 'inside a trellis test image from the host' "$dir/inside.out")" -eq 4 ] &&
     pass "4 tasks on n1 and n2 ran in the image and see the mount" || fail "not every task ran in the image"
-grep -q "^n2 local=0 gpus=[0-9]" "$dir/inside.out" && grep -q "^n2 local=1 gpus=[0-9]" "$dir/inside.out" &&
-    pass "the binding environment reaches the tasks inside (n2's GPUs)" || fail "no binding environment inside"
+grep -q "^n1 local=1 .*Cpus_allowed_list:" "$dir/inside.out" && pass "the binding reaches the tasks inside" ||
+    fail "no binding inside"
+# A GPU step: its tasks see the GPUs Slurm gave it, numbered as inside their cgroup, and the
+# container has exactly those GPUs' device files (by minor number: n2's are not in PCI order).
+timeout 60 srun -w n2 -n2 --gres=gpu:2 "${image[@]}" sh -c \
+    'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES devices=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")"' \
+    >"$dir/gpus.out" 2>"$dir/gpus.err"
+cat "$dir/gpus.out"
+grep -q "^n2 local=0 gpus=0 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
+    grep -q "^n2 local=1 gpus=1 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
+    pass "a GPU step in the image: its GPUs as its cgroup numbers them, their device files bound in" ||
+    fail "GPU step in the image: $(cat "$dir/gpus.out" "$dir/gpus.err")"
 [ "$(grep -c "Cpus_allowed_list:" "$dir/inside.out")" -eq 4 ] || fail "no CPU list inside"
 no_containers_left "after a normal end"
 

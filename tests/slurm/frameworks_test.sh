@@ -21,7 +21,7 @@ field() {  # NAME PYTHON-EXPRESSION over the list `tasks` (task_probe.py lines)
 
 # 1. PyTorch DDP, started by srun alone.
 if "$python" -c 'import torch.distributed' 2>/dev/null; then
-    as_user srun -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" >"$dir/ddp.out" 2>"$dir/ddp.err" ||
+    as_user_srun ddp -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" ||
         fail "DDP under srun: status $?: $(tail -n 8 "$dir/ddp.err")"
     if [ "$(field ddp 'len(tasks) == 4 and sorted(t["rank"] for t in tasks) == [0, 1, 2, 3] and
             {t["node"] for t in tasks} == {"n1", "n2"} and len({t["digest"] for t in tasks}) == 1')" = True ]; then
@@ -37,8 +37,8 @@ fi
 #    loopback device: all "nodes" are this machine.
 if command -v mpicc >/dev/null; then
     mpicc -O2 -o "$dir/mpi_exchange" "$here/frameworks/mpi_exchange.c" && chmod 755 "$dir/mpi_exchange"
-    as_user env OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
-        srun -N2 --ntasks-per-node=2 --mpi=pmix "$dir/mpi_exchange" >"$dir/mpi.out" 2>"$dir/mpi.err" ||
+    OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
+        as_user_srun mpi -N2 --ntasks-per-node=2 --mpi=pmix "$dir/mpi_exchange" ||
         fail "MPI under srun: status $?: $(tail -n 8 "$dir/mpi.err")"
     if [ "$(grep -c 'of 4 on n[12]: sum 6, left neighbour on n' "$dir/mpi.out")" -eq 4 ] &&
         grep -q 'rank 0 of 4 on n1: sum 6, left neighbour on n2' "$dir/mpi.out" &&
@@ -54,7 +54,7 @@ fi
 
 # 3. The wireup's variables and rules.
 probe=("$python" "$dir/task_probe.py")
-as_user srun -N2 --ntasks-per-node=2 "${probe[@]}" >"$dir/wired.out" 2>"$dir/wired.err" || fail "wired: $(cat "$dir/wired.err")"
+as_user_srun wired -N2 --ntasks-per-node=2 "${probe[@]}" || fail "wired: $(cat "$dir/wired.err")"
 expect='sorted((t["rank"], t["env"]["RANK"], t["env"]["WORLD_SIZE"], t["env"]["LOCAL_RANK"], t["env"]["LOCAL_WORLD_SIZE"],
          t["env"]["NODE_RANK"], t["env"]["GROUP_RANK"], t["env"]["MASTER_ADDR"]) for t in tasks)'
 want="[(0, '0', '4', '0', '2', '0', '0', '127.0.0.1'), (1, '1', '4', '1', '2', '0', '0', '127.0.0.1'), (2, '2', '4', '0', '2', '1', '1', '127.0.0.1'), (3, '3', '4', '1', '2', '1', '1', '127.0.0.1')]"
@@ -62,16 +62,16 @@ want="[(0, '0', '4', '0', '2', '0', '0', '127.0.0.1'), (1, '1', '4', '1', '2', '
     fail "wired: $(field wired "$expect")"
 [ "$(field wired 'len({t["env"]["MASTER_PORT"] for t in tasks})')" = 1 ] && pass "one MASTER_PORT for the step" ||
     fail "wired: MASTER_PORT differs between tasks"
-as_user srun -N2 --ntasks-per-node=2 "${probe[@]}" >"$dir/next.out" 2>&1
+as_user_srun next -N2 --ntasks-per-node=2 "${probe[@]}"
 [ "$(field next 'tasks[0]["env"]["MASTER_PORT"]')" != "$(field wired 'tasks[0]["env"]["MASTER_PORT"]')" ] &&
     pass "the next step meets at another port" || fail "two steps got the same MASTER_PORT"
-as_user env MASTER_PORT=4242 MASTER_ADDR=10.9.9.9 srun -N1 -n1 "${probe[@]}" >"$dir/user_set.out" 2>&1
+MASTER_PORT=4242 MASTER_ADDR=10.9.9.9 as_user_srun user_set -N1 -n1 "${probe[@]}"
 [ "$(field user_set '(tasks[0]["env"]["MASTER_PORT"], tasks[0]["env"]["MASTER_ADDR"], tasks[0]["env"]["RANK"])')" = \
     "('4242', '10.9.9.9', '0')" ] && pass "values the user set win" || fail "user_set: $(cat "$dir/user_set.out")"
-as_user srun -N1 -n1 --trellis-wireup=none "${probe[@]}" >"$dir/none.out" 2>&1
+as_user_srun none -N1 -n1 --trellis-wireup=none "${probe[@]}"
 [ "$(field none '[k for k in ("RANK", "MASTER_ADDR", "WORLD_SIZE") if k in tasks[0]["env"]]')" = "[]" ] &&
     pass "--trellis-wireup=none exports none of them" || fail "none: $(cat "$dir/none.out")"
-as_user env TRELLIS_WIREUP=tf:chief:ps=1 srun -N2 --ntasks-per-node=2 "${probe[@]}" >"$dir/tf.out" 2>"$dir/tf.err"
+TRELLIS_WIREUP=tf:chief:ps=1 as_user_srun tf -N2 --ntasks-per-node=2 "${probe[@]}"
 "$python" - "$dir/tf.out" <<'PY' && pass "TF_CONFIG: chief, ps and workers in TensorFlow's format, one port per task" || fail "TF_CONFIG: $(cat "$dir/tf.out" "$dir/tf.err")"
 import json, sys
 tasks = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

@@ -26,8 +26,7 @@ gpu_run() {
     local name=$1
     shift
     runs=$((runs + 1))
-    as_user srun "$@" "${probe[@]}" >"$dir/$name.out" 2>"$dir/$name.err" ||
-        fail "$name: srun $*: status $?: $(tail -n 5 "$dir/$name.err")"
+    as_user_srun "$name" "$@" "${probe[@]}" || fail "$name: srun $*: status $?: $(tail -n 5 "$dir/$name.err")"
 }
 # oracle NAME DESCRIPTION [ORACLE-FLAGS]: the tasks' GPUs against the truth
 oracle() {

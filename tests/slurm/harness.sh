@@ -5,6 +5,10 @@
 #   start_cluster [NODE=XML ...] starts it, exports SLURM_CONF, enters $dir
 #   as_user CMD...               runs CMD as the cluster's unprivileged job user ($job_user),
 #                                in $dir/user (theirs), with a time limit
+#   as_user_srun NAME ARGS...    srun ARGS as that user, each task's output in a file of its
+#                                own (long lines from tasks writing at once would interleave
+#                                on one stream), all of them then in $dir/NAME.out, srun's
+#                                and the tasks' messages in $dir/NAME.err; returns srun's status
 # Set `cleanup` to a command to run at exit before the cluster folder goes.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${TRELLIS_BUILD:?}
@@ -31,4 +35,15 @@ start_cluster() {
 
 as_user() {
     (cd "$dir/user" && timeout 120 runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" "$@")
+}
+
+as_user_srun() {
+    local name=$1 status
+    shift
+    rm -f "$dir/user/$name".task-* "$dir/user/$name".errors-*
+    as_user srun -o "$dir/user/$name.task-%t" -e "$dir/user/$name.errors-%t" "$@" 2>"$dir/$name.err"
+    status=$?
+    cat "$dir/user/$name".task-* >"$dir/$name.out" 2>/dev/null
+    cat "$dir/user/$name".errors-* >>"$dir/$name.err" 2>/dev/null
+    return $status
 }
