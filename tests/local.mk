@@ -83,7 +83,7 @@ tests_slurm_pmix_exchange_SOURCES = tests/slurm/pmix_exchange.cpp
 tests_slurm_pmix_exchange_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
 TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh \
-	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh
+	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh
 
 # The agent: its pure parts, then launching ranks natively and in containers.
 unit_tests += tests/unit/agent_test
@@ -101,7 +101,7 @@ tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la topology/libtrell
 TESTS += tests/container/launch_test.sh
 EXTRA_DIST += tests/container/launch_test.sh tests/container/singularity-test-double
 EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster \
-	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
+	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh \
 	tests/container/make_bundle

@@ -1,0 +1,71 @@
+#!/bin/bash
+# The plugin keeps each task within the CPUs Slurm allocated, under both task plugins sites
+# run: task/cgroup (a cpuset per step, which hwloc sees) and task/affinity alone (no cgroups:
+# hwloc sees the whole node, so the plan takes the step's cores from Slurm). Two 1-CPU jobs
+# side by side on n1 (this machine's real topology) and two --exact steps of one job must each
+# stay within the CPUs `scontrol show job -d` names for them, and so apart from each other.
+# Needs two CPUs; skips (77) without root, Slurm or munge.
+set -u
+. "$(dirname "$0")/harness.sh"
+python=${PYTHON3:-python3}
+[ "$(nproc)" -ge 2 ] || { echo "SKIP: one CPU: nothing to keep apart"; exit 77; }
+show='echo "$SLURM_JOB_ID $SLURM_STEP_ID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${TRELLIS_CPUS:-unbound}"'
+
+# check WHAT FILE: each line "job step cpus trellis_cpus" within its job's CPU_IDs, all disjoint
+check() {
+    local what=$1 file=$2 line job cpus allocated
+    [ "$(wc -l <"$file")" -eq 2 ] || { fail "$what: two tasks wanted: $(cat "$file")"; return; }
+    while read -r job _ cpus trellis; do
+        allocated=$(scontrol show job -d "$job" | grep -o 'CPU_IDs=[0-9,-]*' | cut -d= -f2 | head -n 1)
+        "$python" - "$cpus" "$trellis" "$allocated" <<'PY' || fail "$what: job $job bound to $cpus (trellis $trellis), Slurm allocated $allocated"
+import sys
+def cpus(text):
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+bound, trellis, allocated = (cpus(t) for t in sys.argv[1:])
+sys.exit(0 if bound and bound == trellis and bound <= allocated else 1)
+PY
+    done <"$file"
+    "$python" -c '
+import sys
+sets = []
+for line in open(sys.argv[1]):
+    text = line.split()[2]; s = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-"); s.update(range(int(a), int(b or a) + 1))
+    sets.append(s)
+sys.exit(0 if not sets[0] & sets[1] else 1)' "$file" && pass "$what: $(cut -d" " -f3 "$file" | tr "\n" " ")within Slurm's allocation, apart" ||
+        fail "$what: the two share CPUs: $(cat "$file")"
+}
+
+for tasks in cgroup affinity; do
+    make_cluster_dir "trellis-cpus-$tasks"
+    TRELLIS_CLUSTER_TASKS=$tasks start_cluster
+    echo "== TaskPlugin=$(grep -o 'TaskPlugin=.*' "$dir/slurm.conf" | cut -d= -f2)"
+    # Two jobs side by side, the first still running when the second starts.
+    as_user srun -w n1 -n1 bash -c "$show"' >"$0"; sleep 5' "$dir/user/first.out" 2>"$dir/first.err" &
+    for _ in $(seq 80); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
+    as_user srun -w n1 -n1 bash -c "$show" >"$dir/second.out" 2>"$dir/second.err"
+    wait
+    cat "$dir/user/first.out" "$dir/second.out" >"$dir/jobs.out"
+    check "$tasks: two 1-CPU jobs on n1" "$dir/jobs.out"
+    # Two --exact steps of one 2-CPU job.
+    cat >"$dir/user/exact.sh" <<JOB
+#!/bin/bash
+srun --exact -n1 bash -c '$show; sleep 2' &
+srun --exact -n1 bash -c '$show; sleep 2' &
+wait
+JOB
+    chmod 755 "$dir/user/exact.sh"
+    job=$(as_user sbatch --parsable -w n1 -n2 -o "$dir/user/exact.out" "$dir/user/exact.sh")
+    for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
+    check "$tasks: two --exact steps of one job" "$dir/user/exact.out"
+    "$here/cluster" stop "$dir"
+    rm -rf "$dir"
+done
+trap - EXIT
+echo "$failures failures"
+[ "$failures" -eq 0 ]
