@@ -264,6 +264,7 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
         std::stringstream text;
         text << in.rdbuf();
         config = parse_config_text(text.str(), path);
+        config.container.origin = path;
     }
 
     const auto& keys = binding_keys();

@@ -49,6 +49,8 @@ struct ContainerConfig {
     std::vector<std::string> namespaces = {"mount"};  // what tasks join: mount, ipc, uts
     std::string agent = installed_agent_path();  // the trellis-agent the plugin runs
     std::string run_dir = "/run/trellis";       // containers' state, swept of dead steps
+    // Where these settings came from, for refusals to name: the file, or the defaults.
+    std::string origin = "the built-in defaults (no trellis.toml)";
 };
 
 // What the plugin tells the users' own frameworks (PyTorch's env://, TF_CONFIG).

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-        std::printf("trellis-agent %s\n", PACKAGE_VERSION);
+        std::printf("trellis-agent %s\nconfiguration: %s\n", PACKAGE_VERSION, TRELLIS_CONFIG_PATH);
         return 0;
     }
     std::string command = args[0];

@@ -34,4 +34,5 @@ uninstall-hook:
 
 trellisconfdir = $(sysconfdir)/trellis
 dist_trellisconf_DATA = etc/trellis.toml
-EXTRA_DIST += etc/plugstack.conf.d/trellis.conf
+plugstackexamplesdir = $(docdir)/examples/plugstack.conf.d
+dist_plugstackexamples_DATA = etc/plugstack.conf.d/trellis.conf

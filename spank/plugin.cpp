@@ -22,6 +22,7 @@ namespace {
 template <typename F>
 int guarded(const char* where, F&& body) {
     try {
+        if (trellis::spank::state().disabled) return 0;
         return body();
     } catch (const std::exception& e) {
         log_error(std::string(where) + ": " + e.what());
@@ -52,9 +53,8 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
         spank_context_t context = spank_context();
         if (context != S_CTX_LOCAL && context != S_CTX_REMOTE && context != S_CTX_ALLOCATOR) return 0;
         if (register_options(sp) != 0) return -1;
-        // srun reads the configuration too, so that a broken file stops the job before launch
-        // with its message on the user's terminal; sbatch and salloc leave it to the nodes.
-        if (context == S_CTX_ALLOCATOR) return 0;
+        // srun, sbatch and salloc read the configuration too, so that a broken file stops the
+        // job before it is queued or launched, with its message on the user's terminal.
         return load_configuration(arguments(ac, av));
     });
 }

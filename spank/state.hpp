@@ -27,6 +27,8 @@ struct PluginState {
     bool gpus_given = false, memory_given = false, wireup_given = false;
     std::optional<topology::Plan> plan;
     std::string held_error;
+    // The configuration could not be read and the plugin is optional: it does nothing.
+    bool disabled = false;
     bool user_cpu_bind = false;  // Slurm's --cpu-bind was given: it wins over ours
     bool user_gpu_bind = false;  // likewise --gpu-bind
     unsigned local_tasks = 0;

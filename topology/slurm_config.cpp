@@ -1,5 +1,6 @@
 #include "topology/slurm_config.hpp"
 
+#include <glob.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -89,7 +90,46 @@ bool names_node(const Line& line, const std::string& node) {
     }
 }
 
+// plugstack.conf's lines as words, comments removed, `include GLOB` followed.
+void plugstack_words(const std::filesystem::path& path, std::vector<std::vector<std::string>>& lines, int depth = 0) {
+    std::ifstream in(path);
+    if (!in || depth > 8) return;
+    for (std::string text; std::getline(in, text);) {
+        std::istringstream words(text.substr(0, text.find('#')));
+        std::vector<std::string> line;
+        for (std::string word; words >> word;) line.push_back(word);
+        if (line.size() >= 2 && lower(line[0]) == "include") {
+            glob_t found{};
+            std::filesystem::path pattern = line[1];
+            if (pattern.is_relative()) pattern = path.parent_path() / pattern;
+            if (::glob(pattern.c_str(), 0, nullptr, &found) == 0)
+                for (size_t i = 0; i < found.gl_pathc; ++i) plugstack_words(found.gl_pathv[i], lines, depth + 1);
+            ::globfree(&found);
+        } else if (!line.empty()) {
+            lines.push_back(std::move(line));
+        }
+    }
+}
+
 }  // namespace
+
+std::string plugstack_path(const std::string& slurm_conf) {
+    auto files = SlurmConfigFiles::beside(slurm_conf);
+    for (const Line& line : read_file(files.slurm_conf))
+        if (const std::string* path = value_of(line.record, "plugstackconfig")) return *path;
+    return (std::filesystem::path(files.slurm_conf).parent_path() / "plugstack.conf").string();
+}
+
+std::vector<PlugstackLine> read_plugstack(const std::string& path) {
+    std::vector<std::vector<std::string>> lines;
+    plugstack_words(path, lines);
+    std::vector<PlugstackLine> plugins;
+    for (auto& words : lines) {
+        if (words.size() < 2 || (words[0] != "required" && words[0] != "optional")) continue;
+        plugins.push_back({words[0] == "optional", words[1], std::vector<std::string>(words.begin() + 2, words.end())});
+    }
+    return plugins;
+}
 
 SlurmConfigFiles SlurmConfigFiles::beside(const std::string& slurm_conf) {
     std::filesystem::path conf = slurm_conf.empty() ? "/etc/slurm/slurm.conf" : slurm_conf;

@@ -36,6 +36,18 @@ GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node);
 // when slurm.conf's TaskPlugin includes task/cgroup and cgroup.conf has ConstrainDevices=yes.
 bool devices_constrained(const SlurmConfigFiles& files);
 
+// A SPANK plugin's line in plugstack.conf: "required|optional PATH [ARGS...]".
+struct PlugstackLine {
+    bool optional = false;
+    std::string plugin;              // as written: a path, or a name under Slurm's PluginDir
+    std::vector<std::string> args;
+};
+
+// slurm.conf's PlugStackConfig, else plugstack.conf beside slurm.conf (Slurm's default).
+std::string plugstack_path(const std::string& slurm_conf);
+// Every plugin line of plugstack.conf, its `include GLOB` files followed in order.
+std::vector<PlugstackLine> read_plugstack(const std::string& path);
+
 // How Slurm reaches a node: its NodeAddr in slurm.conf, else its name (Slurm's default).
 std::string node_address(const std::string& slurm_conf, const std::string& node);
 

@@ -69,7 +69,8 @@ CheckedImage check_image(const std::string& image, const ContainerConfig& config
     for (const auto& pattern : config.allowed_images)
         allowed = allowed || ::fnmatch(pattern.c_str(), checked.path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0;
     if (!allowed)
-        throw PolicyError("image '" + checked.path + "' is not allowed on this cluster (allowed_images: " +
+        throw PolicyError("image '" + checked.path + "' is not allowed on this cluster (allowed_images in " +
+                          config.origin + ": " +
                           (config.allowed_images.empty() ? "none" : joined(config.allowed_images)) + ")");
     if (checked.kind == ImageKind::oci_bundle) check_root_owned(checked.path + "/rootfs", "OCI bundle");
     return checked;
@@ -81,7 +82,8 @@ std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig
         bool allowed = false;
         for (const auto& prefix : config.allowed_mounts) allowed = allowed || under(mount.source, prefix);
         if (!allowed)
-            throw PolicyError("mount source '" + mount.source + "' is not under an allowed prefix (allowed_mounts: " +
+            throw PolicyError("mount source '" + mount.source + "' is not under an allowed prefix (allowed_mounts in " +
+                              config.origin + ": " +
                               (config.allowed_mounts.empty() ? "none" : joined(config.allowed_mounts)) + ")");
     }
     return mounts;

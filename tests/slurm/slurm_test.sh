@@ -133,8 +133,39 @@ expect_refused bad_config "$dir/trellis.toml:3: [binding] key 'smt': must be tru
 printf '[binding]\nhca_filter = ["mlx5_*"]\n' >"$dir/trellis.toml"
 run unknown_key srun -N1 true
 expect_refused unknown_key "trellis.toml:2: [binding] key 'hca_filter' is unknown"
+run bad_config_sbatch sbatch -N1 --wrap "touch $dir/user/launched"
+expect_refused bad_config_sbatch "key 'hca_filter' is unknown"
 cp "$dir/trellis.toml.good" "$dir/trellis.toml"
 [ ! -e "$dir/user/launched" ] || fail "a job ran with a bad configuration"
+
+# 6b. A configuration that breaks after submission: the batch job fails visibly (its output
+#     and exit code), and the node is not drained.
+run held_job sbatch --parsable --hold -N1 -w n1 -o "$dir/user/held.out" --wrap "touch $dir/user/launched"
+job=$(cat "$dir/held_job.out")
+printf '[binding]\nsmt = "maybe"\n' >"$dir/trellis.toml"
+scontrol release "$job"
+for _ in $(seq 120); do [ -z "$(squeue -h -t PD,R,CG -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
+cp "$dir/trellis.toml.good" "$dir/trellis.toml"
+state=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')
+nodes=$(sinfo -h -n n1 -o %t)
+if grep -q "trellis.toml:2: \[binding\] key 'smt'" "$dir/user/held.out" 2>/dev/null && [ ! -e "$dir/user/launched" ] &&
+    [[ "$state" == *JobState=FAILED* ]] && [[ "$state" != *ExitCode=0:0* ]] && [ "$nodes" = idle ]; then
+    pass "a configuration broken after submission fails the batch job visibly ($state), n1 stays $nodes"
+else
+    fail "broken configuration on the node: job '$state', n1 '$nodes', output: $(cat "$dir/user/held.out" 2>&1)"
+fi
+scontrol update nodename=n1 state=resume 2>/dev/null
+
+# 6c. optional in plugstack.conf: with a broken configuration jobs run without the plugin.
+cp "$dir/plugstack.conf" "$dir/plugstack.conf.good"
+sed -i 's/^required /optional /' "$dir/plugstack.conf"
+printf '[binding]\nsmt = "maybe"\n' >"$dir/trellis.toml"
+run optional_broken srun -N1 -n1 -w n1 "$python" -c "$task_report"
+cp "$dir/trellis.toml.good" "$dir/trellis.toml"
+cp "$dir/plugstack.conf.good" "$dir/plugstack.conf"
+expect_ok optional_broken
+grep -q '"TRELLIS_CPUS"' "$dir/optional_broken.out" && fail "optional with a broken configuration still bound: $(cat "$dir/optional_broken.out")" ||
+    pass "optional with a broken configuration: the job ran without trellis"
 
 # 7. Slurm's own --cpu-bind wins, with a warning.
 run cpu_bind srun -N1 -n2 -w n1 --cpu-bind=map_cpu:1,0 --trellis-verbose "$python" -c "$task_report"

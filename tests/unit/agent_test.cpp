@@ -53,10 +53,12 @@ TEST_CASE("images: allowed patterns, OCI bundles and .sif files, missing or odd 
     CHECK_THROWS_WITH(check_image((scratch.path / "images/none").string(), config), Catch::Contains("does not exist"));
     CHECK_THROWS_WITH(check_image("images/train", config), Catch::Contains("not an absolute path"));
     config.allowed_images = {"/shared/images/*"};
+    config.origin = "/etc/trellis/trellis.toml";
     CHECK_THROWS_WITH(check_image(bundle.string(), config),
-                      Catch::Contains("is not allowed on this cluster (allowed_images: /shared/images/*)"));
+                      Catch::Contains("is not allowed on this cluster (allowed_images in /etc/trellis/trellis.toml: "
+                                      "/shared/images/*)"));
     config.allowed_images.clear();
-    CHECK_THROWS_WITH(check_image(bundle.string(), config), Catch::Contains("allowed_images: none"));
+    CHECK_THROWS_WITH(check_image(bundle.string(), config), Catch::Contains("trellis.toml: none"));
     // A link into an allowed folder does not make a forbidden image allowed, nor the reverse.
     fs::create_symlink(not_bundle, scratch.path / "link");
     config.allowed_images = {scratch.path.string() + "/link"};
