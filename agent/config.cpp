@@ -14,12 +14,14 @@
 namespace trellis::agent {
 namespace {
 
-// A value as either source gives it: TOML has types, plugstack.conf only strings.
+// A value as either source gives it: TOML has types, plugstack.conf only strings, so only
+// there may a string stand for a list ("a,b") or a boolean ("yes").
 struct RawValue {
     enum Kind { string, boolean, list, other } kind = other;
     std::string text;
     bool flag = false;
     std::vector<std::string> items;
+    bool from_plugstack = false;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -43,6 +45,9 @@ std::string as_path(const RawValue& v) {
 
 bool as_bool(const RawValue& v) {
     if (v.kind == RawValue::boolean) return v.flag;
+    if (v.kind == RawValue::string && !v.from_plugstack)
+        throw std::invalid_argument("must be true or false, without quotes (a boolean, not the string \"" + v.text +
+                                    "\")");
     if (v.kind == RawValue::string) {
         if (v.text == "true" || v.text == "yes" || v.text == "1") return true;
         if (v.text == "false" || v.text == "no" || v.text == "0") return false;
@@ -52,8 +57,11 @@ bool as_bool(const RawValue& v) {
 
 std::vector<std::string> as_list(const RawValue& v, const char* what) {
     if (v.kind == RawValue::list) return v.items;
-    if (v.kind == RawValue::string) return split_commas(v.text);  // plugstack.conf: a,b,c
-    throw std::invalid_argument(std::string("must be a list of ") + what);
+    if (v.kind == RawValue::string && v.from_plugstack) return split_commas(v.text);  // a,b,c
+    if (v.kind == RawValue::string)
+        throw std::invalid_argument(std::string("must be a list of ") + what + " in brackets, e.g. [\"" + v.text +
+                                    "\"], not a string");
+    throw std::invalid_argument(std::string("must be a list of ") + what + " in brackets, e.g. [\"...\"]");
 }
 
 template <typename Section>
@@ -216,8 +224,10 @@ Config parse_config_text(std::string_view text, const std::string& origin) {
     try {
         root = toml::parse(text, origin);
     } catch (const toml::parse_error& e) {
-        throw ConfigError(origin + ":" + std::to_string(e.source().begin.line) + ": " +
-                          std::string(e.description()));
+        throw ConfigError(origin + ":" + std::to_string(e.source().begin.line) + ": not valid TOML (" +
+                          std::string(e.description()) +
+                          "): each setting is key = value, strings in double quotes (policy = \"closest\"), "
+                          "lists in brackets (hca_exclude = [\"mlx5_bond*\"]), true/false bare");
     }
     for (const auto& [key, node] : root) {
         std::string name(key.str());
@@ -274,7 +284,7 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
         if (it == keys.end())
             throw ConfigError(where + ": unknown key (accepted: config, " + key_names(keys) + ")");
         try {
-            it->second(config.binding, RawValue{RawValue::string, value, false, {}});
+            it->second(config.binding, RawValue{RawValue::string, value, false, {}, true});
         } catch (const std::invalid_argument& e) {
             throw ConfigError(where + ": " + e.what());
         }

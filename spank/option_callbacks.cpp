@@ -60,8 +60,8 @@ int on_mounts(int, const char* arg, int) { return take(mounts_kind, arg ? arg : 
 
 spank_option options[] = {
     {const_cast<char*>("trellis-bind"), const_cast<char*>("closest|none[,verbose]"),
-     const_cast<char*>("trellis: bind each task to its nearest GPU, HCA, CPUs and memory "
-                       "(closest, the default) or not at all (none); verbose prints the plan"),
+     const_cast<char*>("trellis: bind each task to its nearest GPU, HCA, CPUs and memory (closest) or not "
+                       "at all (none); default: the cluster's configured policy; verbose prints the plan"),
      1, 0, on_bind},
     {const_cast<char*>("trellis-hca"), const_cast<char*>("auto|NAME[:PORT],..."),
      const_cast<char*>("trellis: HCAs to choose from (default auto: all with an ACTIVE port)"), 1, 0,

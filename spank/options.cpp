@@ -7,6 +7,11 @@
 
 namespace trellis::spank {
 
+namespace {
+const std::string bind_accepted =
+    "accepted: closest or none, optionally followed by ,verbose; or verbose alone, which keeps the configured policy";
+}  // namespace
+
 void parse_bind_option(const std::string& value, UserChoices& choices) {
     std::stringstream in(value);
     bool any = false;
@@ -17,15 +22,11 @@ void parse_bind_option(const std::string& value, UserChoices& choices) {
         } else if (item == "closest" || item == "none") {
             choices.policy = topology::parse_policy(item);
         } else {
-            throw std::invalid_argument("'" + value +
-                                        "' is not a binding (accepted: closest or none, "
-                                        "optionally followed by ,verbose)");
+            throw std::invalid_argument("'" + value + "' is not a binding (" + bind_accepted + ")");
         }
     }
     if (!any || value.back() == ',')
-        throw std::invalid_argument("'" + value +
-                                    "' is not a binding (accepted: closest or none, "
-                                    "optionally followed by ,verbose)");
+        throw std::invalid_argument("'" + value + "' is not a binding (" + bind_accepted + ")");
 }
 
 void parse_hca_option(const std::string& value, UserChoices& choices) {

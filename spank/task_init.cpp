@@ -2,6 +2,7 @@
 // as the user (task_init), both in the task's own process just before it execs. The plan and
 // how to apply it are the shared core's (agent/binding/step_plan.hpp).
 #include <cstdio>
+#include <vector>
 
 #include "agent/binding/step_plan.hpp"
 #include "spank/contexts.hpp"
@@ -77,7 +78,13 @@ int bind_task(spank_t sp) {
     set_wireup(sp, *task);
 
     if (s.choices.verbose && task->local_rank == 0) {
-        std::string table = topology::format_plan(*s.plan);
+        std::vector<int> ranks;
+        for (uint32_t local = 0; local < s.plan->tasks.size(); ++local) {
+            uint32_t global = 0;
+            if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, local, &global) != ESPANK_SUCCESS) break;
+            ranks.push_back(static_cast<int>(global));
+        }
+        std::string table = topology::format_plan(*s.plan, ranks);
         std::fputs(table.c_str(), stderr);
         std::fflush(stderr);
     }

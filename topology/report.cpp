@@ -72,12 +72,16 @@ std::string format_node(const Node& node) {
     return out;
 }
 
-std::string format_plan(const Plan& plan) {
+std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks) {
+    size_t count = plan.tasks.size();
     std::string out = "trellis binding on " + plan.host + ": policy " + policy_name(plan.policy) +
-                      ", " + std::to_string(plan.tasks.size()) + " tasks" +
+                      ", " + std::to_string(count) + (count == 1 ? " task" : " tasks") +
                       (plan.bind_cpus ? "" : ", CPUs and memory not bound") + "\n";
+    bool ranks = global_ranks.size() == count;
     // GPU: the node's numbering (PCI order); CUDA: the numbers the task is given for them.
-    TextTable table({"task", "GPU", "CUDA", "HCA", "distance", "CPUs", "NUMA", "GDR", "warnings"});
+    std::vector<std::string> header{"task", "GPU", "CUDA", "HCA", "distance", "CPUs", "NUMA", "GDR", "warnings"};
+    if (ranks) header.insert(header.begin(), "rank");
+    TextTable table(header);
     for (const auto& task : plan.tasks) {
         std::string gpus, devices, hcas, warnings;
         for (const auto& gpu : task.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu.index);
@@ -86,9 +90,12 @@ std::string format_plan(const Plan& plan) {
         for (const auto& w : task.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
         auto worst = std::max_element(task.hcas.begin(), task.hcas.end(),
                                       [](const HcaChoice& a, const HcaChoice& b) { return a.distance < b.distance; });
-        table.add({std::to_string(task.local_rank), gpus.empty() ? "-" : gpus, devices.empty() ? "-" : devices,
-                   hcas.empty() ? "-" : hcas, worst == task.hcas.end() ? "-" : distance_name(worst->distance),
-                   task.cpus.to_string(), join_ints(task.numa), task.gdr ? "yes" : "no", warnings});
+        std::vector<std::string> row{std::to_string(task.local_rank), gpus.empty() ? "-" : gpus,
+                                     devices.empty() ? "-" : devices, hcas.empty() ? "-" : hcas,
+                                     worst == task.hcas.end() ? "-" : distance_name(worst->distance),
+                                     task.cpus.to_string(), join_ints(task.numa), task.gdr ? "yes" : "no", warnings};
+        if (ranks) row.insert(row.begin(), std::to_string(global_ranks[static_cast<size_t>(task.local_rank)]));
+        table.add(row);
     }
     out += table.render();
     std::string nccl;

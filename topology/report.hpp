@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "topology/node.hpp"
 #include "topology/plan.hpp"
@@ -10,6 +11,8 @@
 namespace trellis::topology {
 
 std::string format_node(const Node& node);
-std::string format_plan(const Plan& plan);
+// global_ranks: each task's rank in its step, for a "rank" column (the plugin's report);
+// empty: no such column (trellis-topo, which plans one node alone).
+std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks = {});
 
 }  // namespace trellis::topology

@@ -101,8 +101,10 @@ TRELLIS_HCA=mlx5_5:1 run hca_env srun -N1 -n1 -w n2 "$python" -c "$task_report"
 expect_in hca_env out '"NCCL_IB_HCA": "=mlx5_5:1"'
 run verbose srun -N2 -n2 --trellis-verbose true
 expect_ok verbose
-expect_in verbose err "trellis binding on n2: policy closest, 1 tasks"
-expect_in verbose err "task  GPU  CUDA  HCA       distance  CPUs"
+expect_in verbose err "trellis binding on n2: policy closest, 1 task"
+expect_in verbose err "rank  task  GPU  CUDA  HCA       distance  CPUs"
+grep -qE '^1 +0 +- +- +mlx5_0:1' "$dir/verbose.err" && pass "the report names each task's global rank" ||
+    fail "verbose: n2's row lacks rank 1: $(cat "$dir/verbose.err")"
 TRELLIS_VERBOSE=1 run verbose_env srun -N1 -n1 -w n1 true
 expect_in verbose_env err "trellis binding on n1"
 run bind_verbose srun -N1 -n1 -w n2 --gres=gpu:1 --trellis-bind=closest,verbose true
@@ -192,7 +194,7 @@ expect_ok sbatch
 job=$(cat "$dir/sbatch.out")
 for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
 cp "$dir/user/job.out" "$dir/job.out"
-expect_in job out "trellis binding on n2: policy closest, 1 tasks"
+expect_in job out "trellis binding on n2: policy closest, 1 task"
 expect_in job out "task 1 on n2 CUDA="
 grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"
 

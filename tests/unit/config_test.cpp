@@ -57,7 +57,16 @@ TEST_CASE("bad files are refused naming file, line and key") {
     CHECK_THROWS_WITH(parse_config_text("[binding]\ncolour = 1\n", "a.toml"),
                       Catch::StartsWith("a.toml:2: [binding] key 'colour' is unknown (accepted: export, "));
     CHECK_THROWS_WITH(parse_config_text("[binding]\nsmt = \"maybe\"\n", "a.toml"),
-                      "a.toml:2: [binding] key 'smt': must be true or false");
+                      Catch::StartsWith("a.toml:2: [binding] key 'smt': must be true or false"));
+    // A string where TOML has a boolean or a list is refused, not read as plugstack.conf would.
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nsmt = \"yes\"\n", "a.toml"),
+                      Catch::Contains("without quotes (a boolean, not the string \"yes\")"));
+    CHECK_THROWS_WITH(parse_config_text("[binding]\nhca_exclude = \"mlx5_bond*\"\n", "a.toml"),
+                      Catch::Contains("key 'hca_exclude': must be a list of glob patterns in brackets, "
+                                      "e.g. [\"mlx5_bond*\"], not a string"));
+    CHECK_THROWS_WITH(parse_config_text("[binding]\npolicy = closest\n", "a.toml"),
+                      Catch::StartsWith("a.toml:2: not valid TOML (") &&
+                          Catch::Contains("strings in double quotes (policy = \"closest\")"));
     CHECK_THROWS_WITH(parse_config_text("[binding]\nsmt = 1\n", "a.toml"),
                       "a.toml:2: [binding] key 'smt': must be true or false");
     CHECK_THROWS_WITH(parse_config_text("[binding]\nhca_include = [1, 2]\n", "a.toml"),
