@@ -1,8 +1,10 @@
 #include "agent/container/oci_runtime.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -123,6 +125,29 @@ private:
     std::vector<std::pair<int, Mount>> pinned_;
 };
 
+// runc gives a tmpfs the mode of the image's folder beneath it (0755 in many images), so the
+// container's private /tmp would not be writable. It is set to 1777 here, through the first
+// process's root, before any of the user's tasks has joined: only the idle first process runs
+// there yet, and the folder is the tmpfs runc has just mounted (checked), not the image's.
+void open_tmp(pid_t container) {
+    int root = ::open(("/proc/" + std::to_string(container) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) throw RuntimeError("cannot reach the container's root: " + std::string(std::strerror(errno)));
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    int tmp = int(::syscall(SYS_openat2, root, "tmp", &how, sizeof how));
+    ::close(root);
+    if (tmp < 0) throw RuntimeError("cannot open the container's /tmp: " + std::string(std::strerror(errno)));
+    struct statfs fs {};
+    struct stat info {};
+    bool fresh = ::fstatfs(tmp, &fs) == 0 && fs.f_type == TMPFS_MAGIC && ::fstat(tmp, &info) == 0 && info.st_uid == 0;
+    int status = fresh ? ::fchmod(tmp, 01777) : -1;
+    int error = errno;
+    ::close(tmp);
+    if (!fresh) throw RuntimeError("the container's /tmp is not the root-owned tmpfs the agent asked for");
+    if (status != 0) throw RuntimeError("cannot make the container's /tmp writable: " + std::string(std::strerror(error)));
+}
+
 }  // namespace
 
 pid_t OciRuntime::start(const ContainerSpec& spec, const std::filesystem::path& state) {
@@ -137,6 +162,7 @@ pid_t OciRuntime::start(const ContainerSpec& spec, const std::filesystem::path& 
     if (pid <= 0) throw RuntimeError("runc run " + spec.id + ": no pid in " + pid_file.string());
     try {
         sources.verify(pid);
+        open_tmp(pid);
     } catch (...) {
         stop(spec.id, spec.user, state);
         throw;

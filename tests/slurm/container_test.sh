@@ -74,19 +74,25 @@ timeout 60 srun -N2 -n4 --mpi=pmix "${image[@]}" /usr/local/bin/pmix_exchange >"
     fail "pmix in the container: $(tail -n 5 "$dir/pmix.out" "$dir/pmix.err")"
 
 # 3. The user inside is the submitting user.
-id -u trellistest >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin trellistest
-uid=$(id -u trellistest)
-as_user() { (cd /tmp && timeout 60 runuser -u trellistest -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 --chdir=/tmp "$@"); }
-inside=$(as_user "${image[@]}" sh -c 'id -u; cat /trellis-image-marker' 2>&1)
+uid=$(id -u "$job_user")
+user_step() { (cd /tmp && timeout 60 runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 --chdir=/tmp "$@"); }
+inside=$(user_step "${image[@]}" sh -c 'id -u; cat /trellis-image-marker' 2>&1)
 echo "$inside" | grep -qx "$uid" && echo "$inside" | grep -q "inside a trellis test image" &&
     pass "the user inside is the submitting user (uid $uid)" || fail "user inside: $inside"
 # The container's own first process is the user's too, not root's.
-as_user "${image[@]}" sleep 10 >"$dir/user-sleep.out" 2>&1 &
+user_step "${image[@]}" sleep 10 >"$dir/user-sleep.out" 2>&1 &
 for _ in $(seq 1 100); do first=$(runc list | awk '/^trellis-n[12]-/ && $3 == "running" {print $2}'); [ -n "$first" ] && break; sleep 0.1; done
 owner=$(ps -o user= -p "${first:-0}")
-[ "$owner" = trellistest ] && pass "the container's first process runs as trellistest" ||
+[ "$owner" = "$job_user" ] && pass "the container's first process runs as $job_user" ||
     fail "the container's first process (pid ${first:-none}) runs as '${owner}': $(runc list)"
 wait
+# The container's /tmp is writable by the user even when the image's folder is 0755 (runc
+# gives a tmpfs the mode of the folder beneath it).
+chmod 0755 "$dir/bundle/rootfs/tmp"
+tmp=$(user_step "${image[@]}" sh -c 'touch /tmp/x && stat -c %a /tmp' 2>&1)
+chmod 1777 "$dir/bundle/rootfs/tmp"
+[ "$tmp" = 1777 ] && pass "/tmp in a container of a 0755-/tmp image: 1777, writable by the user" ||
+    fail "/tmp in the container: $tmp"
 
 # 4. Refusals: nothing starts, the message says why.
 refused() {  # NAME EXPECTED SRUN-ARGS...
