@@ -2,6 +2,7 @@
 # trellis-agent launch without Slurm: a 2-rank allreduce training natively and in an OCI
 # container (runc, as root), output prefixed by rank; kill -9 of one rank stops the other and
 # the launcher exits with that rank's status; SIGTERM reaches the ranks, which stop cleanly;
+# a PyTorch DDP script under launch as under torchrun;
 # a .sif image through the Singularity TEST DOUBLE (singularity-test-double: neither
 # Singularity nor Apptainer is a Debian package), whose arguments are checked; bad options
 # and a non-root OCI launch are refused with a reason.
@@ -123,6 +124,24 @@ if [ "$(id -u)" -eq 0 ]; then
         fail "singularity calls: $calls"
 else
     echo "SKIP (part): the test double's instance needs root for its mount namespace"
+fi
+
+# A PyTorch DDP script (init_method='env://') runs under launch unchanged: the agent sets
+# torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT...).
+python=${PYTHON3:-python3}
+if "$python" -c 'import torch.distributed' 2>/dev/null; then
+    "$agent" launch --nproc-per-node 2 -- "$python" "$here/../slurm/frameworks/ddp_train.py" >"$work/ddp.out" 2>&1
+    if "$python" - "$work/ddp.out" <<'PY'; then
+import json, sys
+ranks = [json.loads(l.split("] ", 1)[1]) for l in open(sys.argv[1]) if "{" in l]
+sys.exit(0 if sorted(r["rank"] for r in ranks) == [0, 1] and len({r["digest"] for r in ranks}) == 1 else 1)
+PY
+        pass "a PyTorch DDP script under trellis-agent launch: 2 ranks joined, identical parameters"
+    else
+        fail "DDP under launch: $(cat "$work/ddp.out")"
+    fi
+else
+    echo "SKIP (in this test): PyTorch is not installed (apt-get install python3-torch)"
 fi
 
 # trellis-agent check: this machine's facts as JSON; an expectation it cannot meet fails.
