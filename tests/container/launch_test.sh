@@ -1,7 +1,8 @@
 #!/bin/bash
 # trellis-agent launch without Slurm: a 2-rank allreduce training natively and in an OCI
 # container (runc, as root), output prefixed by rank; kill -9 of one rank stops the other and
-# the launcher exits with that rank's status; SIGTERM reaches the ranks, which stop cleanly;
+# the launcher exits with that rank's status; SIGTERM reaches the ranks, which stop cleanly
+# with the trainer's stopped-early status (75);
 # a PyTorch DDP script under launch as under torchrun;
 # a .sif image through the Singularity TEST DOUBLE (singularity-test-double: neither
 # Singularity nor Apptainer is a Debian package), whose arguments are checked; bad options
@@ -83,8 +84,8 @@ if wait_running term; then
     status=0
     timeout 20 tail --pid=$launcher -f /dev/null
     wait $launcher || status=$?
-    [ $status -eq 0 ] && [ "$(grep -c "received signal 15" "$work/term.out")" -ge 1 ] &&
-        pass "SIGTERM is passed on: the ranks stopped cleanly (status 0)" ||
+    [ $status -eq 75 ] && [ "$(grep -c "received signal 15" "$work/term.out")" -ge 1 ] &&
+        pass "SIGTERM is passed on: the ranks stopped cleanly, stopped early (status 75)" ||
         { tail -n 5 "$work/term.out"; fail "SIGTERM: launcher status $status"; }
 else
     fail "SIGTERM: the ranks did not get going"

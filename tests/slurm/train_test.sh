@@ -2,7 +2,8 @@
 # Distributed trellis-train under a real Slurm: 2 nodes x 2 tasks with --mpi=pmix (PMIx
 # wireup), with --mpi=none (Slurm wireup: SLURM_* variables, the step's first node from
 # libslurm, a TCP rendezvous there), and with the plain-environment wireup; then kill -9 of
-# one rank mid-run: the others stop within 10 s naming it. Skips (77) like slurm_test.sh.
+# one rank mid-run: the others stop within 10 s naming it; the batch example's requeue after a
+# USR1. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
 train=$build/trellis-train
@@ -62,6 +63,36 @@ else
     elif [ $named -ne 3 ]; then fail "kill: only $named of 3 ranks name rank 2: $(tail -n 2 "$dir"/kill.*)"
     else pass "kill -9 of rank 2: ranks 0, 1, 3 stopped naming it; the step ended $elapsed s after the kill"; fi
     grep -h "stopping" "$dir"/kill.* | head -n 3
+fi
+
+# The installed batch example carries on past a time limit: USR1 (what --signal sends before
+# the limit; scancel -s USR1 here) makes trellis-train save and exit 75, the script requeues
+# the job, and the next run resumes in the same run folder and finishes. The example is run
+# as shipped but for its --gres line (n1 has no GPU) and its sizes, which come from its
+# variables.
+"$build/tests/data/make_dataset" --out "$dir/data" --classes 4 --train-per-class 40 --val-per-class 8 --size 32 \
+    --seed 5 >/dev/null
+grep -v -- '--gres' "$here/../../etc/sbatch/resnet50-allreduce.sbatch" >"$dir/requeue.sbatch"
+job=$(PATH=$build:$PATH RUN=$dir/run DATA=$dir/data/folder MODEL=resnet8 BATCH=8 STEPS=400 \
+    EXTRA="--image-size 32 --threads 1 --display-every 10 --warmup-epochs 0" \
+    sbatch --parsable -N1 -n1 --ntasks-per-node=1 -w n1 -o "$dir/requeue.out" "$dir/requeue.sbatch")
+for _ in $(seq 300); do grep -q '"step": *2[0-9]' "$dir/run/logs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+scancel -s USR1 "$job"
+# Slurm holds a requeued job until its old launch credential has expired (BeginTime, 121 s by
+# default); the test lets it start at once.
+for _ in $(seq 600); do
+    current=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|Restarts)=[^ ]*' | tr '\n' ' ')
+    [[ "$current" == *COMPLETED* ]] && break
+    [[ "$current" == *PENDING*Restarts=1* ]] && scontrol update jobid="$job" starttime=now 2>/dev/null
+    sleep 0.2
+done
+state=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|Restarts)=[^ ]*' | tr '\n' ' ')
+if grep -q "received signal 10 at step" "$dir/requeue.out" && grep -q "requeueing job $job" "$dir/requeue.out" &&
+    grep -q "resumed from $dir/run/checkpoints at step" "$dir/requeue.out" &&
+    grep -q "^total images/sec" "$dir/requeue.out" && [[ "$state" == *JobState=COMPLETED*Restarts=1* ]]; then
+    pass "the batch example stopped on USR1 with a checkpoint, requeued itself and resumed to the end ($state)"
+else
+    fail "requeue example: $state: $(grep -E 'signal|requeue|resumed|total|error' "$dir/requeue.out")"
 fi
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -37,12 +37,14 @@ check_same_losses() {  # NAME: the resumed run's losses equal the uninterrupted 
     pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps and the final evaluation identical"
 }
 
-# SIGTERM: the trainer saves and exits 0.
+# SIGTERM: the trainer saves and exits 75 (stopped early, to be resumed).
 "$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" >"$work/term.out" 2>&1 &
 pid=$!
 wait_for_step "$work/term/metrics.jsonl" 12
 kill -TERM $pid
-wait $pid || { cat "$work/term.out"; fail "SIGTERM: exit status $? (expected 0)"; }
+wait $pid
+status=$?
+[ $status -eq 75 ] || { cat "$work/term.out"; fail "SIGTERM: exit status $status (expected 75)"; }
 grep -q "checkpoint saved" "$work/term.out" || { cat "$work/term.out"; fail "SIGTERM: no checkpoint saved"; }
 "$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" --resume >"$work/term-resume.out" 2>&1 ||
     { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }

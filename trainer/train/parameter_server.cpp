@@ -1,4 +1,5 @@
 #include "trainer/train/parameter_server.hpp"
+#include "trainer/train/trainer.hpp"
 
 #include <omp.h>
 
@@ -83,7 +84,8 @@ public:
                 std::fflush(stdout);
             }
             reply_to_all(stop, loss / workers);
-            if (last || stop) return 0;
+            if (stop) return exit_stopped_early;
+            if (last) return 0;
         }
     }
 
@@ -115,7 +117,7 @@ public:
             // A worker leaves after its last push, or after the reply that told it to stop.
             if (trailer[ps::push_last] > 0 || stop) active.erase(active.begin() + long(index));
         }
-        return 0;
+        return stop ? exit_stopped_early : 0;
     }
 
 private:

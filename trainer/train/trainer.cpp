@@ -358,7 +358,7 @@ int Run::execute() {
                 std::printf("stopping (no --checkpoint-dir, nothing saved)\n");
             }
             metrics_.flush();
-            return 0;
+            return exit_stopped_early;
         }
         auto started = clock::now();
         const auto& batch = train_source_->next();
