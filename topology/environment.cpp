@@ -36,9 +36,7 @@ std::map<std::string, std::string> render_environment(const TaskBinding& task, c
         env["UCX_NET_DEVICES"] = hcas;
         env["OMPI_MCA_btl_openib_if_include"] = hcas;
         env["TRELLIS_HCA"] = hcas;
-        auto worst = std::max_element(task.hcas.begin(), task.hcas.end(),
-                                      [](const HcaChoice& a, const HcaChoice& b) { return a.distance < b.distance; });
-        env["TRELLIS_DISTANCE"] = distance_name(worst->distance);
+        env["TRELLIS_DISTANCE"] = distance_name(task.distance);
     }
     // NCCL gets the node's set, the same on every rank, and only when something narrows it.
     if (plan.hcas_restricted && !plan.node_hcas.empty()) {

@@ -80,6 +80,9 @@ struct TaskBinding {
     std::vector<HcaChoice> hcas;
     CpuSet cpus;
     std::vector<int> numa;
+    // The farthest of the task's GPUs from its nearest HCA (for a CPU-only task, its HCA from
+    // its CPUs): what GPUDirect RDMA depends on.
+    Distance distance = Distance::sys;
     bool gdr = false;
     std::map<std::string, std::string> env;
     std::vector<std::string> warnings;

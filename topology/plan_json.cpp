@@ -41,6 +41,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                          {"hcas", hcas},
                          {"cpus", task.cpus.to_string()},
                          {"numa", task.numa},
+                         {"distance", task.hcas.empty() ? "" : distance_name(task.distance)},
                          {"gdr", task.gdr},
                          {"env", task.env},
                          {"warnings", task.warnings}});

@@ -57,21 +57,55 @@ std::vector<CpuSet> numa_regions(const Node& node, const CpuSet& allowed, int ta
     return regions;
 }
 
+// How far a GPU is from the nearest of the task's HCAs, and which one that is.
+std::pair<Distance, std::string> nearest_hca(const Node& node, const Gpu& gpu, const TaskBinding& task) {
+    std::pair<Distance, std::string> best{Distance::sys, task.hcas.front().name};
+    bool first = true;
+    for (const auto& choice : task.hcas)
+        for (const auto& hca : node.hcas)
+            if (hca.name == choice.name) {
+                Distance d = distance(gpu.place, hca.place);
+                if (first || d < best.first) best = {d, hca.name}, first = false;
+            }
+    return best;
+}
+
+// The task's farthest GPU from its HCAs; a CPU-only task's HCA from its CPUs.
+Distance farthest_gpu(const Node& node, const TaskBinding& task) {
+    if (task.hcas.empty()) return Distance::sys;
+    if (task.gpus.empty()) return task.hcas.front().distance;
+    Distance worst = Distance::pix;
+    for (const auto& gpu : task.gpus) worst = std::max(worst, nearest_hca(node, gpu, task).first);
+    return worst;
+}
+
+// "GPU 5 to mlx5_0 is SYS": the farthest GPU and its nearest HCA.
+std::string farthest_pair(const Node& node, const TaskBinding& task) {
+    const Gpu* far = &task.gpus.front();
+    for (const auto& gpu : task.gpus)
+        if (nearest_hca(node, gpu, task).first > nearest_hca(node, *far, task).first) far = &gpu;
+    auto [d, name] = nearest_hca(node, *far, task);
+    return "GPU " + std::to_string(far->index) + " to " + name + " is " + distance_name(d);
+}
+
+// The socket (package os index) a GPU hangs off, -1 when the topology does not say.
+int socket_of(const Node& node, const Gpu& gpu) {
+    for (const auto& numa : node.numa_nodes)
+        if (numa.os_index == gpu.place.first_numa()) return numa.package;
+    return gpu.place.local_cpus.empty() ? -1 : node.package_of(*gpu.place.local_cpus.begin());
+}
+
 void add_task_warnings(const Node& node, TaskBinding& task) {
-    std::set<int> packages;
+    std::set<int> packages, gpu_packages;
     for (int cpu : task.cpus) packages.insert(node.package_of(cpu));
     if (packages.size() > 1)
         task.warnings.push_back("CPUs span " + std::to_string(packages.size()) + " sockets");
-    if (!task.gpus.empty() && !task.hcas.empty() && !task.gdr) {
-        // HCA k was chosen for GPU k: name the farthest pair.
-        size_t worst = 0;
-        for (size_t k = 1; k < task.hcas.size(); ++k)
-            if (task.hcas[k].distance > task.hcas[worst].distance) worst = k;
-        task.warnings.push_back("GPUDirect RDMA not eligible: GPU " +
-                                std::to_string(task.gpus[std::min(worst, task.gpus.size() - 1)].index) +
-                                " to " + task.hcas[worst].name + " is " +
-                                distance_name(task.hcas[worst].distance));
-    }
+    for (const auto& gpu : task.gpus) gpu_packages.insert(socket_of(node, gpu));
+    if (gpu_packages.size() > 1)
+        task.warnings.push_back("GPUs span " + std::to_string(gpu_packages.size()) +
+                                " sockets: CPUs and memory follow GPU " + std::to_string(task.gpus.front().index));
+    if (!task.gpus.empty() && !task.hcas.empty() && !task.gdr)
+        task.warnings.push_back("GPUDirect RDMA not eligible: " + farthest_pair(node, task));
 }
 
 // The GPUs Slurm bound task t to (node indices), in PCI order.
@@ -127,7 +161,10 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
         regions = numa_regions(node, allowed, request.tasks);
         for (int t = 0; t < request.tasks; ++t) plan.tasks[t].numa = node.numa_of(regions[t]);
     } else {
-        auto groups = assign_items(request.tasks, static_cast<int>(gpus.size()));
+        // Groups stay within a socket where the task count allows.
+        std::vector<int> sockets;
+        for (const auto& gpu : gpus) sockets.push_back(socket_of(node, gpu));
+        auto groups = assign_items_in_runs(request.tasks, sockets);
         for (int t = 0; t < request.tasks; ++t) {
             auto& task = plan.tasks[t];
             if (request.task_gpus)
@@ -164,10 +201,9 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     divide_cpus(node, allowed, regions, request.smt, plan.tasks);
     for (auto& task : plan.tasks) {
         if (task.numa.empty()) task.numa = node.numa_of(task.cpus);
+        task.distance = farthest_gpu(node, task);
         // GPUDirect RDMA only when every GPU of the task has an eligible HCA.
-        task.gdr = !task.gpus.empty() && !task.hcas.empty() &&
-                   std::all_of(task.hcas.begin(), task.hcas.end(),
-                               [](const HcaChoice& h) { return gdr_eligible(h.distance); });
+        task.gdr = !task.gpus.empty() && !task.hcas.empty() && gdr_eligible(task.distance);
         number_visible_gpus(gpus, request, task);
         if (request.policy == Policy::closest) {
             add_task_warnings(node, task);

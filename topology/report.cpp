@@ -88,11 +88,9 @@ std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks) 
         for (const auto& v : task.visible) devices += (devices.empty() ? "" : ",") + std::to_string(v.device);
         for (const auto& h : task.hcas) hcas += (hcas.empty() ? "" : ",") + h.name + ":" + std::to_string(h.port);
         for (const auto& w : task.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
-        auto worst = std::max_element(task.hcas.begin(), task.hcas.end(),
-                                      [](const HcaChoice& a, const HcaChoice& b) { return a.distance < b.distance; });
         std::vector<std::string> row{std::to_string(task.local_rank), gpus.empty() ? "-" : gpus,
                                      devices.empty() ? "-" : devices, hcas.empty() ? "-" : hcas,
-                                     worst == task.hcas.end() ? "-" : distance_name(worst->distance),
+                                     task.hcas.empty() ? "-" : distance_name(task.distance),
                                      task.cpus.to_string(), join_ints(task.numa), task.gdr ? "yes" : "no", warnings};
         if (ranks) row.insert(row.begin(), std::to_string(global_ranks[static_cast<size_t>(task.local_rank)]));
         table.add(row);
@@ -101,8 +99,9 @@ std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks) 
     std::string nccl;
     for (const auto& h : plan.node_hcas) nccl += (nccl.empty() ? "" : ",") + h.name + ":" + std::to_string(h.port);
     if (!plan.node_hcas.empty())
-        out += plan.hcas_restricted ? "NCCL: every task NCCL_IB_HCA==" + nccl + "\n"
-                                    : "NCCL: every task may use all HCAs (" + nccl + "), NCCL_IB_HCA unset\n";
+        out += plan.hcas_restricted
+                   ? "NCCL: NCCL_IB_HCA=\"=" + nccl + "\" on every task (the leading '=': these names exactly)\n"
+                   : "NCCL: every task may use all HCAs (" + nccl + "), NCCL_IB_HCA unset\n";
     for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
     return out;
 }

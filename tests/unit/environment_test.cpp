@@ -22,6 +22,7 @@ TEST_CASE("an NVIDIA task with an IPoIB HCA; NCCL is left to choose among all HC
     task.gpus = {gpu_at(5)};
     task.visible = {{gpu_at(5), 5}};
     task.hcas = {{"mlx5_5", 1, "0000:c4:00.0", Distance::pix, "ib5"}};
+    task.distance = Distance::pix;
     task.cpus = CpuSet::parse("48-63");
     task.numa = {3};
     Plan plan;
@@ -56,11 +57,12 @@ TEST_CASE("a restricted HCA set is NCCL's on every task, whatever the task's own
     CHECK(eb.at("UCX_NET_DEVICES") == "mlx5_1:1");
 }
 
-TEST_CASE("several GPUs and HCAs are listed in order; the worst distance is reported") {
+TEST_CASE("several GPUs and HCAs are listed in order; the task's distance is reported") {
     TaskBinding task;
     task.gpus = {gpu_at(2), gpu_at(3)};
     task.visible = {{gpu_at(2), 0}, {gpu_at(3), 1}};
     task.hcas = {{"mlx5_1", 2, "0000:04:00.0", Distance::pix, ""}, {"mlx5_2", 1, "0000:05:00.0", Distance::phb, ""}};
+    task.distance = Distance::phb;  // the planner's: the farthest GPU from its nearest HCA
     Env env = render_environment(task, Plan{});
     CHECK(env.at("CUDA_VISIBLE_DEVICES") == "0,1");  // the numbers the task is given
     CHECK(env.at("TRELLIS_GPU") == "2,3");           // the node's numbers

@@ -68,10 +68,20 @@ TEST_CASE("fewer tasks than GPUs: contiguous groups; HCA nearest the first GPU")
     CHECK(plan.tasks[1].cpus.to_string() == "8-15");
     CHECK(plan.tasks[2].cpus.to_string() == "16-23");
 
+    // Groups stay within a socket (GPUs 0-3 on one, 4-7 on the other), even if sizes then
+    // differ by more than one.
     Plan three = plan_for("two-level-switch-8gpu.xml", 3);
-    CHECK(gpu_indices(three.tasks[0]) == std::vector<int>{0, 1, 2});
-    CHECK(gpu_indices(three.tasks[1]) == std::vector<int>{3, 4, 5});
-    CHECK(gpu_indices(three.tasks[2]) == std::vector<int>{6, 7});
+    CHECK(gpu_indices(three.tasks[0]) == std::vector<int>{0, 1});
+    CHECK(gpu_indices(three.tasks[1]) == std::vector<int>{2, 3});
+    CHECK(gpu_indices(three.tasks[2]) == std::vector<int>{4, 5, 6, 7});
+    for (const auto& task : three.tasks) CHECK_FALSE(has_warning(task.warnings, "span"));
+
+    // One task for all 8: it must span both sockets, and says so; distance and GPUDirect
+    // describe its farthest GPU.
+    Plan one = plan_for("two-level-switch-8gpu.xml", 1, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0")}; });
+    CHECK(has_warning(one.tasks[0].warnings, "GPUs span 2 sockets"));
+    CHECK_FALSE(one.tasks[0].gdr);
+    CHECK(one.tasks[0].env.at("TRELLIS_DISTANCE") == "SYS");
 }
 
 TEST_CASE("more tasks than GPUs: blocked onto GPUs, with a warning") {
