@@ -145,7 +145,9 @@ pass "a frozen rank 1 is given up after the 2 s --comm-timeout: rank 0 stopped i
 launch_ranks 3 29813 "$work/bench.out" "$BENCH" allreduce --sizes 4K,1M,5M --iters 3
 for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/bench.out.*; fail "trellis-bench allreduce failed"; }; done
 cat "$work/bench.out.0"
-[ "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$work/bench.out.0")" -eq 3 ] || fail "allreduce table incomplete or wrong sums"
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' "$work/bench.out.0")" -eq 3 ] || fail "allreduce table incomplete or wrong sums"
+grep -qE '^# +\(B\) +\(elements\) .*\(us\) +\(GB/s\) +\(GB/s\)' "$work/bench.out.0" &&
+    grep -qE '^# Avg bus bandwidth +: [0-9.]+' "$work/bench.out.0" || fail "allreduce table lacks nccl-tests' units row or average"
 launch_ranks 2 29814 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json
 for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$work"/p2p.out.*; fail "trellis-bench p2p failed"; }; done
 [ "$(grep -c '"benchmark":"p2p"' "$work/p2p.out.0")" -eq 3 ] || { cat "$work/p2p.out.0"; fail "p2p JSON incomplete"; }

@@ -17,11 +17,14 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
                                           comm::parse_wire_format(options.compress));
     const auto algorithm = comm::allreduce_algorithm_name(allreduce->algorithm());
     if (rank == 0 && !options.json)
-        std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n#%12s %12s %10s %10s %10s %8s\n",
+        // The header and units rows as nccl-tests prints them, so that their readers find theirs.
+        std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n"
+                    "#%12s %12s %6s %6s %10s %10s %10s %8s\n#%12s %12s %6s %6s %10s %10s %10s %8s\n",
                     algorithm.c_str(), options.compress == "none" ? "float32" : options.compress.c_str(),
-                    transport.name().c_str(), n,
-                    "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
+                    transport.name().c_str(), n, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
+                    "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
     int failures = 0;
+    double busbw_sum = 0;
     for (auto size : options.sizes) {
         std::size_t count = std::max<std::size_t>(size / sizeof(float), 1);
         // Rank r contributes (r + 1) * (i % 7 + 1): small integers, so the float sum is exact.
@@ -53,9 +56,13 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
                         "\"algbw_gbs\":%.3f,\"busbw_gbs\":%.3f,\"wrong\":%ld}\n",
                         algorithm.c_str(), transport.name().c_str(), n, bytes, median * 1e6, algbw, busbw, wrong);
         else
-            std::printf(" %12.0f %12zu %10.1f %10.3f %10.3f %8ld\n", bytes, count, median * 1e6, algbw, busbw, wrong);
+            std::printf(" %12.0f %12zu %6s %6s %10.1f %10.3f %10.3f %8ld\n", bytes, count, "float", "sum", median * 1e6,
+                        algbw, busbw, wrong);
+        busbw_sum += busbw;
         std::fflush(stdout);
     }
+    if (rank == 0 && !options.json && !options.sizes.empty())
+        std::printf("# Avg bus bandwidth    : %g\n", busbw_sum / double(options.sizes.size()));
     if (failures) std::fprintf(stderr, "trellis-bench: rank %d: allreduce results wrong at %d size(s)\n", rank, failures);
     return failures ? 1 : 0;
 }

@@ -20,8 +20,9 @@ int run_ps(const BenchOptions& options, comm::Transport& transport) {
     const int workers = n - servers;
     const bool server = rank >= workers;
     if (rank == 0 && !options.json)
-        std::printf("# ps push/pull over %s: %d workers, %d servers\n#%12s %12s %14s %16s\n", transport.name().c_str(),
-                    workers, servers, "bytes", "time(us)", "pushes/s/worker", "aggregate(GB/s)");
+        std::printf("# ps push/pull over %s: %d %s, %d %s\n#%12s %12s %14s %16s\n", transport.name().c_str(), workers,
+                    workers == 1 ? "worker" : "workers", servers, servers == 1 ? "server" : "servers", "bytes",
+                    "time(us)", "pushes/s/worker", "aggregate(GB/s)");
     for (auto size : options.sizes) {
         std::size_t count = std::max<std::size_t>(size / sizeof(float), std::size_t(servers));
         auto slice_begin = [&](int s) { return count * std::size_t(s) / std::size_t(servers); };
