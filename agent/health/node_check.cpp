@@ -115,8 +115,12 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
 std::string format_report(const NodeReport& report) {
     const auto& f = report.facts;
     std::ostringstream out;
-    out << "node        " << f["host"].get<std::string>() << ": " << f["cpus"] << " CPUs, " << f["packages"]
-        << " packages, " << f["numa_nodes"] << " NUMA nodes\n";
+    auto count = [](const nlohmann::json& n, const char* one, const char* many) {
+        return std::to_string(n.get<long>()) + " " + (n.get<long>() == 1 ? one : many);
+    };
+    out << "node        " << f["host"].get<std::string>() << ": " << count(f["cpus"], "CPU", "CPUs") << ", "
+        << count(f["packages"], "socket", "sockets") << ", " << count(f["numa_nodes"], "NUMA node", "NUMA nodes")
+        << "\n";
     out << "GPUs        " << (f["gpus"].empty() ? "none" : std::to_string(f["gpus"].size())) << "\n";
     for (const auto& gpu : f["gpus"])
         out << "  " << gpu["index"] << "  " << gpu["vendor"].get<std::string>() << "  " << gpu["pci"].get<std::string>()
@@ -129,18 +133,14 @@ std::string format_report(const NodeReport& report) {
             << hca["netdev"].get<std::string>() << "\n";
     out << "GPUDirect   " << (f["gpudirect_rdma"].is_null() ? "no peer-memory module" : f["gpudirect_rdma"].get<std::string>())
         << "\n";
-    out << "IPoIB       ";
-    if (f["ipoib"].empty()) out << "none";
+    std::string ipoib, runtimes;
     for (const auto& netdev : f["ipoib"])
-        out << netdev["name"].get<std::string>() << " (" << netdev["state"].get<std::string>() << ") ";
-    out << "\nruntimes    ";
-    bool none = true;
+        ipoib += (ipoib.empty() ? "" : " ") + netdev["name"].get<std::string>() + " (" +
+                 netdev["state"].get<std::string>() + ")";
     for (const auto& [name, path] : f["runtimes"].items())
-        if (!path.is_null()) {
-            out << name << " ";
-            none = false;
-        }
-    out << (none ? "none" : "") << "\n";
+        if (!path.is_null()) runtimes += (runtimes.empty() ? "" : " ") + name;
+    out << "IPoIB       " << (ipoib.empty() ? "none" : ipoib) << "\n";
+    out << "runtimes    " << (runtimes.empty() ? "none" : runtimes) << "\n";
     if (report.problems.empty()) out << "healthy\n";
     for (const auto& problem : report.problems) out << "PROBLEM: " << problem << "\n";
     return out.str();
