@@ -58,11 +58,12 @@ json_check "explicit HCA" \
 json_check "show JSON matrix" \
     'j["matrix"]["devices"][:2]==["GPU0","GPU1"] and j["matrix"]["distances"][0][1]=="PHB" and j["gpus"][1]["pci"]=="0000:02:00.0"' \
     show --xml "$fixtures/no-hca-2gpu.xml" --json
-json_check "live show" 'j["this_machine"] is True and j["cpus"]!=""' show --json
+json_check "live show" 'j["this_machine"] is True and j["cpus"]!="" and "nvlinks" in j' show --json
 json_check "live plan" 'len(j["tasks"])==1 and j["bind_cpus"] is True' plan --tasks 1 --json
 
 "$topo" show --xml "$fixtures/two-level-switch-8gpu.xml" >"$out" 2>"$err" || fail "show table: $(cat "$err")"
 grep -qE '^GPU0 +X +PIX +PXB' "$out" || fail "show table lacks the GPU0 row: $(head -5 "$out")"
+grep -q '^NVLink: not known for this topology' "$out" || fail "show table does not say NVLink is unknown: $(tail -n 20 "$out")"
 "$topo" plan --tasks 2 --xml "$fixtures/down-port-2gpu.xml" >"$out" 2>"$err" || fail "plan table: $(cat "$err")"
 grep -qE '^1 +1 +1 +mlx5_0:2 +SYS' "$out" || fail "plan table lacks task 1's row: $(cat "$out")"
 grep -q '^NCCL: every task may use all HCAs (mlx5_0:2), NCCL_IB_HCA unset' "$out" || fail "plan table lacks the NCCL line: $(cat "$out")"

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "topology/hca_sysfs.hpp"
+#include "topology/nvlink.hpp"
 
 namespace trellis::topology {
 namespace {
@@ -190,6 +191,7 @@ Node build_node(hwloc_topology_t topo, bool live, const std::string& source) {
         return a.place.address != b.place.address ? a.place.address < b.place.address
                                                   : a.name < b.name;
     });
+    read_nvlinks(topo, node);
     return node;
 }
 

@@ -13,6 +13,7 @@ topology_libtrellis_topology_la_SOURCES = \
 	topology/hca_choice.cpp topology/hca_choice.hpp \
 	topology/hca_sysfs.cpp topology/hca_sysfs.hpp \
 	topology/node.cpp topology/node.hpp \
+	topology/nvlink.cpp topology/nvlink.hpp \
 	topology/pci.cpp topology/pci.hpp \
 	topology/plan.hpp topology/planner.cpp \
 	topology/plan_json.cpp topology/plan_json.hpp \

@@ -72,6 +72,10 @@ struct Node {
     std::vector<Core> cores;
     std::vector<Gpu> gpus;      // PCI bus id order
     std::vector<Hca> hcas;      // PCI bus id order
+    // NVLinks between GPUs (by index), as nvidia-smi topo -m counts them: direct links, or
+    // through NVSwitches the links of the GPU with fewer. Empty when the topology does not
+    // say (nvlink.hpp).
+    std::vector<std::vector<int>> nvlinks;
 
     // The package os_index each PU belongs to, -1 if none.
     int package_of(int pu) const;

@@ -104,6 +104,8 @@ nlohmann::json node_to_json(const Node& node) {
             {"numa_nodes", numa_nodes},
             {"gpus", gpus},
             {"hcas", hcas},
+            // GPU x GPU NVLink counts; null when the topology does not say.
+            {"nvlinks", node.nvlinks.empty() ? nlohmann::json(nullptr) : nlohmann::json(node.nvlinks)},
             {"matrix", {{"devices", matrix.labels}, {"distances", rows}}}};
 }
 

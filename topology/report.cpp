@@ -32,11 +32,16 @@ std::string format_node(const Node& node) {
     if (!matrix.labels.empty()) {
         std::vector<std::string> header{""};
         header.insert(header.end(), matrix.labels.begin(), matrix.labels.end());
-        header.insert(header.end(), {"CPU Affinity", "NUMA"});
+        header.insert(header.end(), {"CPU Affinity", "NUMA Affinity"});
         TextTable table(header);
+        const size_t gpus = node.gpus.size();
         for (size_t r = 0; r < matrix.labels.size(); ++r) {
             std::vector<std::string> row{matrix.labels[r]};
-            for (Distance d : matrix.distances[r]) row.push_back(distance_name(d));
+            for (size_t c = 0; c < matrix.distances[r].size(); ++c) {
+                // GPUs joined by NVLink show it, as nvidia-smi does; PCIe classes otherwise.
+                int links = r < gpus && c < gpus && !node.nvlinks.empty() ? node.nvlinks[r][c] : 0;
+                row.push_back(links ? "NV" + std::to_string(links) : distance_name(matrix.distances[r][c]));
+            }
             row.push_back(matrix.places[r]->local_cpus.to_string());
             row.push_back(numa_label(matrix.places[r]->first_numa()));
             table.add(row);
@@ -45,6 +50,11 @@ std::string format_node(const Node& node) {
         out += "\nLegend: X = self, PIX = same PCIe switch, PXB = several PCIe bridges, "
                "PHB = same host bridge,\n        NODE = same NUMA node, SYS = across NUMA "
                "nodes or sockets\n";
+        if (!node.nvlinks.empty())
+            out += "        NV# = # NVLinks (directly or through NVSwitches)\n";
+        else if (node.gpus.size() > 1)
+            out += "NVLink: not known for this topology (hwloc reads it from NVML: discover the node live\n"
+                   "        with the NVIDIA driver loaded, or save its XML there); links shown are PCIe\n";
     }
 
     if (!node.gpus.empty()) {

@@ -11,6 +11,7 @@
 #include "fixtures.hpp"
 #include "topology/discovery.hpp"
 #include "topology/plan.hpp"
+#include "topology/report.hpp"
 
 using namespace trellis::topology;
 namespace fs = std::filesystem;
@@ -32,6 +33,19 @@ const TaskBinding& task_on_gpu(const Plan& plan, const std::string& pci) {
 }
 
 }  // namespace
+
+TEST_CASE("NVLink as nvidia-smi topo -m counts it: a DGX-2's GPUs reach each other over 6 links through NVSwitches") {
+    std::string file = trellis::test::shared_topology_dir() + "/hwloc-nvidiaDGX2.xml";
+    if (!fs::exists(file)) return;
+    Node node = load_xml(file);
+    REQUIRE(node.gpus.size() == 16);
+    REQUIRE(node.nvlinks.size() == 16);
+    for (size_t a = 0; a < 16; ++a)
+        for (size_t b = 0; b < 16; ++b) CHECK(node.nvlinks[a][b] == (a == b ? 0 : 6));
+    std::string table = format_node(node);
+    CHECK(table.find("GPU0   X     NV6   NV6") != std::string::npos);
+    CHECK(table.find("NV# = # NVLinks") != std::string::npos);
+}
 
 TEST_CASE("one task per GPU on every shared real-machine topology") {
     for (const auto& file : shared_files()) {
