@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdarg>
 #include <cmath>
 #include <map>
 #include <cstdio>
@@ -59,6 +60,9 @@ private:
     nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
     void apply_gradients(float lr);
     void print_header() const;
+    // One line on stdout, prefixed "[rank N] " on ranks other than 0, so that lines of
+    // several ranks in one log (srun's, sbatch's) tell whose they are.
+    void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
     void share_initial_state();
     void sum_over_ranks(std::span<float> values);
     optim::ScheduleConfig schedule_config() const;
@@ -131,12 +135,11 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
             start = info->next;
-            std::printf("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
-                        static_cast<long long>(step_), static_cast<long long>(start.epoch),
-                        static_cast<long long>(start.batch));
+            say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
+                static_cast<long long>(step_), static_cast<long long>(start.epoch), static_cast<long long>(start.batch));
             if (accelerator_) accelerator_->upload_values();
         } else {
-            std::printf("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
+            say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
         }
     }
     train_source_ = sources_.open_train(start);
@@ -240,22 +243,31 @@ optim::ScheduleConfig Run::schedule_config() const {
     return config;
 }
 
+void Run::say(const char* format, ...) const {
+    if (identity_.rank != 0) std::printf("[rank %d] ", identity_.rank);
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::fflush(stdout);
+}
+
 void Run::print_header() const {
     if (identity_.rank != 0) return;
     auto parameters = double(model_->parameters().learned_elements()) / 1e6;
     std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
                 sources_.num_classes, image_size_, image_size_);
     std::printf("Data:        %s\n", sources_.description.c_str());
-    std::printf("Batch size:  %d global, %d per worker, %d worker(s)\n", options_.batch_size * workers_,
-                options_.batch_size, workers_);
+    std::printf("Batch size:  %d global, %d per worker, %d %s\n", options_.batch_size * workers_, options_.batch_size,
+                workers_, workers_ == 1 ? "worker" : "workers");
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
     if (accelerator_)
         std::printf("Device:      %s\n", accelerator_->description().c_str());
     else
-        std::printf("Device:      cpu (oneDNN), %d threads%s%s\n", threads_, device_note_.empty() ? "" : "; ",
-                    device_note_.c_str());
+        std::printf("Device:      cpu (oneDNN), %d %s%s%s\n", threads_, threads_ == 1 ? "thread" : "threads",
+                    device_note_.empty() ? "" : "; ", device_note_.c_str());
     if (transport_ && ps_worker_)
         std::printf("Strategy:    ps (%s) over %s, %d ranks (wireup %s, rank 0 on %s): %d workers, %d servers\n",
                     options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
@@ -268,7 +280,11 @@ void Run::print_header() const {
                         ? (" reduced by " + comm::allreduce_algorithm_name(gradient_allreduce_->algorithm())).c_str()
                         : "",
                     options_.compress == "none" ? "" : (", " + options_.compress + " on the wire").c_str());
-    std::printf("Step\tImg/sec\ttotal_loss\tlr\n");
+    // Every field of the progress lines, in their order.
+    std::printf("Step\tImg/sec (so far, +/- standard error of per-step rates, jitter)\ttotal_loss\tlr%s\n",
+                ps_worker_ ? "\tpush/pull time and rate"
+                : transport_ ? "\tcomm time of the gradient allreduce (time waited for it) and its busbw"
+                             : "");
     std::fflush(stdout);
 }
 
@@ -337,8 +353,7 @@ void Run::save_checkpoint(std::int64_t step) {
     CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
                         options_.seed, options_.batch_size * workers_};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
-    std::printf("checkpoint saved: %s\n", path.c_str());
-    std::fflush(stdout);
+    say("checkpoint saved: %s\n", path.c_str());
 }
 
 int Run::execute() {
@@ -350,13 +365,9 @@ int Run::execute() {
         // With several ranks, the decision taken together at the end of the last step counts.
         int signal = transport_ ? (stop_agreed || ps_stop ? std::max(stop_requested(), 1) : 0) : stop_requested();
         if (signal) {
-            std::printf("received signal %d at step %lld: ", signal, static_cast<long long>(step_));
-            if (checkpoints_) {
-                std::printf("saving a checkpoint and stopping\n");
-                save_checkpoint(step_);
-            } else {
-                std::printf("stopping (no --checkpoint-dir, nothing saved)\n");
-            }
+            say("received signal %d at step %lld: %s\n", signal, static_cast<long long>(step_),
+                checkpoints_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)");
+            if (checkpoints_) save_checkpoint(step_);
             metrics_.flush();
             return exit_stopped_early;
         }
@@ -402,8 +413,6 @@ int Run::execute() {
             }
             apply_gradients(float(lr));
         }
-        double seconds = std::chrono::duration<double>(clock::now() - started).count();
-        meter.add(seconds, std::int64_t(batch.size) * workers_);
         ++step_;
         if (transport_ && !ps_worker_) {
             // One small allreduce per step: the mean loss over all ranks, and whether any rank
@@ -420,9 +429,13 @@ int Run::execute() {
                          result.loss, static_cast<long long>(step_));
             return 1;
         }
+        // A step is timed end to end, the shared loss and stop flag included: the rates then add
+        // up to the wall clock. Evaluations and checkpoints after it are not training.
+        double seconds = std::chrono::duration<double>(clock::now() - started).count();
+        meter.add(seconds, std::int64_t(batch.size) * workers_);
         if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
             std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g", static_cast<long long>(step_),
-                        meter.mean(), meter.uncertainty(), meter.jitter(), result.loss, lr);
+                        meter.total(), meter.uncertainty(), meter.jitter(), result.loss, lr);
             if (ps_worker_)  // pushed gradients and pulled parameters, both ways counted
                 std::printf("\tpush/pull %.1f ms %.2f GB/s", comm.seconds * 1e3,
                             comm.seconds > 0 ? ps_worker_->bytes_per_step() / comm.seconds / 1e9 : 0.0);
