@@ -125,12 +125,13 @@ void hand_on_slurm_binding() {
         std::string per_task = given("--gpus-per-task", "SLURM_GPUS_PER_TASK");
         if (!per_gpu.empty())
             gpu_bind = "single:" + per_gpu;
-        // A count, possibly after a type: "2" or "a100:2".
-        else if (!per_task.empty())
-            gpu_bind = "per_task:" + per_task.substr(per_task.rfind(':') + 1);
+        // Only a plain count binds: Slurm 22.05 reads "a100:2" as 0 (gres.c) and binds nothing.
+        else if (!per_task.empty() && per_task.find_first_not_of("0123456789") == std::string::npos)
+            gpu_bind = "per_task:" + per_task;
     }
-    if (!cpu_bind.empty()) setenv("TRELLIS_SLURM_CPU_BIND", cpu_bind.c_str(), 1);
-    if (!gpu_bind.empty()) setenv("TRELLIS_SLURM_GPU_BIND", gpu_bind.c_str(), 1);
+    // Set or cleared: an srun inside a step must not inherit the outer srun's choices.
+    for (const auto& [name, value] : {std::pair{"TRELLIS_SLURM_CPU_BIND", cpu_bind}, {"TRELLIS_SLURM_GPU_BIND", gpu_bind}})
+        value.empty() ? unsetenv(name) : setenv(name, value.c_str(), 1);
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ const topology::TaskBinding* binding_of(spank_t sp) {
     return &s.plan->tasks[task_id];
 }
 
-void set_env(spank_t sp, const std::string& name, const std::string& value, bool overwrite = true) {
-    if (spank_setenv(sp, name.c_str(), value.c_str(), overwrite ? 1 : 0) != ESPANK_SUCCESS && overwrite)
+void set_env(spank_t sp, const std::string& name, const std::string& value) {
+    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS)
         log_error("cannot set " + name + " in the task's environment");
 }
 
@@ -35,8 +35,9 @@ void set_wireup(spank_t sp, const topology::TaskBinding& task) {
     if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS) return;
     layout.rank = static_cast<int>(rank);
     layout.local_rank = task.local_rank;
+    auto lookup = [&](const char* name) { return job_env(sp, name); };
     for (const auto& [name, value] : agent::wireup_env(s.wireup, layout))
-        if (job_env(sp, name.c_str()).empty()) set_env(sp, name, value, false);
+        if (name == "TRELLIS_WIREUP_SET" || !agent::set_by_user(name, lookup)) set_env(sp, name, value);
 }
 
 }  // namespace
@@ -71,7 +72,8 @@ int bind_task(spank_t sp) {
             return -1;
         }
     }
-    for (const auto& [name, value] : agent::exported_env(*task, s.config.binding, !s.user_gpu_bind))
+    for (const auto& [name, value] :
+         agent::exported_env(*task, s.config.binding, !s.user_gpu_bind && !s.plan->gpus_left_to_slurm))
         set_env(sp, name, value);
     set_env(sp, "TRELLIS_LOCAL_RANK", std::to_string(task->local_rank));
     set_env(sp, "TRELLIS_LOCAL_SIZE", std::to_string(s.plan->tasks.size()));

@@ -41,8 +41,19 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     auto nodes = topology::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
     if (nodes.empty()) throw std::runtime_error("SLURM_STEP_NODELIST is empty");
     // Rank 0 runs on the first node under block and cyclic distributions (and plane).
-    auto ranks = agent::rank_nodes(job_env(sp, "SLURM_STEP_TASKS_PER_NODE"), job_env(sp, "SLURM_DISTRIBUTION"));
-    layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(ranks.front())]);
+    std::string distribution = job_env(sp, "SLURM_DISTRIBUTION");
+    std::vector<int> ranks;
+    try {
+        ranks = agent::rank_nodes(job_env(sp, "SLURM_STEP_TASKS_PER_NODE"), distribution);
+    } catch (const std::invalid_argument&) {
+        // TF_CONFIG needs every rank's node; PyTorch only rank 0's, the first node under
+        // every distribution but an arbitrary one.
+        if (wireup.tf || distribution.rfind("arbitrary", 0) == 0) throw;
+    }
+    int master = ranks.empty() ? 0 : ranks.front();
+    if (master < 0 || master >= static_cast<int>(nodes.size()))
+        throw std::runtime_error("SLURM_STEP_TASKS_PER_NODE names more nodes than SLURM_STEP_NODELIST");
+    layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
     if (wireup.tf) {
         std::vector<std::string> addresses;
         for (const auto& node : nodes) addresses.push_back(topology::node_address(slurm_conf(), node));
@@ -57,10 +68,11 @@ int plan_node(spank_t sp) {
     PluginState& s = state();
     if (!s.held_error.empty()) return 0;
     try {
-        // The batch script and the external container are not tasks to bind.
+        // The batch script, the external container and salloc's interactive shell are not
+        // tasks of a step to bind (Slurm leaves their devices alone too).
         uint32_t step = 0;
         if (spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
-            (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT))
+            (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT || step == SLURM_INTERACTIVE_STEP))
             return 0;
         uint32_t tasks = item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count");
         if (tasks == 0) throw std::runtime_error("Slurm reports no local task for this step");
@@ -83,6 +95,8 @@ int plan_node(spank_t sp) {
         request.step_gpus = job_env(sp, "SLURM_STEP_GPUS");
         request.slurm_conf = slurm_conf();
         request.slurm_gpus_per_task = per_task;
+        request.slurm_visible_devices = job_env(sp, "CUDA_VISIBLE_DEVICES");
+        request.in_container = !s.choices.image.empty();
         char* cores = nullptr;
         if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores) request.slurm_step_cores = cores;
         topology::Plan plan = agent::plan_step(s.config, request);

@@ -101,6 +101,9 @@ struct Plan {
     // (hcas_restricted: --trellis-hca, hca_include, hca_exclude); otherwise NCCL sees all.
     std::vector<HcaChoice> node_hcas;
     bool hcas_restricted = false;
+    // Slurm's GPUs could not be tied to the topology's (MIG instances, a device file the
+    // topology lacks): the plan has no GPUs and GPU visibility stays Slurm's, with a warning.
+    bool gpus_left_to_slurm = false;
     std::vector<TaskBinding> tasks;
     std::vector<std::string> warnings;  // about the node or step as a whole
 };

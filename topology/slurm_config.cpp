@@ -151,7 +151,12 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
 GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node) {
     GresGpus gpus;
     bool global_autodetect = false, node_autodetect = false, node_autodetect_given = false;
-    for (const Line& line : read_file(gres_conf)) {
+    // Slurm takes the lines for every node before those naming nodes (gres.c), each in order.
+    std::vector<Line> lines = read_file(gres_conf), ordered;
+    for (bool for_all : {true, false})
+        for (const Line& line : lines)
+            if ((value_of(line.record, "nodename") == nullptr) == for_all) ordered.push_back(line);
+    for (const Line& line : ordered) {
         if (const std::string* detect = value_of(line.record, "autodetect")) {
             bool on = lower(*detect) == "nvml" || lower(*detect) == "rsmi";
             if (!value_of(line.record, "nodename"))
@@ -163,9 +168,18 @@ GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node) {
         if (!name || lower(*name) != "gpu" || !names_node(line, node)) continue;
         gpus.configured = true;
         const std::string* file = value_of(line.record, "file");
-        if (!file) continue;
+        if (!file) file = value_of(line.record, "files");  // Slurm's other spelling
+        // MultipleFiles: several files make one GPU (one gres index); its /dev/nvidiaN stands for it.
+        const std::string* several = value_of(line.record, "multiplefiles");
+        if (!file && !several) continue;
         try {
-            for (auto& path : expand_hostlist(*file)) gpus.files.push_back(path);
+            auto paths = expand_hostlist(file ? *file : *several);
+            if (!file) {
+                auto gpu = std::find_if(paths.begin(), paths.end(),
+                                        [](const std::string& p) { return device_number_of(p) >= 0; });
+                paths = {gpu == paths.end() ? paths.front() : *gpu};
+            }
+            for (auto& path : paths) gpus.files.push_back(path);
         } catch (const std::invalid_argument& e) {
             throw std::invalid_argument(line.origin + ": File: " + e.what());
         }
@@ -182,14 +196,16 @@ bool devices_constrained(const SlurmConfigFiles& files) {
             cgroup_task = lower(*plugins).find("cgroup") != std::string::npos;
     for (const Line& line : read_file(files.cgroup_conf))
         if (const std::string* value = value_of(line.record, "constraindevices"))
-            constrain = lower(*value) == "yes";
+            constrain = lower(*value) == "yes" || lower(*value) == "true" || *value == "1" || lower(*value) == "up";
     return cgroup_task && constrain;
 }
 
 std::string node_address(const std::string& slurm_conf, const std::string& node) {
     for (const Line& line : read_file(slurm_conf)) {
         const std::string* names = value_of(line.record, "nodename");
+        // NodeAddr, else NodeHostname, else the name: Slurm's defaults.
         const std::string* addresses = value_of(line.record, "nodeaddr");
+        if (!addresses) addresses = value_of(line.record, "nodehostname");
         if (!names || !addresses || lower(*names) == "default") continue;
         auto hosts = expand_hostlist(*names);
         auto at = std::find(hosts.begin(), hosts.end(), node);

@@ -24,7 +24,9 @@ struct GresGpus {
     bool configured = false;  // gres.conf gives this node GPUs (File= or AutoDetect)
     // AutoDetect=nvml or rsmi: Slurm detects the GPUs itself and orders them by PCI bus id.
     bool autodetect = false;
-    // Device files in Slurm's gres index order (gres.conf's order), each File= expanded.
+    // Device files in Slurm's gres index order: gres.conf's lines for every node, then those
+    // naming nodes, each File= expanded (a MultipleFiles= GPU by its /dev/nvidiaN). Slurm
+    // regroups typed GPUs in the order of slurm.conf's Gres=; that is not followed here.
     std::vector<std::string> files;
 };
 
@@ -48,7 +50,7 @@ std::string plugstack_path(const std::string& slurm_conf);
 // Every plugin line of plugstack.conf, its `include GLOB` files followed in order.
 std::vector<PlugstackLine> read_plugstack(const std::string& path);
 
-// How Slurm reaches a node: its NodeAddr in slurm.conf, else its name (Slurm's default).
+// How Slurm reaches a node: its NodeAddr in slurm.conf, else its NodeHostname, else its name.
 std::string node_address(const std::string& slurm_conf, const std::string& node);
 
 // The device file's minor number as Slurm reads it (gres_common.c): the digits at the end of

@@ -18,12 +18,13 @@ std::string gpu_list(const Node& node) {
 int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
     int minor = device_number_of(file);
     bool amd = file.find("/dri/") != std::string::npos;
+    // Render nodes count from 128 (/dev/dri/renderD128), card nodes from 0.
+    int amd_index = file.find("renderD") != std::string::npos ? minor - 128 : minor;
     for (const auto& gpu : node.gpus) {
         if (minors_known ? gpu.minor == minor
-                         // Without the driver's table: the N-th GPU of the vendor in PCI order,
-                         // and render nodes count from 128 (/dev/dri/renderD128).
+                         // Without the driver's table: the N-th GPU of the vendor in PCI order.
                          : (gpu.vendor == (amd ? GpuVendor::amd : GpuVendor::nvidia) &&
-                            gpu.vendor_index == (amd ? minor - 128 : minor)))
+                            gpu.vendor_index == (amd ? amd_index : minor)))
             return gpu.index;
     }
     throw std::invalid_argument("gres.conf's GPU " + file + " is none of " + node.host + "'s GPUs (" +
@@ -35,22 +36,24 @@ int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
 StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector<int>& gres_indices) {
     StepGpus step;
     bool minors_known = std::any_of(node.gpus.begin(), node.gpus.end(), [](const Gpu& g) { return g.minor >= 0; });
-    bool by_pci = gres.autodetect && gres.files.empty();
-    if (!by_pci && !minors_known && !gres_indices.empty())
+    if (!minors_known && !gres.files.empty() && !gres_indices.empty())
         step.warnings.push_back("the NVIDIA driver's table of device minors is not available: /dev/nvidiaN "
                                 "is taken to be the N-th GPU in PCI order");
+    // Slurm's GPUs in its index order. AutoDetect sorts the GPUs it found (those of File=,
+    // when given) by PCI bus id (gres_gpu.c sorts them by their links); otherwise gres.conf's
+    // order stands.
+    std::vector<int> order;
+    for (const auto& file : gres.files) order.push_back(gpu_of_file(node, file, minors_known));
+    if (gres.autodetect) {
+        if (order.empty())
+            for (const auto& gpu : node.gpus) order.push_back(gpu.index);
+        std::sort(order.begin(), order.end());
+    }
     for (int index : gres_indices) {
-        int gpu = -1;
-        if (by_pci) {
-            // AutoDetect: Slurm orders the GPUs it found by PCI bus id (gres_gpu.c sorts by links).
-            if (index >= 0 && index < static_cast<int>(node.gpus.size())) gpu = index;
-        } else if (index >= 0 && index < static_cast<int>(gres.files.size())) {
-            gpu = gpu_of_file(node, gres.files[static_cast<size_t>(index)], minors_known);
-        }
-        if (gpu < 0)
+        if (index < 0 || index >= static_cast<int>(order.size()))
             throw std::invalid_argument("Slurm gave the step GPU " + std::to_string(index) + ", but gres.conf lists " +
-                                        std::to_string(by_pci ? node.gpus.size() : gres.files.size()) +
-                                        " GPUs for " + node.host);
+                                        std::to_string(order.size()) + " GPUs for " + node.host);
+        int gpu = order[static_cast<size_t>(index)];
         if (std::find(step.indices.begin(), step.indices.end(), gpu) == step.indices.end()) step.indices.push_back(gpu);
     }
     step.in_gres_order = step.indices;

@@ -20,17 +20,27 @@ namespace {
 // The numeric memory policies of <linux/mempolicy.h>.
 constexpr int mpol_preferred = 1, mpol_bind = 2;
 
-// Which GPUs the step may use and how its tasks number them, as Slurm decided.
-void take_slurm_gpus(const topology::Node& node, const StepRequest& step, topology::PlanRequest& request,
+// Which GPUs the step may use and how its tasks number them, as Slurm decided. Returns false
+// when they cannot be tied to the topology's GPUs: the plan then leaves GPUs to Slurm.
+bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topology::PlanRequest& request,
                      std::vector<std::string>& warnings) {
     auto files = topology::SlurmConfigFiles::beside(step.slurm_conf);
     auto gres = topology::read_gres_gpus(files.gres_conf, step.node_name);
-    if (!gres.configured) return;  // Slurm does not manage this node's GPUs: all of them
-    auto indices = topology::CpuSet::parse(step.step_gpus);  // the same list syntax
-    auto gpus = topology::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
+    if (!gres.configured) return true;  // Slurm does not manage this node's GPUs: all of them
+    request.allowed_gpus = std::vector<int>{};
+    topology::StepGpus gpus;
+    try {
+        if (step.slurm_visible_devices.find("MIG-") != std::string::npos)
+            throw std::invalid_argument("the step has MIG instances (" + step.slurm_visible_devices + ")");
+        auto indices = topology::CpuSet::parse(step.step_gpus);  // the same list syntax
+        gpus = topology::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
+    } catch (const std::invalid_argument& e) {
+        warnings.push_back(std::string("Slurm's GPUs are left as Slurm set them: ") + e.what());
+        return false;
+    }
     request.allowed_gpus = gpus.indices;
     warnings.insert(warnings.end(), gpus.warnings.begin(), gpus.warnings.end());
-    bool constrained = topology::devices_constrained(files);
+    bool constrained = topology::devices_constrained(files) || step.in_container;
     if (constrained) request.gpu_numbering = topology::GpuNumbering::step;
     if (int n = step.slurm_gpus_per_task; n > 0) {
         // Slurm's per_task binding (gres.c, _filter_gres_per_task): task t gets the GPUs at
@@ -45,6 +55,7 @@ void take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
             warnings.push_back("--gpus-per-task: Slurm confines each task to its own GPUs, so they cannot be shared");
         }
     }
+    return true;
 }
 
 // The CPUs of Slurm's cores: Slurm numbers a node's cores socket by socket, as hwloc's
@@ -87,9 +98,12 @@ topology::Plan plan_step(const Config& config, const StepRequest& step) {
     if (!step.node_name.empty()) node.host = step.node_name;
     topology::read_nvidia_minors(node, path_for_node(binding.nvidia_proc, step.node_name));
     std::vector<std::string> warnings;
-    if (step.under_slurm) take_slurm_gpus(node, step, request, warnings);
+    bool gpus_mapped = !step.under_slurm || take_slurm_gpus(node, step, request, warnings);
+    if (step.in_container && request.gpu_numbering == topology::GpuNumbering::node)
+        request.gpu_numbering = topology::GpuNumbering::step;
     take_slurm_cores(node, step.slurm_step_cores, request, warnings);
     topology::Plan plan = topology::make_plan(node, request);
+    plan.gpus_left_to_slurm = !gpus_mapped;
     plan.warnings.insert(plan.warnings.end(), warnings.begin(), warnings.end());
     return plan;
 }

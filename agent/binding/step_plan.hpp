@@ -25,6 +25,10 @@ struct StepRequest {
     // slurm.conf that slurmd exported as SLURM_CONF ("" for Slurm's default).
     bool under_slurm = false;
     std::string step_gpus, slurm_conf;
+    std::string slurm_visible_devices;  // the CUDA_VISIBLE_DEVICES Slurm set ("MIG-..." for MIG)
+    // The tasks run in a container, which holds only the step's device files: they are
+    // numbered within the step whatever Slurm's cgroups do.
+    bool in_container = false;
     // Slurm binds GPUs to tasks itself (--gpus-per-task N gives "per_task:N"): each task gets
     // the step's GPUs N at a time, in Slurm's order, and under constrained devices sees only
     // those. 0: Slurm does not.
@@ -39,7 +43,8 @@ struct StepRequest {
 topology::Plan plan_step(const Config& config, const StepRequest& request);
 
 // The plan's variables that the configuration exports, and every TRELLIS_* one. GPU
-// visibility is left out when gpu_visibility is false (Slurm's --gpu-bind decides it).
+// visibility is left out when gpu_visibility is false (Slurm's --gpu-bind decides it) or the
+// plan leaves it to Slurm.
 std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config,
                                                 bool gpu_visibility = true);
 

@@ -94,7 +94,11 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
             throw std::invalid_argument("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
         counts.insert(counts.end(), static_cast<size_t>(std::max(repeat, 1)), count);
     }
+    // "block:cyclic,pack": the first level decides the nodes; ",pack" and ",nopack" (or either
+    // alone, meaning the default block) only say how tasks are packed.
     std::string first_level = distribution.substr(0, distribution.find(':'));
+    first_level = first_level.substr(0, first_level.find(','));
+    if (first_level == "pack" || first_level == "nopack") first_level = "block";
     std::vector<int> nodes;
     if (first_level.empty() || first_level == "block") {
         for (size_t n = 0; n < counts.size(); ++n) nodes.insert(nodes.end(), static_cast<size_t>(counts[n]), int(n));
@@ -133,6 +137,9 @@ std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const 
         env["GROUP_WORLD_SIZE"] = std::to_string(layout.nnodes);
     }
     if (choice.tf) env["TF_CONFIG"] = tf_config(choice, layout);
+    std::string names;
+    for (const auto& [name, value] : env) names += (names.empty() ? "" : ",") + name;
+    if (!names.empty()) env["TRELLIS_WIREUP_SET"] = names;
     return env;
 }
 

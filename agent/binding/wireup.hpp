@@ -47,6 +47,18 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
 // every node agrees without talking and two steps on one node rarely meet.
 int step_port(unsigned job_id, unsigned step_id, int first, int last);
 
+// The variables, and TRELLIS_WIREUP_SET listing their names, so that a launch started inside
+// this step (an srun from an `srun --pty bash`, trellis-agent launch under srun) can tell
+// values trellis set for the outer step from values its user set.
 std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const StepLayout& layout);
+
+// Whether the user set NAME in the environment `lookup` reads: present, and not one that
+// trellis set for an enclosing step (listed in TRELLIS_WIREUP_SET).
+template <typename Lookup>
+bool set_by_user(const std::string& name, Lookup&& lookup) {
+    std::string value = lookup("TRELLIS_WIREUP_SET");
+    if (lookup(name.c_str()).empty()) return false;
+    return ("," + value + ",").find("," + name + ",") == std::string::npos;
+}
 
 }  // namespace trellis::agent

@@ -162,7 +162,12 @@ pid_t OciRuntime::start(const ContainerSpec& spec, const std::filesystem::path& 
     if (pid <= 0) throw RuntimeError("runc run " + spec.id + ": no pid in " + pid_file.string());
     try {
         sources.verify(pid);
-        open_tmp(pid);
+        // A user's own mount at /tmp is theirs as it is: root changes nothing of it.
+        if (std::none_of(spec.mounts.begin(), spec.mounts.end(), [](const Mount& m) {
+                auto destination = std::filesystem::path(m.destination).lexically_normal();
+                return destination == "/tmp" || destination == "/tmp/";
+            }))
+            open_tmp(pid);
     } catch (...) {
         stop(spec.id, spec.user, state);
         throw;

@@ -50,7 +50,9 @@ int launch_command(const std::vector<std::string>& args) {
         request.under_slurm = *step != 0;
         request.step_gpus = std::getenv("SLURM_STEP_GPUS") ? std::getenv("SLURM_STEP_GPUS") : "";
         request.slurm_conf = std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "";
+        request.slurm_visible_devices = std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "";
     }
+    request.in_container = !options.image.empty();
     auto plan = plan_step(config, request);
     for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
 
@@ -86,12 +88,13 @@ int launch_command(const std::vector<std::string>& args) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
-        spec.env = exported_env(task, config.binding);
+        spec.env = exported_env(task, config.binding, !plan.gpus_left_to_slurm);
         layout.rank = spec.rank;
         layout.local_rank = local;
+        auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
         if (config.wireup.frameworks)
             for (const auto& [name, value] : wireup_env(WireupChoice{}, layout))
-                if (!std::getenv(name.c_str())) spec.env[name] = value;
+                if (name == "TRELLIS_WIREUP_SET" || !set_by_user(name, lookup)) spec.env[name] = value;
         spec.env["TRELLIS_RANK"] = std::to_string(spec.rank);
         spec.env["TRELLIS_WORLD_SIZE"] = std::to_string(world);
         spec.env["TRELLIS_LOCAL_RANK"] = std::to_string(local);

@@ -46,11 +46,12 @@ for tasks in cgroup affinity; do
     TRELLIS_CLUSTER_TASKS=$tasks start_cluster
     echo "== TaskPlugin=$(grep -o 'TaskPlugin=.*' "$dir/slurm.conf" | cut -d= -f2)"
     # Two jobs side by side, the first still running when the second starts.
-    as_user srun -w n1 -n1 bash -c "$show"' >"$0"; sleep 5' "$dir/user/first.out" 2>"$dir/first.err" &
-    for _ in $(seq 80); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
+    as_user srun -w n1 -n1 bash -c "$show"' >"$0"; sleep 8' "$dir/user/first.out" 2>"$dir/first.err" &
+    for _ in $(seq 600); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
+    [ -s "$dir/user/first.out" ] || fail "$tasks: the first job did not start within 60 s: $(cat "$dir/first.err")"
     as_user srun -w n1 -n1 bash -c "$show" >"$dir/second.out" 2>"$dir/second.err"
     wait
-    cat "$dir/user/first.out" "$dir/second.out" >"$dir/jobs.out"
+    cat "$dir/user/first.out" "$dir/second.out" >"$dir/jobs.out" 2>/dev/null
     check "$tasks: two 1-CPU jobs on n1" "$dir/jobs.out"
     # Two --exact steps of one 2-CPU job.
     cat >"$dir/user/exact.sh" <<JOB
@@ -63,7 +64,7 @@ JOB
     job=$(as_user sbatch --parsable -w n1 -n2 -o "$dir/user/exact.out" "$dir/user/exact.sh")
     for _ in $(seq 120); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; sleep 0.25; done
     check "$tasks: two --exact steps of one job" "$dir/user/exact.out"
-    "$here/cluster" stop "$dir"
+    cd / && "$here/cluster" stop "$dir"
     rm -rf "$dir"
 done
 trap - EXIT

@@ -21,11 +21,13 @@ field() {  # NAME PYTHON-EXPRESSION over the list `tasks` (task_probe.py lines)
 
 # 1. PyTorch DDP, started by srun alone.
 if "$python" -c 'import torch.distributed' 2>/dev/null; then
-    as_user_srun ddp -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" ||
+    # Four PyTorch imports on two busy cores (make -j check) can take minutes.
+    started=$(date +%s)
+    user_timeout=400 as_user_srun ddp -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" ||
         fail "DDP under srun: status $?: $(tail -n 8 "$dir/ddp.err")"
     if [ "$(field ddp 'len(tasks) == 4 and sorted(t["rank"] for t in tasks) == [0, 1, 2, 3] and
             {t["node"] for t in tasks} == {"n1", "n2"} and len({t["digest"] for t in tasks}) == 1')" = True ]; then
-        pass "PyTorch DDP (gloo, env://) on 2 nodes x 2 tasks: all 4 ranks joined, identical parameters after 5 steps"
+        pass "PyTorch DDP (gloo, env://) on 2 nodes x 2 tasks: all 4 ranks joined, identical parameters after 5 steps ($(($(date +%s) - started)) s)"
     else
         fail "DDP: $(cat "$dir/ddp.out" "$dir/ddp.err")"
     fi

@@ -33,8 +33,8 @@ start_cluster() {
     cd "$dir" || exit 1
 }
 
-as_user() {
-    (cd "$dir/user" && timeout 120 runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" "$@")
+as_user() {  # the time limit is $user_timeout seconds (default 120)
+    (cd "$dir/user" && timeout "${user_timeout:-120}" runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" "$@")
 }
 
 as_user_srun() {

@@ -3,6 +3,7 @@
 // launch options, and the node check on fixture topologies.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -218,5 +219,33 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         CHECK(bound.tasks[0].env.at("TRELLIS_GPU") == "1");  // Slurm's per-task order: gres index 1 first
         CHECK(bound.tasks[1].env.at("TRELLIS_GPU") == "4");
         CHECK(bound.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "0");  // it sees only its own
+        request.slurm_gpus_per_task = 0;
+
+        // GPUs that cannot be tied to the topology: none planned, visibility left to Slurm.
+        request.step_gpus = "0";
+        request.slurm_visible_devices = "MIG-4a1f";
+        auto mig = plan_step(config, request);
+        CHECK(mig.gpus_left_to_slurm);
+        CHECK(mig.tasks[0].gpus.empty());
+        CHECK(exported_env(mig.tasks[0], config.binding, false).count("CUDA_VISIBLE_DEVICES") == 0);
+        request.slurm_visible_devices = "";
+        std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[8-9]\n";
+        auto missing = plan_step(config, request);
+        CHECK(missing.gpus_left_to_slurm);
+        CHECK(std::any_of(missing.warnings.begin(), missing.warnings.end(),
+                          [](const std::string& w) { return w.find("left as Slurm set them") != std::string::npos; }));
+    }
+    SECTION("in a container on a node without constrained devices: numbered within the step") {
+        Scratch scratch;
+        fs::path conf = scratch.make("etc");
+        std::ofstream(conf / "slurm.conf") << "TaskPlugin=task/affinity\n";
+        std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[0-7]\n";
+        request.node_name = "two-level-switch-8gpu";
+        request.under_slurm = true;
+        request.slurm_conf = (conf / "slurm.conf").string();
+        request.step_gpus = "4,5";
+        CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "5");
+        request.in_container = true;
+        CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1");
     }
 }

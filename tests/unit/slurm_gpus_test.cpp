@@ -45,6 +45,13 @@ TEST_CASE("gres.conf: this node's GPU files in order, host lists expanded by lib
     CHECK_FALSE(read_gres_gpus(gres, "n9").configured);
     CHECK_FALSE(read_gres_gpus(dir.path / "missing.conf", "n1").configured);
 
+    // Slurm's other spellings, and the order it reads lines in: those for every node first.
+    std::string other = dir.write("other.conf", "NodeName=n1 Name=gpu Files=/dev/nvidia[2-3]\n"
+                                                "Name=gpu File=/dev/nvidia1\n"
+                                                "NodeName=n1 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/x\n");
+    CHECK(read_gres_gpus(other, "n1").files ==
+          std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidia0"});
+
     std::string detect = dir.write("detect.conf", "AutoDetect=nvml\nNodeName=n9 AutoDetect=off\n");
     CHECK(read_gres_gpus(detect, "n1").autodetect);
     CHECK_FALSE(read_gres_gpus(detect, "n9").configured);
@@ -57,6 +64,8 @@ TEST_CASE("constrained devices need task/cgroup and ConstrainDevices=yes, as Slu
     CHECK_FALSE(devices_constrained(files));  // no cgroup.conf
     dir.write("cgroup.conf", "ConstrainCores=yes\nConstrainDevices=yes\n");
     CHECK(devices_constrained(files));
+    dir.write("cgroup.conf", "constraindevices=true\n");  // Slurm's booleans: yes, true, 1, up
+    CHECK(devices_constrained(files));
     dir.write("slurm.conf", "TaskPlugin=task/affinity\n");
     CHECK_FALSE(devices_constrained(files));
 }
@@ -64,10 +73,12 @@ TEST_CASE("constrained devices need task/cgroup and ConstrainDevices=yes, as Slu
 TEST_CASE("a node's address is its NodeAddr, else its name") {
     Scratch dir;
     std::string conf = dir.write("slurm.conf", "NodeName=DEFAULT CPUs=2\nNodeName=n[1-2] NodeAddr=10.0.0.[7-8]\n"
-                                               "NodeName=n3 NodeAddr=127.0.0.1 Port=1\nNodeName=n4 CPUs=4\n");
+                                               "NodeName=n3 NodeAddr=127.0.0.1 Port=1\nNodeName=n4 CPUs=4\n"
+                                               "NodeName=n5 NodeHostname=c17\n");
     CHECK(node_address(conf, "n2") == "10.0.0.8");
     CHECK(node_address(conf, "n3") == "127.0.0.1");
     CHECK(node_address(conf, "n4") == "n4");
+    CHECK(node_address(conf, "n5") == "c17");
 }
 
 TEST_CASE("device numbers are the file name's trailing digits") {
@@ -106,6 +117,10 @@ TEST_CASE("Slurm's GPU indices reach the GPUs whose device files they name") {
         GresGpus detected;
         detected.configured = detected.autodetect = true;
         CHECK(map_step_gpus(node, detected, {0, 7}).indices == std::vector<int>{0, 7});
+        // With File= too, Slurm sorts those GPUs by PCI bus id, whatever gres.conf's order.
+        detected.files = {"/dev/nvidia7", "/dev/nvidia0"};  // PCI positions 4 and 5
+        CHECK(map_step_gpus(node, detected, {0}).indices == std::vector<int>{4});
+        CHECK(map_step_gpus(node, detected, {1}).in_gres_order == std::vector<int>{5});
     }
 }
 

@@ -28,6 +28,8 @@ TEST_CASE("ranks to nodes as Slurm distributes them") {
     CHECK(rank_nodes("2(x2),1", "block") == std::vector<int>{0, 0, 1, 1, 2});
     CHECK(rank_nodes("2(x2),1", "") == std::vector<int>{0, 0, 1, 1, 2});
     CHECK(rank_nodes("2(x2),1", "cyclic:block") == std::vector<int>{0, 1, 2, 0, 1});
+    CHECK(rank_nodes("2(x2)", "cyclic,pack") == std::vector<int>{0, 1, 0, 1});
+    CHECK(rank_nodes("2(x2)", "nopack") == std::vector<int>{0, 0, 1, 1});
     CHECK_THROWS_WITH(rank_nodes("2", "arbitrary"), Catch::Contains("accepted: block, cyclic"));
     CHECK_THROWS_WITH(rank_nodes("two", "block"), Catch::Contains("tasks per node"));
 }
@@ -46,10 +48,19 @@ TEST_CASE("PyTorch's env:// variables") {
     layout.rank = 3, layout.world_size = 4, layout.local_rank = 1, layout.local_size = 2;
     layout.node_rank = 1, layout.nnodes = 2, layout.master_addr = "10.0.0.7", layout.port = 23456;
     auto env = wireup_env(WireupChoice{}, layout);
-    CHECK(env == std::map<std::string, std::string>{{"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "23456"},
-                                                    {"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                                                    {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "1"},
-                                                    {"NODE_RANK", "1"}, {"GROUP_WORLD_SIZE", "2"}});
+    CHECK(env == std::map<std::string, std::string>{
+                     {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "23456"}, {"RANK", "3"}, {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "1"}, {"NODE_RANK", "1"},
+                     {"GROUP_WORLD_SIZE", "2"},
+                     {"TRELLIS_WIREUP_SET",
+                      "GROUP_RANK,GROUP_WORLD_SIZE,LOCAL_RANK,LOCAL_WORLD_SIZE,MASTER_ADDR,MASTER_PORT,NODE_RANK,RANK,"
+                      "WORLD_SIZE"}});
+    // In a launch inside this step, these values are trellis's, not the user's.
+    auto inner = [&](const char* name) { return env.count(name) ? env.at(name) : std::string(); };
+    CHECK_FALSE(set_by_user("RANK", inner));
+    auto user = [](const char* name) { return std::string(std::string(name) == "RANK" ? "5" : ""); };
+    CHECK(set_by_user("RANK", user));
+    CHECK_FALSE(set_by_user("WORLD_SIZE", user));
 }
 
 TEST_CASE("TF_CONFIG: cluster and task as TensorFlow documents them") {
