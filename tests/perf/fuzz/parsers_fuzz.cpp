@@ -1,5 +1,6 @@
 // libFuzzer target for everything the plugin parses from users and admins: srun option
-// values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists.
+// values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists,
+// and Slurm's task layout variables.
 // Every input must either parse or be refused with an exception of the documented kind.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
@@ -31,6 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     refused_or_parsed([&] { spank::parse_verbose_value(text, choices); });
     refused_or_parsed([&] { spank::parse_image_option(text, choices); });
     refused_or_parsed([&] { spank::parse_mounts_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_gpus_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_memory_option(text, choices); });
+    refused_or_parsed([&] { spank::parse_wireup_option(text, choices); });
+    // What Slurm hands a step: SLURM_STEP_TASKS_PER_NODE and SLURM_DISTRIBUTION.
+    refused_or_parsed([&] { agent::rank_nodes(text, "block"); });
+    refused_or_parsed([&] { agent::rank_nodes("2(x2)", text); });
     refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
     refused_or_parsed([&] { topology::HcaRequest::parse(text); });
     refused_or_parsed([&] { agent::parse_config_text(text, "fuzz.toml"); });
