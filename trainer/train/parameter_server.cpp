@@ -80,7 +80,8 @@ public:
             // signal): this shard's weights and optimizer state go beside it, same step.
             if (checkpoints_ && (pushes_[0][grads.size() + ps::push_checkpoint] > 0 || stop || last)) {
                 auto path = checkpoints_->save(info_, shard_.store(), *optimizer_);
-                std::printf("parameter server %d: checkpoint saved: %s\n", server_, path.c_str());
+                std::printf("[rank %d] parameter server %d: checkpoint saved: %s\n", layout_.workers() + server_,
+                            server_, path.c_str());
                 std::fflush(stdout);
             }
             reply_to_all(stop, loss / workers);
@@ -130,8 +131,8 @@ private:
             throw CheckpointError("parameter server " + std::to_string(server_) + ": rank 0 resumes at step " +
                                   std::to_string(info_.step) + " but " + checkpoints_->folder() + " holds " +
                                   (loaded ? "step " + std::to_string(loaded->step) : std::string("no checkpoint")));
-        std::printf("parameter server %d: resumed its shard from step %lld\n", server_,
-                    static_cast<long long>(loaded->step));
+        std::printf("[rank %d] parameter server %d: resumed its shard from step %lld\n", layout_.workers() + server_,
+                    server_, static_cast<long long>(loaded->step));
     }
 
     // A message is its slice and its trailer, sent as two transfers in order (PsWorker).
@@ -203,9 +204,10 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     comm::PsLayout layout(store, transport.size(), options.ps_servers);
     int server = wireup.identity().rank - layout.workers();
     const auto& shard = layout.shard(server);
-    std::printf("parameter server %d (rank %d on %s): parameters %zu-%zu, %.2f MB, %s mode\n", server,
-                wireup.identity().rank, wireup.identity().host.c_str(), shard.first_parameter, shard.end_parameter - 1,
-                double(shard.size()) * 4 / 1e6, options.ps_mode.c_str());
+    // Servers are never rank 0: their lines say whose they are, as the other ranks' do.
+    std::printf("[rank %d] parameter server %d (rank %d on %s): parameters %zu-%zu, %.2f MB, %s mode\n",
+                wireup.identity().rank, server, wireup.identity().rank, wireup.identity().host.c_str(),
+                shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, options.ps_mode.c_str());
     std::fflush(stdout);
     CheckpointInfo info{config.name, sources.num_classes, ps::joined_step(step), {}, options.optimizer.kind,
                         options.seed, options.batch_size * layout.workers()};
