@@ -83,16 +83,19 @@ std::vector<std::string> rank_addresses(const std::vector<std::string>& node_add
 }
 
 std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string& distribution) {
-    // "2(x3),1" -> 2,2,2,1
+    // "2(x3),1" -> 2,2,2,1. At most max_ranks ranks in all: more would be no Slurm step.
+    constexpr long max_ranks = 1L << 22;
     std::vector<int> counts;
+    long ranks = 0;
     std::stringstream in(tasks_per_node);
     for (std::string item; std::getline(in, item, ',');) {
         int count = 0, repeat = 1;
         char open = 0, x = 0;
         std::istringstream parts(item);
-        if (!(parts >> count) || count < 0 || ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')))
+        if (!(parts >> count) || count < 0 || ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')) ||
+            repeat < 1 || (ranks += long(count) * repeat) > max_ranks || long(counts.size()) + repeat > max_ranks)
             throw std::invalid_argument("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
-        counts.insert(counts.end(), static_cast<size_t>(std::max(repeat, 1)), count);
+        counts.insert(counts.end(), static_cast<size_t>(repeat), count);
     }
     // "block:cyclic,pack": the first level decides the nodes; ",pack" and ",nopack" (or either
     // alone, meaning the default block) only say how tasks are packed.
