@@ -72,8 +72,7 @@ int bind_task(spank_t sp) {
             return -1;
         }
     }
-    for (const auto& [name, value] :
-         agent::exported_env(*task, s.config.binding, !s.user_gpu_bind && !s.plan->gpus_left_to_slurm))
+    for (const auto& [name, value] : agent::exported_env(*s.plan, *task, s.config.binding, s.user_gpu_bind))
         set_env(sp, name, value);
     set_env(sp, "TRELLIS_LOCAL_RANK", std::to_string(task->local_rank));
     set_env(sp, "TRELLIS_LOCAL_SIZE", std::to_string(s.plan->tasks.size()));

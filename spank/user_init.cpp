@@ -53,11 +53,12 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     int master = ranks.empty() ? 0 : ranks.front();
     if (master < 0 || master >= static_cast<int>(nodes.size()))
         throw std::runtime_error("SLURM_STEP_TASKS_PER_NODE names more nodes than SLURM_STEP_NODELIST");
-    layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
     if (wireup.tf) {
-        std::vector<std::string> addresses;
-        for (const auto& node : nodes) addresses.push_back(topology::node_address(slurm_conf(), node));
+        auto addresses = topology::node_addresses(slurm_conf(), nodes);
+        layout.master_addr = addresses[static_cast<size_t>(master)];
         layout.rank_addresses = agent::rank_addresses(addresses, ranks, layout.port);
+    } else {
+        layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
     }
     return layout;
 }

@@ -200,22 +200,30 @@ bool devices_constrained(const SlurmConfigFiles& files) {
     return cgroup_task && constrain;
 }
 
-std::string node_address(const std::string& slurm_conf, const std::string& node) {
+std::vector<std::string> node_addresses(const std::string& slurm_conf, const std::vector<std::string>& nodes) {
+    std::vector<std::string> addresses = nodes;
+    std::vector<bool> found(nodes.size(), false);
     for (const Line& line : read_file(slurm_conf)) {
         const std::string* names = value_of(line.record, "nodename");
         // NodeAddr, else NodeHostname, else the name: Slurm's defaults.
-        const std::string* addresses = value_of(line.record, "nodeaddr");
-        if (!addresses) addresses = value_of(line.record, "nodehostname");
-        if (!names || !addresses || lower(*names) == "default") continue;
+        const std::string* given = value_of(line.record, "nodeaddr");
+        if (!given) given = value_of(line.record, "nodehostname");
+        if (!names || !given || lower(*names) == "default") continue;
         auto hosts = expand_hostlist(*names);
-        auto at = std::find(hosts.begin(), hosts.end(), node);
-        if (at == hosts.end()) continue;
-        auto addrs = expand_hostlist(*addresses);
-        size_t index = static_cast<size_t>(at - hosts.begin());
-        if (addrs.size() == hosts.size()) return addrs[index];
-        if (addrs.size() == 1) return addrs.front();
+        auto addrs = expand_hostlist(*given);
+        for (size_t n = 0; n < nodes.size(); ++n) {
+            auto at = std::find(hosts.begin(), hosts.end(), nodes[n]);
+            if (found[n] || at == hosts.end()) continue;
+            size_t index = static_cast<size_t>(at - hosts.begin());
+            if (addrs.size() == hosts.size()) addresses[n] = addrs[index], found[n] = true;
+            else if (addrs.size() == 1) addresses[n] = addrs.front(), found[n] = true;
+        }
     }
-    return node;
+    return addresses;
+}
+
+std::string node_address(const std::string& slurm_conf, const std::string& node) {
+    return node_addresses(slurm_conf, {node}).front();
 }
 
 int device_number_of(const std::string& file) {

@@ -50,7 +50,9 @@ std::string plugstack_path(const std::string& slurm_conf);
 // Every plugin line of plugstack.conf, its `include GLOB` files followed in order.
 std::vector<PlugstackLine> read_plugstack(const std::string& path);
 
-// How Slurm reaches a node: its NodeAddr in slurm.conf, else its NodeHostname, else its name.
+// How Slurm reaches each node: its NodeAddr in slurm.conf, else its NodeHostname, else its
+// name. slurm.conf is read once for all of them.
+std::vector<std::string> node_addresses(const std::string& slurm_conf, const std::vector<std::string>& nodes);
 std::string node_address(const std::string& slurm_conf, const std::string& node);
 
 // The device file's minor number as Slurm reads it (gres_common.c): the digits at the end of

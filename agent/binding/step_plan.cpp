@@ -108,8 +108,9 @@ topology::Plan plan_step(const Config& config, const StepRequest& step) {
     return plan;
 }
 
-std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config,
-                                                bool gpu_visibility) {
+std::map<std::string, std::string> exported_env(const topology::Plan& plan, const topology::TaskBinding& task,
+                                                const BindingConfig& config, bool slurm_binds_gpus) {
+    const bool gpu_visibility = !slurm_binds_gpus && !plan.gpus_left_to_slurm;
     std::map<std::string, std::string> env;
     for (const auto& [name, value] : task.env) {
         bool visibility = name == "CUDA_VISIBLE_DEVICES" || name == "ROCR_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER";

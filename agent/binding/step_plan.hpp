@@ -43,10 +43,10 @@ struct StepRequest {
 topology::Plan plan_step(const Config& config, const StepRequest& request);
 
 // The plan's variables that the configuration exports, and every TRELLIS_* one. GPU
-// visibility is left out when gpu_visibility is false (Slurm's --gpu-bind decides it) or the
-// plan leaves it to Slurm.
-std::map<std::string, std::string> exported_env(const topology::TaskBinding& task, const BindingConfig& config,
-                                                bool gpu_visibility = true);
+// visibility is left out when the plan leaves it to Slurm, or when slurm_binds_gpus (the
+// user's --gpu-bind decides it).
+std::map<std::string, std::string> exported_env(const topology::Plan& plan, const topology::TaskBinding& task,
+                                                const BindingConfig& config, bool slurm_binds_gpus = false);
 
 // This process's CPU affinity. Throws std::runtime_error naming the CPUs and the reason.
 void apply_cpu_affinity(const topology::CpuSet& cpus);

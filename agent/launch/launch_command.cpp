@@ -88,7 +88,7 @@ int launch_command(const std::vector<std::string>& args) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
-        spec.env = exported_env(task, config.binding, !plan.gpus_left_to_slurm);
+        spec.env = exported_env(plan, task, config.binding);
         layout.rank = spec.rank;
         layout.local_rank = local;
         auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };

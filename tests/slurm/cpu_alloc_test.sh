@@ -11,13 +11,15 @@ python=${PYTHON3:-python3}
 [ "$(nproc)" -ge 2 ] || { echo "SKIP: one CPU: nothing to keep apart"; exit 77; }
 show='echo "$SLURM_JOB_ID $SLURM_STEP_ID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${TRELLIS_CPUS:-unbound}"'
 
-# check WHAT FILE: each line "job step cpus trellis_cpus" within its job's CPU_IDs, all disjoint
+# check WHAT FILE: each line "job step cpus trellis_cpus" bound as trellis says, within its
+# job's CPU_IDs (scontrol show job -d), and the two lines' CPUs disjoint
 check() {
-    local what=$1 file=$2 line job cpus allocated
+    local what=$1 file=$2 job allocated=()
     [ "$(wc -l <"$file")" -eq 2 ] || { fail "$what: two tasks wanted: $(cat "$file")"; return; }
-    while read -r job _ cpus trellis; do
-        allocated=$(scontrol show job -d "$job" | grep -o 'CPU_IDs=[0-9,-]*' | cut -d= -f2 | head -n 1)
-        "$python" - "$cpus" "$trellis" "$allocated" <<'PY' || fail "$what: job $job bound to $cpus (trellis $trellis), Slurm allocated $allocated"
+    for job in $(cut -d" " -f1 "$file"); do
+        allocated+=("$(scontrol show job -d "$job" | grep -o 'CPU_IDs=[0-9,-]*' | cut -d= -f2 | head -n 1)")
+    done
+    if out=$("$python" - "$file" "${allocated[@]}" <<'PY'
 import sys
 def cpus(text):
     out = set()
@@ -25,20 +27,23 @@ def cpus(text):
         a, _, b = part.partition("-")
         out.update(range(int(a), int(b or a) + 1))
     return out
-bound, trellis, allocated = (cpus(t) for t in sys.argv[1:])
-sys.exit(0 if bound and bound == trellis and bound <= allocated else 1)
+lines = [line.split() for line in open(sys.argv[1])]
+bound = [cpus(line[2]) for line in lines]
+ok = True
+for line, cpu_set, allocated in zip(lines, bound, sys.argv[2:]):
+    if not cpu_set or cpu_set != cpus(line[3]) or not cpu_set <= cpus(allocated):
+        print(f"job {line[0]} bound to {line[2]} (trellis {line[3]}), Slurm allocated {allocated}")
+        ok = False
+if bound[0] & bound[1]:
+    print("the two share CPUs: " + " and ".join(line[2] for line in lines))
+    ok = False
+sys.exit(0 if ok else 1)
 PY
-    done <"$file"
-    "$python" -c '
-import sys
-sets = []
-for line in open(sys.argv[1]):
-    text = line.split()[2]; s = set()
-    for part in text.split(","):
-        a, _, b = part.partition("-"); s.update(range(int(a), int(b or a) + 1))
-    sets.append(s)
-sys.exit(0 if not sets[0] & sets[1] else 1)' "$file" && pass "$what: $(cut -d" " -f3 "$file" | tr "\n" " ")within Slurm's allocation, apart" ||
-        fail "$what: the two share CPUs: $(cat "$file")"
+    ); then
+        pass "$what: $(cut -d" " -f3 "$file" | tr "\n" " ")within Slurm's allocation, apart"
+    else
+        fail "$what: $out"
+    fi
 }
 
 for tasks in cgroup affinity; do

@@ -183,6 +183,23 @@ TEST_CASE("node check: GPUs without driver files and ports that are not ACTIVE a
     CHECK(check_node(cpu_only, expected, dev.string(), sys.string()).problems.size() == 1);
 }
 
+namespace {
+
+// Slurm's files for the 8-GPU fixture's node (gres.conf: /dev/nvidia[0-7]; devices constrained
+// under task/cgroup), and a step request on that node under them. Returns the folder.
+fs::path slurm_node_with_8_gpus(const Scratch& scratch, const std::string& task_plugin, StepRequest& request) {
+    fs::path conf = scratch.make("etc");
+    std::ofstream(conf / "slurm.conf") << "TaskPlugin=" << task_plugin << "\n";
+    std::ofstream(conf / "cgroup.conf") << "ConstrainDevices=yes\n";
+    std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[0-7]\n";
+    request.node_name = "two-level-switch-8gpu";
+    request.under_slurm = true;
+    request.slurm_conf = (conf / "slurm.conf").string();
+    return conf;
+}
+
+}  // namespace
+
 TEST_CASE("the step binding core that the plugin and trellis-agent launch share") {
     Config config;
     config.binding.topology_xml = trellis::test::source_dir() + "/tests/fixtures/topology/%n.xml";
@@ -199,13 +216,7 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
     }
     SECTION("under Slurm with gres: only the step's GPUs, numbered as Slurm numbers them") {
         Scratch scratch;
-        fs::path conf = scratch.make("etc");
-        std::ofstream(conf / "slurm.conf") << "TaskPlugin=task/cgroup\n";
-        std::ofstream(conf / "cgroup.conf") << "ConstrainDevices=yes\n";
-        std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[0-7]\n";
-        request.node_name = "two-level-switch-8gpu";
-        request.under_slurm = true;
-        request.slurm_conf = (conf / "slurm.conf").string();
+        fs::path conf = slurm_node_with_8_gpus(scratch, "task/cgroup", request);
         request.step_gpus = "2,3";
         auto plan = plan_step(config, request);  // no driver table: minors in PCI order, with a warning
         CHECK(plan.tasks[0].env.at("TRELLIS_GPU") == "2");
@@ -227,7 +238,7 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         auto mig = plan_step(config, request);
         CHECK(mig.gpus_left_to_slurm);
         CHECK(mig.tasks[0].gpus.empty());
-        CHECK(exported_env(mig.tasks[0], config.binding, false).count("CUDA_VISIBLE_DEVICES") == 0);
+        CHECK(exported_env(mig, mig.tasks[0], config.binding).count("CUDA_VISIBLE_DEVICES") == 0);
         request.slurm_visible_devices = "";
         std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[8-9]\n";
         auto missing = plan_step(config, request);
@@ -237,12 +248,7 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
     }
     SECTION("in a container on a node without constrained devices: numbered within the step") {
         Scratch scratch;
-        fs::path conf = scratch.make("etc");
-        std::ofstream(conf / "slurm.conf") << "TaskPlugin=task/affinity\n";
-        std::ofstream(conf / "gres.conf") << "NodeName=two-level-switch-8gpu Name=gpu File=/dev/nvidia[0-7]\n";
-        request.node_name = "two-level-switch-8gpu";
-        request.under_slurm = true;
-        request.slurm_conf = (conf / "slurm.conf").string();
+        slurm_node_with_8_gpus(scratch, "task/affinity", request);
         request.step_gpus = "4,5";
         CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "5");
         request.in_container = true;

@@ -79,6 +79,7 @@ TEST_CASE("a node's address is its NodeAddr, else its name") {
     CHECK(node_address(conf, "n3") == "127.0.0.1");
     CHECK(node_address(conf, "n4") == "n4");
     CHECK(node_address(conf, "n5") == "c17");
+    CHECK(node_addresses(conf, {"n1", "n4", "n5"}) == std::vector<std::string>{"10.0.0.7", "n4", "c17"});
 }
 
 TEST_CASE("device numbers are the file name's trailing digits") {
