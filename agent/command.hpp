@@ -1,12 +1,11 @@
-// Running a helper program to completion (runc, singularity, the agent itself from the
-// plugin): its output captured, a time limit so that nothing hangs slurmstepd, and
-// optionally as another user, so that nothing a user controls runs as root.
+// Starting a helper program (the agent from the plugin, Apptainer from the agent): as the
+// job's user when asked, from /, with a fixed minimal environment, by absolute path and with
+// none of the caller's other descriptors, so that nothing of root's or slurmstepd's reaches
+// it and nothing of the user's reaches root.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,28 +16,32 @@ struct Identity {
     gid_t gid;
 };
 
-struct CommandResult {
-    int status = -1;  // exit status; 128 + N when killed by signal N
-    std::string output, errors;
-    bool ok() const { return status == 0; }
-    // "runc: exit status 1: <last line of errors>"
-    std::string describe(const std::string& what) const;
+struct ChildStdio {
+    int in = -1, out = -1, err = -1;  // -1: /dev/null
 };
 
-// Runs argv[0] (looked up in PATH) with stdin from /dev/null. Throws std::runtime_error
-// when it cannot be started or does not finish within `limit` (it is killed then).
-CommandResult run_command(const std::vector<std::string>& argv, std::optional<Identity> as = std::nullopt,
-                          std::chrono::seconds limit = std::chrono::seconds(60));
+// Forks and execs `argv` (argv[0] an absolute path) with `stdio`, in a session of its own
+// (so that it and its children can be signalled together), with the environment
+// user_environment() gives, after become(*as) when `as` is given. Returns the child's pid;
+// throws std::runtime_error when it cannot fork. A child that cannot become the user or
+// exec exits 126 or 127 with the reason on its stderr.
+pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as = nullptr);
 
-// The full path of a program found in PATH, or "" when there is none.
+// PATH (a fixed system one), HOME, USER and LOGNAME of the process's real uid: all a helper
+// is given of the caller's environment.
+std::vector<std::string> user_environment();
+
+// In a child process: become `user` for good (real, effective and saved ids). From root, its
+// supplementary groups come from the group database; from slurmstepd's user_init, which has
+// already taken the job's user's groups and effective ids, those are kept. Returns false
+// with errno set on failure.
+bool become(const Identity& user);
+
+// The full path of a program found in the fixed system PATH, or "" when there is none.
 std::string find_program(const std::string& name);
 
-// `path` with every link resolved, as `user` resolves it: a root caller must not reach
-// through folders the user cannot. Throws std::runtime_error with the reason.
-std::string canonical_path_as(const Identity& user, const std::string& path);
-
-// In a child process: become `user` (its supplementary groups from the group database),
-// unless this process already is that user. Returns false with errno set on failure.
-bool become(const Identity& user);
+// At most `limit` bytes from `fd` (to its end or the limit): a helper's output is read with a
+// bound.
+std::string read_bounded(int fd, std::size_t limit = 1 << 20);
 
 }  // namespace trellis::agent

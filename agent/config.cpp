@@ -111,21 +111,15 @@ const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
 
 const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
     static const std::map<std::string, Setter<ContainerConfig>> keys = {
-        {"runtime",
-         [](ContainerConfig& c, const RawValue& v) {
-             std::string runtime = as_string(v, "a string: auto, singularity, apptainer or oci");
-             if (runtime != "auto" && runtime != "singularity" && runtime != "apptainer" &&
-                 runtime != "oci")
-                 throw std::invalid_argument("'" + runtime +
-                                             "' is not a runtime (accepted: auto, singularity, apptainer, oci)");
-             c.runtime = runtime;
-         }},
+        // Kept so that older files still load: containers need neither any more.
+        {"runtime", [](ContainerConfig&, const RawValue&) {}},
+        {"run_dir", [](ContainerConfig&, const RawValue&) {}},
+        {"apptainer", [](ContainerConfig& c, const RawValue& v) { c.apptainer = as_path(v); }},
         {"allowed_images",
          [](ContainerConfig& c, const RawValue& v) { c.allowed_images = as_list(v, "glob patterns"); }},
         {"allowed_mounts",
          [](ContainerConfig& c, const RawValue& v) { c.allowed_mounts = as_list(v, "path prefixes"); }},
         {"agent", [](ContainerConfig& c, const RawValue& v) { c.agent = as_path(v); }},
-        {"run_dir", [](ContainerConfig& c, const RawValue& v) { c.run_dir = as_path(v); }},
         {"namespaces",
          [](ContainerConfig& c, const RawValue& v) {
              c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");

@@ -43,12 +43,13 @@ struct BindingConfig {
 std::string installed_agent_path();
 
 struct ContainerConfig {
-    std::string runtime = "auto";               // auto | singularity | apptainer | oci
     std::vector<std::string> allowed_images;    // glob patterns; none: no image is allowed
     std::vector<std::string> allowed_mounts;    // path prefixes users may bind-mount
     std::vector<std::string> namespaces = {"mount"};  // what tasks join: mount, ipc, uts
     std::string agent = installed_agent_path();  // the trellis-agent the plugin runs
-    std::string run_dir = "/run/trellis";       // containers' state, swept of dead steps
+    // The program that runs .sif images, by absolute path: Apptainer or Singularity, in its
+    // user-namespace mode (OCI bundles need no program: the agent makes their container).
+    std::string apptainer = "/usr/bin/apptainer";
     // Where these settings came from, for refusals to name: the file, or the defaults.
     std::string origin = "the built-in defaults (no trellis.toml)";
 };

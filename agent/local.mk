@@ -8,15 +8,13 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
 	agent/config.cpp agent/config.hpp \
-	agent/container/container_registry.cpp agent/container/container_registry.hpp \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
+	agent/container/held_container.cpp agent/container/held_container.hpp \
 	agent/container/image_policy.cpp agent/container/image_policy.hpp \
-	agent/container/join.cpp agent/container/join.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
-	agent/container/oci_runtime.cpp agent/container/oci_runtime.hpp \
-	agent/container/runtime.cpp agent/container/runtime.hpp \
-	agent/container/singularity_runtime.cpp agent/container/singularity_runtime.hpp \
+	agent/container/oci_container.cpp agent/container/oci_container.hpp \
+	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
 	agent/health/node_check.cpp agent/health/node_check.hpp
 agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(SLURM_CPPFLAGS) \
@@ -39,7 +37,7 @@ trellis_agent_SOURCES = agent/trellis-agent.cpp
 trellis_agent_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
 trellis_agent_LDADD = agent/libtrellis-agent-launch.la
 
-# The idle first process of a step's container: static, since it runs inside the image.
+# The process a .sif container is entered through: static, since it runs inside the image.
 pkglibexec_PROGRAMS = trellis-pause
 trellis_pause_SOURCES = agent/container/pause.cpp
 trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static

@@ -1,7 +1,9 @@
-// The step's container: checked in srun (the image and mounts against trellis.toml), created
-// once per node by the first task that asks (`trellis-agent prepare`, locked and idempotent),
-// joined by every task in task_init_privileged so that its exec finds the command in the
-// image, given PMIx's settings in task_init, and released when slurmstepd ends the step.
+// The step's container: checked in srun (the image and mounts against trellis.toml), made
+// once per node in user_init by `trellis-agent prepare` running as the job's user and held
+// here by its namespaces, joined by every task in task_init, as the user, just before it
+// execs. Root never touches it: nothing the user chose is opened, run or joined with root's
+// rights. No process of it outlives the step: it is its tasks, in the job's cgroups, and
+// slurmstepd's descriptors, which go with slurmstepd, however it ends.
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,10 +14,8 @@
 
 #include <slurm/slurm.h>
 
-#include "agent/command.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
-#include "agent/container/join.hpp"
 #include "agent/container/step_container.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
@@ -23,7 +23,8 @@
 namespace trellis::spank {
 namespace {
 
-bool wants_container() { return !state().choices.image.empty(); }
+// An image was asked for: given, or given and refused on this node (container_error).
+bool wants_container() { return !state().choices.image.empty() || !state().container_error.empty(); }
 
 // Only the tasks of srun steps: not the batch script, not the external step.
 bool container_step(spank_t sp, std::uint32_t& job, std::uint32_t& step) {
@@ -33,7 +34,7 @@ bool container_step(spank_t sp, std::uint32_t& job, std::uint32_t& step) {
 }
 
 // PMIxCliTmpDirBase from mpi.conf beside slurm.conf, where clients' folders are made. Not
-// from the job's environment: that is the user's to set, and root mounts what this names.
+// from the job's environment, which may name anything: this names Slurm's own folders.
 std::string pmix_client_base() {
     if (const char* base = std::getenv("SLURM_PMIX_TMPDIR"); base && *base) return base;  // slurmstepd's own
     const char* conf = std::getenv("SLURM_CONF");
@@ -88,53 +89,60 @@ int check_container_request() {
     return 0;
 }
 
-int enter_container(spank_t sp) {
+void prepare_container(spank_t sp) {
     PluginState& s = state();
     std::uint32_t job = 0, step = 0;
-    if (!wants_container() || !s.held_error.empty() || !container_step(sp, job, step)) return 0;
+    if (s.choices.image.empty() || !s.container_error.empty() || !container_step(sp, job, step)) return;
     uid_t uid = 0;
     gid_t gid = 0;
     if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
-        log_error("container: cannot get the job's user from Slurm");
-        return -1;
+        s.container_error = "cannot get the job's user from Slurm";
+        return;
     }
-    std::vector<std::string> argv = {s.config.container.agent,
-                                     "prepare",
-                                     "--id",
-                                     agent::step_container_id(node_name(), job, step),
-                                     "--image",
-                                     s.choices.image,
-                                     "--uid",
-                                     std::to_string(uid),
-                                     "--gid",
-                                     std::to_string(gid),
-                                     "--owner",
-                                     std::to_string(getppid())};  // slurmstepd
-    if (!s.config.path.empty()) argv.insert(argv.end(), {"--config", s.config.path});
-    if (!s.choices.mounts.empty()) argv.insert(argv.end(), {"--mounts", s.choices.mounts});
-    for (const auto& folder : pmix_mounts(uid, job, step)) argv.insert(argv.end(), {"--system-mount", folder});
-    if (s.plan)
-        for (const auto& device : agent::plan_device_files(*s.plan)) argv.insert(argv.end(), {"--device", device});
+    agent::StepContainerRequest request;
+    request.image = s.choices.image;
+    request.user_mounts = s.choices.mounts;
+    request.system_mounts = pmix_mounts(uid, job, step);
+    if (s.plan) request.devices = agent::plan_device_files(*s.plan);
     try {
-        auto result = agent::run_command(argv, std::nullopt, std::chrono::seconds(150));
-        if (!result.ok()) {
-            // The agent's message already says what was refused or failed.
-            std::string message = result.errors.empty() ? result.describe("trellis-agent prepare") : result.errors;
-            while (!message.empty() && message.back() == '\n') message.pop_back();
-            log_error("container: " + message);
-            return -1;
-        }
-        pid_t pid = std::atoi(result.output.c_str());
-        char cwd[4096] = {};
-        if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-        agent::join_container(pid, s.config.container.namespaces, cwd);
-        // Inside an image the user chose, setuid programs must not give root back.
-        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        s.container = agent::HeldContainer::make(
+            agent::prepare_command(s.config.container.agent, request, s.config.path), agent::Identity{uid, gid});
     } catch (const std::exception& e) {
-        log_error(std::string("container: ") + e.what());
-        return -1;
+        // The agent's message already says what was refused or failed.
+        std::string message = e.what();
+        const std::string prefix = "trellis-agent prepare: ";
+        if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+        s.container_error = message;
     }
-    return 0;
+}
+
+void enter_container(spank_t sp) {
+    PluginState& s = state();
+    std::uint32_t job = 0, step = 0;
+    if (!wants_container() || !container_step(sp, job, step)) return;
+    // A task that asked for an image runs in it or not at all (even when trellis is optional
+    // in plugstack.conf, where a failed hook would otherwise let the task run on the host).
+    auto refuse = [](const std::string& why) {
+        log_error("container: " + why + " (the task does not run outside its image)");
+        std::_Exit(1);
+    };
+    if (!s.container) refuse(s.container_error.empty() ? "the step's container was not made" : s.container_error);
+    char cwd[4096] = {};
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    try {
+        s.container->join(cwd);
+    } catch (const std::exception& e) {
+        refuse(e.what());
+    }
+    // Inside the image, setuid programs must not give privileges back.
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("cannot set no_new_privs");
+}
+
+void refuse_unhonoured_image(spank_t sp) {
+    if (state().choices.image.empty() && job_env(sp, "TRELLIS_IMAGE").empty()) return;
+    log_error("container: an image was asked for, but trellis is disabled on this node (its configuration "
+              "could not be read; see slurmd's log): the task does not run outside its image");
+    std::_Exit(1);
 }
 
 int set_container_environment(spank_t sp) {
@@ -148,22 +156,6 @@ int set_container_environment(spank_t sp) {
         if (!value.empty()) spank_setenv(sp, to, value.c_str(), 0);
     }
     spank_setenv(sp, "TRELLIS_IMAGE", state().choices.image.c_str(), 1);
-    return 0;
-}
-
-int release_container(spank_t sp) {
-    std::uint32_t job = 0, step = 0;
-    if (!wants_container() || !container_step(sp, job, step)) return 0;
-    // Detached: Slurm may still be signalling the step's processes, this one's children too.
-    std::vector<std::string> argv = {state().config.container.agent, "release", "--detach", "--id",
-                                     agent::step_container_id(node_name(), job, step)};
-    if (!state().config.path.empty()) argv.insert(argv.end(), {"--config", state().config.path});
-    try {
-        auto result = agent::run_command(argv);
-        if (!result.ok()) log_error("container: " + result.describe("trellis-agent release"));
-    } catch (const std::exception& e) {
-        log_error(std::string("container: ") + e.what());
-    }
     return 0;
 }
 

@@ -20,11 +20,13 @@ int take_environment_defaults(spank_t sp);
 int load_configuration(const std::vector<std::string>& args);
 
 int plan_node(spank_t sp);              // user_init
-// The container (container.cpp): checked in srun, entered per task, released at the end.
+// The container (container.cpp): checked in srun, made once per node, entered per task.
 int check_container_request();
-int enter_container(spank_t sp);        // task_init_privileged
+void prepare_container(spank_t sp);     // user_init, after plan_node: the plan names the devices
+// task_init, as the user: a task that cannot enter the image it asked for exits here.
+void enter_container(spank_t sp);
+void refuse_unhonoured_image(spank_t sp);  // task_init, when trellis is disabled
 int set_container_environment(spank_t sp);  // task_init
-int release_container(spank_t sp);      // exit, in slurmstepd
 int bind_task_memory(spank_t sp);       // task_init_privileged
 int bind_task(spank_t sp);              // task_init
 

@@ -23,7 +23,10 @@ spank_spank_trellis_la_SOURCES = \
 	spank/user_init.cpp
 spank_spank_trellis_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"'
-spank_spank_trellis_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
+spank_spank_trellis_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+	-Wl,--version-script=$(srcdir)/spank/exports.map
+EXTRA_spank_spank_trellis_la_DEPENDENCIES = spank/exports.map
+EXTRA_DIST += spank/exports.map
 spank_spank_trellis_la_LIBADD = spank/libtrellis-spank-config.la
 
 # Slurm loads the .so by name; the libtool archive beside it is of no use there.

@@ -30,7 +30,7 @@ const OptionKind verbose_kind{"--trellis-verbose", "TRELLIS_VERBOSE", parse_verb
 const OptionKind image_kind{"--trellis-image", "TRELLIS_IMAGE", parse_image_option, &PluginState::image_given};
 const OptionKind mounts_kind{"--trellis-mounts", "TRELLIS_MOUNTS", parse_mounts_option, &PluginState::mounts_given};
 
-int take(const OptionKind& kind, const std::string& value, bool from_env) {
+int take_value(const OptionKind& kind, const std::string& value, bool from_env) {
     try {
         kind.parse(value, state().choices);
     } catch (const std::invalid_argument& e) {
@@ -38,6 +38,8 @@ int take(const OptionKind& kind, const std::string& value, bool from_env) {
         std::string message = std::string(from_env ? "environment " : "option ") + source + ": " + e.what();
         if (spank_context() == S_CTX_REMOTE) {
             state().held_error = message;  // shown from task_init
+            // An image asked for and refused: its tasks must not run on the host instead.
+            if (&kind == &image_kind || &kind == &mounts_kind) state().container_error = message;
             return 0;
         }
         log_error(message);
@@ -47,6 +49,18 @@ int take(const OptionKind& kind, const std::string& value, bool from_env) {
     // sbatch: hand the choice to the batch script's environment, where srun finds it.
     if (spank_context() == S_CTX_ALLOCATOR) setenv(kind.env, value.c_str(), 1);
     return 0;
+}
+
+// Slurm calls the option callbacks directly: nothing may escape them into its C code.
+int take(const OptionKind& kind, const std::string& value, bool from_env) noexcept {
+    try {
+        return take_value(kind, value, from_env);
+    } catch (const std::exception& e) {
+        log_error(std::string(kind.flag) + ": " + e.what());
+    } catch (...) {
+        log_error(std::string(kind.flag) + ": unexpected failure");
+    }
+    return -1;
 }
 
 int on_bind(int, const char* arg, int) { return take(bind_kind, arg ? arg : "", false); }

@@ -65,6 +65,7 @@ void parse_verbose_value(const std::string& value, UserChoices& choices) {
 }
 
 void parse_image_option(const std::string& value, UserChoices& choices) {
+    agent::refuse_control_characters(value, "the image path");
     if (value.empty() || value[0] != '/')
         throw std::invalid_argument("'" + value + "' is not an image (accepted: the absolute path of an OCI bundle "
                                     "folder or a .sif file)");

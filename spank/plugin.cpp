@@ -43,8 +43,20 @@ PluginState& state() {
     return s;
 }
 
-void log_error(const std::string& message) { slurm_error("trellis: %s", message.c_str()); }
-void log_info(const std::string& message) { slurm_info("trellis: %s", message.c_str()); }
+namespace {
+
+// One line each: a value a user chose (an image path with a newline) must not forge lines in
+// slurmd's log.
+std::string one_line(std::string message) {
+    for (char& c : message)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return message;
+}
+
+}  // namespace
+
+void log_error(const std::string& message) { slurm_error("trellis: %s", one_line(message).c_str()); }
+void log_info(const std::string& message) { slurm_info("trellis: %s", one_line(message).c_str()); }
 
 }  // namespace trellis::spank
 
@@ -64,23 +76,30 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 }
 
 extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
-    return guarded("user_init", [&] { return plan_node(sp); });
+    return guarded("user_init", [&] {
+        int planned = plan_node(sp);
+        prepare_container(sp);
+        return planned;
+    });
 }
 
 extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
-    return guarded("task_init_privileged", [&] {
-        if (enter_container(sp) != 0) return -1;
-        return bind_task_memory(sp);
-    });
+    return guarded("task_init_privileged", [&] { return bind_task_memory(sp); });
 }
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+    if (trellis::spank::state().disabled) {
+        // Disabled (optional in plugstack.conf, configuration unreadable): a task that asked
+        // for an image must still not run on the host instead.
+        try {
+            refuse_unhonoured_image(sp);
+        } catch (...) {
+        }
+        return 0;
+    }
     return guarded("task_init", [&] {
+        enter_container(sp);
         if (bind_task(sp) != 0) return -1;
         return set_container_environment(sp);
     });
-}
-
-extern "C" int slurm_spank_exit(spank_t sp, int, char**) {
-    return guarded("exit", [&] { return spank_context() == S_CTX_REMOTE ? release_container(sp) : 0; });
 }

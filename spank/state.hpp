@@ -9,6 +9,7 @@
 
 #include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
+#include "agent/container/held_container.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
@@ -36,6 +37,9 @@ struct PluginState {
     // filled in per task.
     std::optional<agent::StepLayout> layout;
     agent::WireupChoice wireup;  // the user's choice, else the configured default
+    // The step's container on this node, made in user_init; forked tasks inherit it.
+    std::optional<agent::HeldContainer> container;
+    std::string container_error;  // why there is none: every task says so and exits
 };
 
 PluginState& state();

@@ -1,23 +1,29 @@
-// One step's container on one node, as the agent starts it: the image, what is mounted
-// into it, and whose processes run there.
+// One step's container on one node, as the job's user makes it: the image, what is mounted
+// into it, and which namespaces the tasks join.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "agent/command.hpp"
+#include "agent/container/image_policy.hpp"
 #include "agent/container/mount_spec.hpp"
 
 namespace trellis::agent {
 
+// The container could not be made or joined: the message says what, and why.
+struct ContainerError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 struct ContainerSpec {
-    std::string id;                       // trellis-<node>-<job>.<step>: unique on the machine
-    std::string image;                    // checked and canonical (image_policy)
-    std::vector<Mount> mounts;            // the user's (checked) and the system's (PMIx)
+    CheckedImage image;                   // checked and canonical (image_policy)
+    std::vector<Mount> mounts;            // the user's, checked
+    std::vector<Mount> system_mounts;     // PMIx's folders, at their host paths
     std::vector<std::string> devices;     // device files bound in at the same path
-    std::vector<std::string> namespaces;  // what tasks join: mount, ipc, uts
-    Identity user;                        // who runs inside: the job's user
-    std::string pause_program;            // the container's idle first process (trellis-pause)
+    std::vector<std::string> namespaces;  // what tasks join besides the user's: mount, ipc, uts
+    std::string apptainer;                // the program that opens .sif images (absolute)
+    std::string pause_program;            // the process a .sif container is entered through
 };
 
 }  // namespace trellis::agent

@@ -1,8 +1,13 @@
 #include "agent/container/image_policy.hpp"
 
 #include <fnmatch.h>
+#include <ftw.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 namespace trellis::agent {
@@ -11,13 +16,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string canonical_or_refuse(const std::string& path, const std::string& what, std::optional<Identity> user) {
-    try {
-        return user ? canonical_path_as(*user, path) : fs::canonical(path).string();
-    } catch (const std::exception& error) {
-        throw PolicyError(what + " '" + path + "' does not exist or cannot be read" +
-                          (user ? " by uid " + std::to_string(user->uid) : std::string()) + ": " + error.what());
-    }
+std::string canonical_or_refuse(const std::string& path, const std::string& what) {
+    std::error_code error;
+    auto canonical = fs::canonical(path, error);
+    if (error)
+        throw PolicyError(what + " '" + path + "' does not exist or cannot be read by uid " +
+                          std::to_string(::getuid()) + ": " + error.message());
+    return canonical.string();
 }
 
 bool has_dot_dot(const std::string& path) {
@@ -37,6 +42,37 @@ bool under(const std::string& path, std::string prefix) {
     return path == prefix || (path.starts_with(prefix) && path[prefix.size()] == '/');
 }
 
+void refuse_control(const std::string& value, const std::string& what) {
+    try {
+        refuse_control_characters(value, what);
+    } catch (const std::invalid_argument& error) {
+        throw PolicyError(error.what());
+    }
+}
+
+// nftw's walk reports here; the first offence is kept and ends the walk.
+std::string offence;
+bool suid_allowed = false;
+
+int inspect(const char* path, const struct stat* info, int type, struct FTW*) {
+    if (type == FTW_NS || type == FTW_DNR) return 0;  // beyond the user's reach, in the image as on the host
+    std::string why;
+    if (info->st_uid != 0)
+        why = "belongs to uid " + std::to_string(info->st_uid) + ", who could change it for every user";
+    else if (!S_ISLNK(info->st_mode) && (info->st_mode & (S_IWGRP | S_IWOTH)))
+        why = "is writable by " + std::string((info->st_mode & S_IWOTH) ? "everyone" : "its group") +
+              " on the host (mode " + std::to_string((info->st_mode >> 6 & 7) * 100 + (info->st_mode >> 3 & 7) * 10 +
+                                                     (info->st_mode & 7)) +
+              ")";
+    else if (S_ISCHR(info->st_mode) || S_ISBLK(info->st_mode))
+        why = "is a device file, usable by anyone who reaches the image";
+    else if (S_ISREG(info->st_mode) && (info->st_mode & (S_ISUID | S_ISGID)) && !suid_allowed)
+        why = "is setuid or setgid on a filesystem not mounted nosuid: anyone could run it with its owner's rights";
+    if (why.empty()) return 0;
+    offence = std::string(path) + " " + why;
+    return 1;
+}
+
 }  // namespace
 
 void check_root_owned(const std::string& path, const std::string& what) {
@@ -46,16 +82,18 @@ void check_root_owned(const std::string& path, const std::string& what) {
         bool writable_by_others = (info.st_mode & (S_IWGRP | S_IWOTH)) != 0;
         bool sticky = (info.st_mode & S_ISVTX) != 0;
         if (S_ISLNK(info.st_mode) || info.st_uid != 0 || (writable_by_others && !(sticky && part != path)))
-            throw PolicyError(what + " '" + path + "' runs as root, so " + part.string() +
+            throw PolicyError(what + " '" + path + "' is shared by every user, so " + part.string() +
                               " must belong to root and be writable by root alone");
         if (part == part.parent_path()) return;
     }
 }
 
-CheckedImage check_image(const std::string& image, const ContainerConfig& config, std::optional<Identity> user) {
+CheckedImage check_image(const std::string& image, const ContainerConfig& config) {
+    refuse_control(image, "the image path");
     if (image.empty() || image[0] != '/') throw PolicyError("image '" + image + "' is not an absolute path");
     if (has_dot_dot(image)) throw PolicyError("image '" + image + "': '..' is not accepted in an image path");
-    CheckedImage checked{canonical_or_refuse(image, "image", user), ImageKind::oci_bundle};
+    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle};
+    refuse_control(checked.path, "the image's resolved path");
     std::error_code error;
     if (fs::is_directory(checked.path, error)) {
         if (!fs::is_directory(fs::path(checked.path) / "rootfs", error))
@@ -72,13 +110,31 @@ CheckedImage check_image(const std::string& image, const ContainerConfig& config
         throw PolicyError("image '" + checked.path + "' is not allowed on this cluster (allowed_images in " +
                           config.origin + ": " +
                           (config.allowed_images.empty() ? "none" : joined(config.allowed_images)) + ")");
-    if (checked.kind == ImageKind::oci_bundle) check_root_owned(checked.path + "/rootfs", "OCI bundle");
+    check_root_owned(checked.kind == ImageKind::oci_bundle ? checked.path + "/rootfs" : checked.path,
+                     checked.kind == ImageKind::oci_bundle ? "OCI bundle" : "image");
     return checked;
 }
 
-std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config, std::optional<Identity> user) {
+void check_image_contents(const std::string& rootfs) {
+    struct statvfs fs {};
+    suid_allowed = ::statvfs(rootfs.c_str(), &fs) == 0 && (fs.f_flag & ST_NOSUID);
+    offence.clear();
+    int walked = ::nftw(rootfs.c_str(), inspect, 32, FTW_PHYS | FTW_MOUNT);
+    if (walked < 0) throw PolicyError("cannot examine the image " + rootfs + ": " + std::strerror(errno));
+    if (!offence.empty())
+        throw PolicyError("image refused: " + offence +
+                          " (accepted: entries owned by root and writable by root alone, no device files, setuid "
+                          "files only where the image's filesystem is mounted nosuid; the container gets its own "
+                          "/tmp, /var/tmp and /dev, so the image's may be 0755)");
+}
+
+std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config) {
     for (auto& mount : mounts) {
-        mount.source = canonical_or_refuse(mount.source, "mount source", user);
+        mount.source = canonical_or_refuse(mount.source, "mount source");
+        refuse_control(mount.source, "a mount source's resolved path");
+        if (mount.source.find_first_of(",:") != std::string::npos)
+            throw PolicyError("mount source resolves to '" + mount.source +
+                              "', whose ',' or ':' a runtime's mount list would split (accepted: paths without them)");
         bool allowed = false;
         for (const auto& prefix : config.allowed_mounts) allowed = allowed || under(mount.source, prefix);
         if (!allowed)

@@ -1,14 +1,15 @@
 // What an administrator allows ([container] allowed_images, allowed_mounts in trellis.toml)
 // and what the user asked for, checked before anything starts: in srun, so that a refusal
-// is on the user's terminal, and again on the node by the agent, which runs as root.
+// is on the user's terminal, and again on the node, where the container is made. Both run
+// as the job's user: the kernel, not these checks, stops the user reaching further than
+// their own permissions; these checks keep to the site's policy and keep the shared images
+// safe from their users.
 #pragma once
 
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "agent/command.hpp"
 #include "agent/config.hpp"
 #include "agent/container/mount_spec.hpp"
 
@@ -26,18 +27,23 @@ struct CheckedImage {
 };
 
 // The image must exist, be an OCI bundle (a folder with rootfs/) or a .sif file, and its
-// canonical path (links resolved, as `user` when given: root must not reach further than the
-// user can) must match one of the allowed patterns, '*' not crossing '/'. An OCI bundle runs
-// through runc as root, so its folder and every folder above it must be root's and writable
-// by no one else (sticky folders such as /tmp excepted): nobody can swap it after the check.
-// Throws PolicyError saying which and why.
-CheckedImage check_image(const std::string& image, const ContainerConfig& config,
-                         std::optional<Identity> user = std::nullopt);
+// canonical path must match one of the allowed patterns, '*' not crossing '/'. The image and
+// every folder above it must be root's and writable by no one else (sticky folders such as
+// /tmp excepted): no user can swap it under another user's step. Throws PolicyError saying
+// which and why.
+CheckedImage check_image(const std::string& image, const ContainerConfig& config);
 
-// Every source must exist for `user` and lie under an allowed prefix (whole path components,
-// after resolving links). Sources come back canonical. Throws PolicyError.
-std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config,
-                                std::optional<Identity> user = std::nullopt);
+// An OCI bundle's rootfs is shared by every user of the image and reachable on the host, so
+// nothing in it may be changeable by a user or give privileges on the host: every entry
+// root's, none writable by group or others (links aside), no device files, and setuid or
+// setgid files only on a filesystem mounted nosuid. Throws PolicyError naming the first
+// offending path and what is accepted.
+void check_image_contents(const std::string& rootfs);
+
+// Every source must exist and lie under an allowed prefix (whole path components, after
+// resolving links), with no ',' ':' or control character in its resolved path (a runtime's
+// list syntax would split it). Sources come back canonical. Throws PolicyError.
+std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config);
 
 // Throws PolicyError unless `path` and the folders above it belong to root and only root may
 // change them (a sticky folder may hold root's entries).

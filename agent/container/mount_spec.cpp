@@ -1,5 +1,6 @@
 #include "agent/container/mount_spec.hpp"
 
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -22,11 +23,41 @@ bool clean_absolute(const std::string& path) {
     return true;
 }
 
+// "/dev" covers "/dev" and "/dev/x", not "/devices".
+bool at_or_under(const std::string& path, const std::string& folder) {
+    return path == folder || (path.starts_with(folder) && path[folder.size()] == '/');
+}
+
 }  // namespace
+
+void refuse_control_characters(const std::string& value, const std::string& what) {
+    for (unsigned char c : value)
+        if (c < 0x20 || c == 0x7f)
+            throw std::invalid_argument(what + " holds a control character (code " + std::to_string(int(c)) +
+                                        "): not accepted in paths");
+}
+
+void check_destination(const std::string& destination) {
+    std::string path = std::filesystem::path(destination).lexically_normal().string();
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    // Made by the container itself: the user's mount there would replace what the container
+    // needs to work (its device files, the process table, the name files).
+    for (const char* owned : {"/dev", "/proc", "/sys"})
+        if (at_or_under(path, owned))
+            throw std::invalid_argument("destination " + path + " lies in " + owned +
+                                        ", which the container provides (not accepted: /, /dev, /proc, /sys and "
+                                        "anything under them)");
+    for (const char* file : {"/etc/hosts", "/etc/resolv.conf"})
+        if (path == "/" || at_or_under(file, path))
+            throw std::invalid_argument("destination " + path + " would cover " + file +
+                                        ", which the container takes from the host (not accepted: /, /etc, "
+                                        "/etc/hosts, /etc/resolv.conf)");
+}
 
 std::vector<Mount> parse_mounts(const std::string& spec) {
     std::vector<Mount> mounts;
     if (spec.empty()) return mounts;
+    refuse_control_characters(spec, "the mount list");
     for (const auto& entry : split(spec, ',')) {
         auto fields = split(entry, ':');
         auto refuse = [&](const std::string& why) {
@@ -43,7 +74,11 @@ std::vector<Mount> parse_mounts(const std::string& spec) {
         }
         if (!clean_absolute(mount.source)) refuse("the source is not an absolute path without '..'");
         if (!clean_absolute(mount.destination)) refuse("the destination is not an absolute path without '..'");
-        if (mount.destination == "/") refuse("the destination cannot be /");
+        try {
+            check_destination(mount.destination);
+        } catch (const std::invalid_argument& error) {
+            refuse(error.what());
+        }
         mounts.push_back(mount);
     }
     return mounts;

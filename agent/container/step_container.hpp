@@ -1,36 +1,37 @@
-// A step's container on this node, from a request to a running container and back: the
-// policy checks, the runtime choice, the registry. Behind `trellis-agent prepare|release`
-// (which the plugin runs) and `trellis-agent launch --image`.
+// A step's container on this node, from a request to the namespaces its tasks join: the
+// policy checks and the image's kind, behind `trellis-agent prepare`, which the plugin (from
+// slurmstepd, as the job's user) and `trellis-agent launch --image` run.
 #pragma once
-
-#include <sys/types.h>
 
 #include <string>
 #include <vector>
 
 #include "agent/config.hpp"
 #include "agent/container/container_spec.hpp"
+#include "agent/container/held_container.hpp"
 
 namespace trellis::agent {
 
 struct StepContainerRequest {
-    std::string id;
     std::string image;                    // as the user gave it
     std::string user_mounts;              // "SRC:DST[:ro],...", checked against allowed_mounts
-    std::vector<Mount> system_mounts;     // PMIx folders: from the plugin, not the user
-    std::vector<std::string> devices;
-    Identity user{0, 0};
-    pid_t owner = 0;                      // the container lives as long as this process
+    std::vector<std::string> system_mounts;  // PMIx's folders: from the plugin, not the user
+    std::vector<std::string> devices;     // the step's device files
 };
 
-// Throws PolicyError (refused), RuntimeError (the runtime failed) or std::invalid_argument.
-pid_t prepare_step_container(const StepContainerRequest& request, const Config& config);
-void release_step_container(const std::string& id, const Config& config);
+// The request checked against the configuration (image_policy), as the calling user.
+// Throws PolicyError (refused) or std::invalid_argument (malformed).
+ContainerSpec checked_container_spec(const StepContainerRequest& request, const Config& config);
 
-// The container id for a Slurm step on a node: trellis-n1-42.0.
-std::string step_container_id(const std::string& node, unsigned job, unsigned step);
+// Makes the container around the calling process (never root's: it refuses uid 0). Throws
+// ContainerError.
+void enter_container(const ContainerSpec& spec);
 
-// Where trellis-pause is installed.
+// The agent's command line that prepares `request` (for HeldContainer::make).
+std::vector<std::string> prepare_command(const std::string& agent, const StepContainerRequest& request,
+                                         const std::string& config_path);
+
+// Where trellis-pause is installed (beside the agent in a build tree).
 std::string pause_program();
 
 }  // namespace trellis::agent

@@ -9,7 +9,6 @@
 
 #include "agent/command.hpp"
 #include "agent/config.hpp"
-#include "agent/container/container_registry.hpp"
 #include "topology/discovery.hpp"
 
 namespace trellis::agent {
@@ -91,12 +90,16 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
             facts["ipoib"].push_back({{"name", entry.path().filename().string()},
                                       {"state", first_line(entry.path() / "operstate")}});
 
+    // OCI bundles run in a user namespace of the job's user's, .sif images through Apptainer
+    // in its user-namespace mode: both need unprivileged user namespaces.
+    long user_namespaces = std::atol(first_line("/proc/sys/user/max_user_namespaces").c_str());
+    std::string clone = first_line("/proc/sys/kernel/unprivileged_userns_clone");
+    bool can_contain = user_namespaces > 0 && clone != "0";
+    facts["user_namespaces"] = can_contain;
     facts["runtimes"] = nlohmann::json::object();
-    bool any_runtime = false;
-    for (const char* runtime : {"runc", "crun", "apptainer", "singularity"}) {
+    for (const char* runtime : {"apptainer", "singularity"}) {
         auto path = find_program(runtime);
         facts["runtimes"][runtime] = path.empty() ? nlohmann::json(nullptr) : nlohmann::json(path);
-        any_runtime = any_runtime || !path.empty();
     }
 
     if (expected.gpus && int(node.gpus.size()) < *expected.gpus)
@@ -105,8 +108,9 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     if (expected.hcas && active_ports < *expected.hcas)
         report.problems.push_back("expected at least " + std::to_string(*expected.hcas) +
                                   " active HCA ports, found " + std::to_string(active_ports));
-    if (expected.container && !any_runtime)
-        report.problems.push_back("no container runtime found (runc, crun, apptainer or singularity)");
+    if (expected.container && !can_contain)
+        report.problems.push_back("unprivileged user namespaces are off (sysctl user.max_user_namespaces, "
+                                  "kernel.unprivileged_userns_clone): no container can be made");
     facts["problems"] = report.problems;
     facts["healthy"] = report.problems.empty();
     return report;
@@ -140,7 +144,8 @@ std::string format_report(const NodeReport& report) {
     for (const auto& [name, path] : f["runtimes"].items())
         if (!path.is_null()) runtimes += (runtimes.empty() ? "" : " ") + name;
     out << "IPoIB       " << (ipoib.empty() ? "none" : ipoib) << "\n";
-    out << "runtimes    " << (runtimes.empty() ? "none" : runtimes) << "\n";
+    out << "containers  " << (f["user_namespaces"].get<bool>() ? "OCI bundles (user namespaces)" : "none: user namespaces are off")
+        << ", .sif: " << (runtimes.empty() ? "no apptainer or singularity in PATH" : runtimes) << "\n";
     if (report.problems.empty()) out << "healthy\n";
     for (const auto& problem : report.problems) out << "PROBLEM: " << problem << "\n";
     return out.str();
@@ -177,11 +182,6 @@ int check_command(const std::vector<std::string>& args) {
         node.host = host;
     }
     auto report = check_node(node, expected);
-    // Root's check also clears containers of steps that died without releasing them.
-    if (::getuid() == 0) {
-        auto config = load_agent_config(config_path);
-        report.facts["swept_containers"] = ContainerRegistry(config.container.run_dir).sweep();
-    }
     if (json)
         std::printf("%s\n", report.facts.dump().c_str());
     else

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "agent/binding/node_paths.hpp"
 #include "agent/binding/step_plan.hpp"
 #include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
 #include "agent/container/devices.hpp"
+#include "agent/container/image_policy.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/rank_launcher.hpp"
@@ -20,19 +22,12 @@ namespace trellis::agent {
 
 namespace {
 
-// Releases the launch's container however the launch ends.
-struct ContainerLease {
-    std::string id;
-    const Config* config = nullptr;
-    ~ContainerLease() {
-        if (id.empty()) return;
-        try {
-            release_step_container(id, *config);
-        } catch (const std::exception& error) {
-            std::fprintf(stderr, "trellis-agent: cannot remove container %s: %s\n", id.c_str(), error.what());
-        }
-    }
-};
+// This very agent makes the launch's container: the build tree's when run from there.
+std::string own_program() {
+    std::error_code error;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+    return error ? installed_agent_path() : self.string();
+}
 
 }  // namespace
 
@@ -56,22 +51,19 @@ int launch_command(const std::vector<std::string>& args) {
     auto plan = plan_step(config, request);
     for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
 
-    std::optional<ContainerEntry> container;
-    ContainerLease lease;
+    // Made as this user, as the plugin makes a step's: the ranks join it, and it goes when
+    // the last of them and this process have.
+    std::optional<HeldContainer> container;
     if (!options.image.empty()) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
         StepContainerRequest step;
-        step.id = "trellis-launch-" + std::string(host) + "-" + std::to_string(::getpid());
         step.image = options.image;
         step.user_mounts = options.mounts;
         step.devices = plan_device_files(plan);
-        step.user = {::getuid(), ::getgid()};
-        step.owner = ::getpid();
-        pid_t pid = prepare_step_container(step, config);
-        lease.id = step.id;
-        lease.config = &config;
-        container = ContainerEntry{pid, config.container.namespaces};
+        if (::getuid() == 0)
+            throw PolicyError("launch --image runs the ranks with the caller's own rights, and root's are not given "
+                              "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
+        container = HeldContainer::make(prepare_command(own_program(), step, options.config_path),
+                                        Identity{::getuid(), ::getgid()});
     }
 
     int world = place.nnodes * options.nproc_per_node;
@@ -110,7 +102,7 @@ int launch_command(const std::vector<std::string>& args) {
                  place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
                  place.master.c_str(), container ? (", in " + options.image).c_str() : "");
     std::fflush(stderr);
-    RankLauncher launcher(options.command, options.grace_seconds, container);
+    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr);
     return launcher.run(ranks);
 }
 

@@ -16,7 +16,6 @@
 #include <stdexcept>
 
 #include "agent/binding/step_plan.hpp"
-#include "agent/container/join.hpp"
 
 namespace trellis::agent {
 
@@ -83,7 +82,7 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
         char cwd[4096] = {};
         if (!::getcwd(cwd, sizeof cwd)) cwd[0] = 0;
         try {
-            join_container(container_->pid, container_->namespaces, cwd);
+            container_->join(cwd);
             // Inside an image, setuid programs must not give privileges back.
             ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         } catch (const std::exception& error) {

@@ -15,6 +15,8 @@
 #include "agent/config.hpp"
 #include "topology/cpu_set.hpp"
 
+#include "agent/container/held_container.hpp"
+
 namespace trellis::agent {
 
 struct RankSpec {
@@ -27,15 +29,11 @@ struct RankSpec {
     } memory;
 };
 
-struct ContainerEntry {
-    pid_t pid = 0;                        // the container process whose namespaces ranks join
-    std::vector<std::string> namespaces;
-};
-
 class RankLauncher {
 public:
-    RankLauncher(std::vector<std::string> command, int grace_seconds, std::optional<ContainerEntry> container)
-        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(std::move(container)) {}
+    // `container`, when given, is joined by every rank before it execs; it outlives the run.
+    RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container)
+        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container) {}
     // Runs every rank to its end; returns the exit status for the agent: 0 when all
     // succeeded, else the first failed rank's (128 + N for signal N).
     int run(const std::vector<RankSpec>& ranks);
@@ -46,7 +44,7 @@ private:
 
     std::vector<std::string> command_;
     int grace_seconds_;
-    std::optional<ContainerEntry> container_;
+    const HeldContainer* container_;
 };
 
 // Variables of the agent's own launch that would mislead the ranks' wireup: the agent's

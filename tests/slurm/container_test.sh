@@ -1,17 +1,22 @@
 #!/bin/bash
-# Containers under a real Slurm (tests/slurm/cluster): srun --trellis-image runs each task in
-# the step's OCI container (runc) on both nodes with its binding; PMIx works across nodes from
-# inside; the user inside is the submitting user; refused and missing images and refused
-# mounts stop srun with a clear error and start nothing; no container or state is left after
-# a normal end, scancel, or kill -9 of srun, and one left by a killed slurmstepd is swept by
-# the agent's next call. Skips (77) without root, Slurm, munge or runc.
+# Containers under a real Slurm (tests/slurm/cluster), every step submitted by the cluster's
+# unprivileged user: srun --trellis-image runs each task in the step's container on both
+# nodes with its binding, as the user (their uid and groups, no root inside), in the job's
+# cgroups, with PMIx across nodes; no process runs as root with the image as its root, and
+# nothing of the container outlives its tasks (normal end, scancel, kill -9 of srun or of
+# slurmstepd). Then every scenario of the security review (../shared/reviews/security.md):
+# a mount over the container's own files (H1), a link swapped under a mount source (H2), the
+# image never written (M3), changeable or privileged entries in an image (M4), two users at
+# once (M5), ',' in a source (L1), a forged log line (L3), `:ro` for submounts (L9), and an
+# image that cannot be used with trellis `optional` in plugstack.conf. Skips (77) without
+# root, Slurm, munge or user namespaces.
 set -u
 . "$(dirname "$0")/harness.sh"
 fixtures=${TRELLIS_FIXTURES:?}/topology
-command -v runc >/dev/null || { echo "SKIP: runc not found (apt-get install runc)"; exit 77; }
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: containers under Slurm need root"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: the test cluster needs root"; exit 77; }
+[ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
+    { echo "SKIP: user namespaces are off (user.max_user_namespaces = 0): no container can be made"; exit 77; }
 
-cleanup='runc list -q | grep "^trellis-n[12]-" | xargs -r -n1 runc delete -f'
 make_cluster_dir trellis-slurm-container
 "$here/../container/make_bundle" "$dir/bundle" "$build/tests/slurm/pmix_exchange" >/dev/null || exit $?
 "$here/../container/make_bundle" "$dir/other-bundle" >/dev/null || exit $?
@@ -23,24 +28,31 @@ policy = "closest"
 allowed_images = ["$dir/bundle"]
 allowed_mounts = ["$dir/shared"]
 agent = "$build/trellis-agent"
-run_dir = "$dir/containers"
 TOML
 start_cluster "n2=$fixtures/two-level-switch-8gpu.xml"
+uid=$(id -u "$job_user")
+chown "$job_user" "$dir/shared"
+# A supplementary group of the user's, which the container must keep.
+groupadd -f trellistest-extra && usermod -a -G trellistest-extra "$job_user"
+install -m 0640 -g trellistest-extra /dev/null "$dir/shared/group-only" && echo "group readable" >"$dir/shared/group-only"
 image=(--trellis-image="$dir/bundle")
-no_containers_left() {  # WHAT: no trellis container of this cluster and no state left
+touch "$dir/t0"
+sleep 1
+# The processes that have the image as their root (inside a container), as "PID UID".
+in_image() { for p in /proc/[0-9]*; do [ -e "$p/root/trellis-image-marker" ] && echo "${p#/proc/} $(stat -c %u "$p")"; done 2>/dev/null; }
+nothing_left() {  # WHAT: no process in an image, no helper of trellis's
     local left
     for _ in $(seq 1 50); do
-        left=$(runc list -q | grep -c "^trellis-n[12]-")
-        [ "$left" -eq 0 ] && [ -z "$(ls "$dir/containers" 2>/dev/null)" ] && { pass "$1: nothing left"; return; }
+        left="$(in_image)$(pgrep -f 'trellis-agent prepare')"
+        [ -z "$left" ] && { pass "$1: nothing of the container left"; return; }
         sleep 0.2
     done
-    fail "$1: left behind: $(runc list -q | grep "^trellis-n[12]-" | tr '\n' ' ') $(ls "$dir/containers" 2>/dev/null | tr '\n' ' ')"
+    fail "$1: left behind: $left"
 }
 
 # 1. The command runs in the image on both nodes, with each task's binding.
-timeout 60 srun -N2 -n4 --ntasks-per-node=2 "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" \
-    sh -c 'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES $(cat /trellis-image-marker) $(cat /shared/note) $(grep Cpus_allowed_list /proc/self/status | tr -d "\t")"' \
-    >"$dir/inside.out" 2>"$dir/inside.err"
+as_user_srun inside -N2 -n4 --ntasks-per-node=2 "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" \
+    sh -c 'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK $(cat /trellis-image-marker) $(cat /shared/note) $(grep Cpus_allowed_list /proc/self/status | tr -d "\t")"'
 rc=$?
 cat "$dir/inside.out"
 [ $rc -eq 0 ] || fail "srun in the image: status $rc: $(tail -n 5 "$dir/inside.err")"
@@ -50,55 +62,59 @@ grep -q "^n1 local=1 .*Cpus_allowed_list:" "$dir/inside.out" && pass "the bindin
     fail "no binding inside"
 # A GPU step: its tasks see the GPUs Slurm gave it, numbered as inside their cgroup, and the
 # container has exactly those GPUs' device files (by minor number: n2's are not in PCI order).
-timeout 60 srun -w n2 -n2 --gres=gpu:2 "${image[@]}" sh -c \
-    'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES devices=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")"' \
-    >"$dir/gpus.out" 2>"$dir/gpus.err"
+as_user_srun gpus -N1 -w n2 -n2 --gres=gpu:2 "${image[@]}" sh -c \
+    'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES devices=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")"'
 cat "$dir/gpus.out"
 grep -q "^n2 local=0 gpus=0 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
     grep -q "^n2 local=1 gpus=1 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
     pass "a GPU step in the image: its GPUs as its cgroup numbers them, their device files bound in" ||
     fail "GPU step in the image: $(cat "$dir/gpus.out" "$dir/gpus.err")"
-[ "$(grep -c "Cpus_allowed_list:" "$dir/inside.out")" -eq 4 ] || fail "no CPU list inside"
-no_containers_left "after a normal end"
+nothing_left "after a normal end"
 
-# Eight tasks of one node ask for the step's container at the same moment: one is made
-# (under the run directory's lock) and every task joins it.
-timeout 60 srun -N1 -n8 -O -w n1 "${image[@]}" sh -c 'cat /trellis-image-marker' >"$dir/eight.out" 2>"$dir/eight.err"
+# Eight tasks of one node join the one container made for the step.
+as_user_srun eight -N1 -n8 -O -w n1 "${image[@]}" sh -c 'cat /trellis-image-marker'
 [ "$(grep -c "inside a trellis test image" "$dir/eight.out")" -eq 8 ] &&
-    pass "8 concurrent tasks on n1 share the step's container" || fail "8 tasks: $(cat "$dir/eight.out" "$dir/eight.err")"
+    pass "8 tasks on n1 share the step's container" || fail "8 tasks: $(cat "$dir/eight.out" "$dir/eight.err")"
 
 # 2. A PMIx client inside the container exchanges keys across both nodes.
-timeout 60 srun -N2 -n4 --mpi=pmix "${image[@]}" /usr/local/bin/pmix_exchange >"$dir/pmix.out" 2>"$dir/pmix.err"
+as_user_srun pmix -N2 -n4 --mpi=pmix "${image[@]}" /usr/local/bin/pmix_exchange
 [ "$(grep -c 'sees: rank 0 on n1; rank 1 on n1; rank 2 on n2; rank 3 on n2' "$dir/pmix.out")" -eq 4 ] &&
     pass "PMIx exchange across n1 and n2 from inside the container" ||
     fail "pmix in the container: $(tail -n 5 "$dir/pmix.out" "$dir/pmix.err")"
 
-# 3. The user inside is the submitting user.
-uid=$(id -u "$job_user")
-user_step() { (cd /tmp && timeout 60 runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 --chdir=/tmp "$@"); }
-inside=$(user_step "${image[@]}" sh -c 'id -u; cat /trellis-image-marker' 2>&1)
-echo "$inside" | grep -qx "$uid" && echo "$inside" | grep -q "inside a trellis test image" &&
-    pass "the user inside is the submitting user (uid $uid)" || fail "user inside: $inside"
-# The container's own first process is the user's too, not root's.
-user_step "${image[@]}" sleep 10 >"$dir/user-sleep.out" 2>&1 &
-for _ in $(seq 1 100); do first=$(runc list | awk '/^trellis-n[12]-/ && $3 == "running" {print $2}'); [ -n "$first" ] && break; sleep 0.1; done
-owner=$(ps -o user= -p "${first:-0}")
-[ "$owner" = "$job_user" ] && pass "the container's first process runs as $job_user" ||
-    fail "the container's first process (pid ${first:-none}) runs as '${owner}': $(runc list)"
-wait
-# The container's /tmp is writable by the user even when the image's folder is 0755 (runc
-# gives a tmpfs the mode of the folder beneath it).
-chmod 0755 "$dir/bundle/rootfs/tmp"
-tmp=$(user_step "${image[@]}" sh -c 'touch /tmp/x && stat -c %a /tmp' 2>&1)
-chmod 1777 "$dir/bundle/rootfs/tmp"
-[ "$tmp" = 1777 ] && pass "/tmp in a container of a 0755-/tmp image: 1777, writable by the user" ||
-    fail "/tmp in the container: $tmp"
+# 3. Inside, the user is themselves: their uid and gid, their supplementary group still
+# working (it shows as nogroup: only the user's own ids are mapped), no capabilities, in the
+# job's cgroups; /tmp is the container's own and writable.
+as_user_srun who -N1 -n1 -w n1 "${image[@]}" --trellis-mounts="$dir/shared:/shared" sh -c \
+    'echo "uid=$(id -u) gid=$(id -g) caps=$(grep CapEff /proc/self/status | tr -d "\t") group-file=$(cat /shared/group-only)"; cat /proc/self/cgroup; touch /tmp/x && stat -c "tmp=%a" /tmp'
+cat "$dir/who.out"
+grep -q "^uid=$uid gid=$(id -g "$job_user") caps=CapEff:0000000000000000 group-file=group readable$" "$dir/who.out" &&
+    pass "the user inside is $job_user (uid $uid), with their supplementary group and no capabilities" ||
+    fail "user inside: $(cat "$dir/who.out" "$dir/who.err")"
+if grep -q "devices" /proc/self/cgroup; then
+    grep -q "devices:/slurm_n1/uid_$uid/job_[0-9]*/step_0/task_0" "$dir/who.out" &&
+        grep -q "cpuset:/slurm_n1/uid_$uid/job_[0-9]*/step_0" "$dir/who.out" &&
+        grep -q "freezer:/slurm_n1/uid_$uid/job_[0-9]*/step_0" "$dir/who.out" &&
+        pass "the container's task is in the job's cgroups (devices, cpuset, freezer: Slurm's limits and tracking)" ||
+        fail "cgroups inside: $(grep -E "devices|cpuset|freezer" "$dir/who.out")"
+fi
+grep -q "^tmp=1777$" "$dir/who.out" && pass "/tmp inside: the container's own, 1777, writable (the image's is 0755)" ||
+    fail "/tmp in the container: $(cat "$dir/who.out")"
+# While a step runs: only the user's tasks have the image as their root, none of root's.
+as_user srun -N1 -n2 -w n1 "${image[@]}" sleep 8 >/dev/null 2>&1 &
+step=$!
+for _ in $(seq 1 100); do [ "$(in_image | wc -l)" -ge 2 ] && break; sleep 0.1; done
+seen=$(in_image)
+echo "processes in the image: $(echo "$seen" | tr '\n' ',')"
+[ "$(echo "$seen" | grep -c " $uid$")" -ge 2 ] && ! echo "$seen" | grep -qv " $uid$" &&
+    pass "only $job_user's tasks run in the image, no process of root's" || fail "processes in the image: $seen"
+wait $step
 
 # 4. Refusals: nothing starts, the message says why.
 refused() {  # NAME EXPECTED SRUN-ARGS...
     local name=$1 expected=$2
     shift 2
-    timeout 60 srun -N2 -n2 "$@" sh -c 'echo STARTED' >"$dir/$name.out" 2>"$dir/$name.err"
+    as_user_srun "$name" -N2 -n2 "$@" sh -c 'echo STARTED'
     local rc=$?
     if [ $rc -ne 0 ] && ! grep -q STARTED "$dir/$name.out" && grep -q -- "$expected" "$dir/$name.err"; then
         pass "$name: refused: $(grep -m1 -- "$expected" "$dir/$name.err")"
@@ -110,39 +126,140 @@ refused image_not_allowed "is not allowed on this cluster" --trellis-image="$dir
 refused mount_not_allowed "is not under an allowed prefix" "${image[@]}" --trellis-mounts=/etc:/host-etc
 refused missing_image "does not exist" --trellis-image="$dir/no-such-bundle"
 refused bad_mount_syntax "accepted: SRC:DST" "${image[@]}" --trellis-mounts=relative:/x
+refused missing_destination "the image has no /nowhere" "${image[@]}" --trellis-mounts="$dir/shared:/nowhere"
 TRELLIS_IMAGE="$dir/other-bundle" refused image_from_environment "is not allowed on this cluster"
-no_containers_left "after the refusals"
 
-# 5. scancel and kill -9 of srun: the step ends and its containers go.
+# H1: the user's mount over the container's own files (the process it was entered through,
+# /dev) is refused before anything runs.
+cat >"$dir/shared/init" <<'SH'
+#!/bin/sh
+cat /proc/self/cgroup > /shared/where
+SH
+chmod 755 "$dir/shared/init"
+refused h1_pause "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/shared,$dir/shared/init:/dev/.trellis-pause"
+refused h1_dev "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/dev"
+refused h1_proc "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/proc/self"
+[ ! -e "$dir/shared/where" ] && pass "H1: the user's program never ran as the container's init" ||
+    fail "H1: $(cat "$dir/shared/where")"
+
+# H2: a link swapped under a mount source while the step starts never gives a mount of a
+# folder the user cannot reach (the container is made with the user's own rights).
+mkdir -p "$dir/secret" "$dir/shared/d" && echo "root's secret" >"$dir/secret/file" && chmod 0700 "$dir/secret"
+echo "the user's own" >"$dir/shared/d/file" && chown -R "$job_user" "$dir/shared/d"
+chmod 0644 "$dir/secret/file"
+as_user sh -c "while [ ! -e $dir/shared/stop ]; do mv -T $dir/shared/d $dir/shared/d.real && ln -s $dir/secret $dir/shared/d; sleep 0.02; rm -f $dir/shared/d && mv -T $dir/shared/d.real $dir/shared/d; sleep 0.02; done" &
+swapper=$!
+leaks=0 ran=0
+for i in $(seq 1 20); do
+    as_user srun -N1 -n1 -w n1 "${image[@]}" --trellis-mounts="$dir/shared/d:/shared" cat /shared/file \
+        >"$dir/h2.out" 2>/dev/null && ran=$((ran + 1))
+    grep -q "root's secret" "$dir/h2.out" && leaks=$((leaks + 1))
+done
+touch "$dir/shared/stop"
+wait $swapper
+[ $leaks -eq 0 ] && pass "H2: 20 steps under a link-swapping loop ($ran of them started): the secret never read" ||
+    fail "H2: root's folder was reached $leaks times"
+
+# M3: nothing was written into the image by any step so far (user mounts, PMIx's folders).
+written=$(find "$dir/bundle/rootfs" -newer "$dir/t0")
+[ -z "$written" ] && pass "M3: the image is unchanged after every step" || fail "M3: written into the image: $written"
+
+# M4: an image with a folder writable by everyone, or a device file, is refused naming it.
+chmod 1777 "$dir/bundle/rootfs/tmp"
+refused m4_writable "rootfs/tmp is writable by everyone" "${image[@]}"
+chmod 0755 "$dir/bundle/rootfs/tmp"
+mknod "$dir/bundle/rootfs/work/zero" c 1 5
+refused m4_device "rootfs/work/zero is a device file" "${image[@]}"
+rm -f "$dir/bundle/rootfs/work/zero"
+cp "$dir/bundle/rootfs/bin/busybox" "$dir/bundle/rootfs/work/su" && chmod 4755 "$dir/bundle/rootfs/work/su"
+refused m4_setuid "rootfs/work/su is setuid" "${image[@]}"
+rm -f "$dir/bundle/rootfs/work/su"
+
+# M5: two users start container steps on one node at the same moment: neither waits.
+id trellistest2 >/dev/null 2>&1 || useradd -M -s /bin/sh trellistest2
+start=$(date +%s)
+as_user srun -N1 -n1 -w n1 "${image[@]}" sh -c 'sleep 3; cat /trellis-image-marker' >"$dir/m5-first.out" 2>&1 &
+first=$!
+(cd /tmp && timeout 60 runuser -u trellistest2 -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 -w n1 -O "${image[@]}" cat /trellis-image-marker) >"$dir/m5-second.out" 2>&1
+second_took=$(($(date +%s) - start))
+wait $first
+grep -q "inside a trellis test image" "$dir/m5-first.out" && grep -q "inside a trellis test image" "$dir/m5-second.out" &&
+    [ $second_took -le 15 ] && pass "M5: two users' container steps on n1 at once: both ran, the second in ${second_took} s" ||
+    fail "M5: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"
+
+# L1: a source whose resolved path holds ',' is refused (a runtime's list would split it).
+mkdir -p "$dir/shared/x,y" && ln -sfn "$dir/shared/x,y" "$dir/shared/l"
+refused l1_comma "would split" "${image[@]}" --trellis-mounts="$dir/shared/l:/shared"
+# L3: a newline in an image path is refused, and forges no line in slurmd's log.
+refused l3_newline "control character" --trellis-image="$(printf '/x\nerror: slurmstepd: forged')"
+[ "$(cat "$dir"/log/slurmd-*.log | grep -c '^error: slurmstepd: forged')" -eq 0 ] &&
+    pass "L3: no forged line in slurmd's log" || fail "L3: a forged line reached slurmd's log"
+# L9: ':ro' holds for the mounts beneath the source too.
+mkdir -p "$dir/shared/sub" && mount -t tmpfs -o mode=1777 none "$dir/shared/sub"
+as_user_srun l9 -N1 -n1 -w n1 "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" sh -c \
+    'touch /shared/sub/x 2>/dev/null && echo WROTE; touch /shared/y 2>/dev/null && echo WROTE-TOP; echo done'
+umount "$dir/shared/sub"
+grep -q "^done$" "$dir/l9.out" && ! grep -q WROTE "$dir/l9.out" && pass "L9: ':ro' holds for a submount of the source" ||
+    fail "L9: $(cat "$dir/l9.out" "$dir/l9.err")"
+
+# trellis `optional` in plugstack.conf: an image that cannot be used still stops the task;
+# it never runs on the host instead. Then the same with a configuration that cannot be read.
+sed -i 's/^required /optional /' "$dir/plugstack.conf"
+as_user_srun optional_refused -N1 -n1 -w n1 --trellis-image="$dir/other-bundle" sh -c 'echo STARTED'
+rc=$?
+[ $rc -ne 0 ] && ! grep -q STARTED "$dir/optional_refused.out" &&
+    pass "optional plugin, refused image: srun fails ($rc) and the program did not run" ||
+    fail "optional plugin, refused image: status $rc, $(cat "$dir/optional_refused.out" "$dir/optional_refused.err")"
+cp "$dir/trellis.toml" "$dir/trellis.toml.good"
+echo "[container" >>"$dir/trellis.toml"
+as_user_srun optional_broken -N1 -n1 -w n1 "${image[@]}" sh -c 'echo STARTED'
+rc=$?
+cp "$dir/trellis.toml.good" "$dir/trellis.toml"
+[ $rc -ne 0 ] && ! grep -q STARTED "$dir/optional_broken.out" &&
+    pass "optional plugin, unreadable configuration, an image asked for: the program did not run ($rc)" ||
+    fail "optional plugin, broken configuration: status $rc, $(cat "$dir/optional_broken.out" "$dir/optional_broken.err")"
+sed -i 's/^optional /required /' "$dir/plugstack.conf"
+nothing_left "after the refusals"
+
+# 5. scancel and kill -9 of srun: nothing of the container but the tasks themselves, and
+# nothing at all once Slurm has ended them (a killed srun leaves them running, as it would
+# natively, until the job is cancelled).
 for how in scancel kill; do
-    srun -N2 -n2 --job-name="container-$how" "${image[@]}" sleep 300 >/dev/null 2>&1 &
+    as_user srun -N2 -n2 --job-name="container-$how" "${image[@]}" sleep 300 >/dev/null 2>&1 &
     srun_pid=$!
-    for _ in $(seq 1 100); do [ "$(runc list -q | grep -c "^trellis-n[12]-")" -eq 2 ] && break; sleep 0.1; done
-    [ "$(runc list -q | grep -c "^trellis-n[12]-")" -eq 2 ] || fail "$how: the containers did not start"
-    if [ $how = scancel ]; then scancel --name="container-$how"; else kill -9 $srun_pid; fi
+    for _ in $(seq 1 100); do [ "$(in_image | wc -l)" -ge 2 ] && break; sleep 0.1; done
+    [ "$(in_image | wc -l)" -ge 2 ] || fail "$how: the tasks did not start in the image"
+    if [ $how = kill ]; then
+        kill -9 $srun_pid
+        sleep 1
+        [ -z "$(pgrep -f 'trellis-agent prepare')" ] && [ "$(in_image | wc -l)" -eq 2 ] &&
+            pass "after kill -9 of srun: the two tasks are all the container holds" ||
+            fail "after kill -9 of srun: $(in_image | tr '\n' ' ')"
+    fi
+    scancel --name="container-$how"
     wait $srun_pid 2>/dev/null
-    no_containers_left "after $how"
+    nothing_left "after $how"
 done
 
-# 6. slurmstepd itself killed: nothing releases the container then; the agent's next call on
-# the node (here the health check, as root) sweeps it, since its owner is gone.
-srun -N1 -n1 -w n1 --job-name=container-stepd "${image[@]}" sleep 60 >/dev/null 2>&1 &
+# 6. slurmstepd itself killed: the container holds no process of its own and no state on
+# disk, so nothing is left but the step's tasks, which Slurm ends with the job.
+as_user srun -N1 -n1 -w n1 --job-name=container-stepd "${image[@]}" sleep 60 >/dev/null 2>&1 &
 srun_pid=$!
-for _ in $(seq 1 100); do [ "$(runc list -q | grep -c "^trellis-n1-")" -eq 1 ] && break; sleep 0.1; done
-id=$(runc list -q | grep "^trellis-n1-")
-if [ -n "$id" ]; then
-    step=${id#trellis-n1-}
-    pkill -9 -f "slurmstepd: \[$step\]"
+for _ in $(seq 1 100); do [ "$(in_image | wc -l)" -ge 1 ] && break; sleep 0.1; done
+task=$(in_image | awk '{print $1}' | head -n 1)
+job=$(squeue -h -n container-stepd -o %i)
+if [ -n "$task" ] && [ -n "$job" ]; then
+    pkill -9 -f "slurmstepd: \[$job.0\]"
     sleep 1
-    swept=$("$build/trellis-agent" check --json --config "$dir/trellis.toml" | python3 -c "import json,sys; print(json.load(sys.stdin)['swept_containers'])")
-    [ "$swept" -ge 1 ] && [ -z "$(runc list -q | grep "^$id\$")" ] && [ ! -e "$dir/containers/$id" ] &&
-        pass "after kill -9 of slurmstepd: the next agent call swept $id" ||
-        fail "after kill -9 of slurmstepd: swept ${swept:-nothing}, left: $(runc list -q) $(ls "$dir/containers")"
+    others=$(in_image | awk -v t="$task" '$1 != t')
+    [ -z "$others" ] && [ -z "$(pgrep -f 'trellis-agent prepare')" ] &&
+        pass "after kill -9 of slurmstepd: only the task itself is in the image, no trellis process or state" ||
+        fail "after kill -9 of slurmstepd: $others"
 else
-    fail "slurmstepd kill: the container did not start"
+    fail "slurmstepd kill: the task did not start"
 fi
 scancel --name=container-stepd 2>/dev/null
-kill -9 $srun_pid 2>/dev/null
+kill -9 $srun_pid "$task" 2>/dev/null
 wait $srun_pid 2>/dev/null
 
 echo "container tests: $failures failures"

@@ -1,7 +1,11 @@
-// The agent's pure parts: mount specifications, the image and mount policy, the OCI runtime
-// configuration it writes instead of the bundle's, Singularity's command line, device files,
+// The agent's pure parts: mount specifications and the destinations no user may take, the
+// image and mount policy, what an image may hold, Apptainer's command line, device files,
 // launch options, and the node check on fixture topologies.
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -10,8 +14,7 @@
 #include "agent/binding/step_plan.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
-#include "agent/container/oci_runtime.hpp"
-#include "agent/container/singularity_runtime.hpp"
+#include "agent/container/sif_container.hpp"
 #include "agent/health/node_check.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "fixtures.hpp"
@@ -34,9 +37,20 @@ TEST_CASE("mount specifications: SRC:DST[:ro|rw], SRC alone, and clear refusals"
     CHECK_THROWS_WITH(parse_mounts("data:/data"), Catch::Contains("not an absolute path"));
     CHECK_THROWS_WITH(parse_mounts("/a:/b:rx"), Catch::Contains("'rx' is not ro or rw"));
     CHECK_THROWS_WITH(parse_mounts("/a:/../etc"), Catch::Contains("without '..'"));
-    CHECK_THROWS_WITH(parse_mounts("/a:/"), Catch::Contains("cannot be /"));
+    CHECK_THROWS_WITH(parse_mounts("/a:/"), Catch::Contains("not accepted: /"));
     CHECK_THROWS_WITH(parse_mounts("/a,,/b"), Catch::Contains("empty entry"));
     CHECK_THROWS_WITH(parse_mounts("/a:/b:ro:x"), Catch::Contains("accepted: SRC:DST[:ro|rw]"));
+}
+
+TEST_CASE("mount destinations the container provides are refused, and control characters anywhere") {
+    // Over the process the container is entered through, its device files, its process table.
+    for (const char* taken : {"/dev/.trellis-pause", "/dev", "/dev/", "/dev/shm", "/proc", "/proc/1", "/sys",
+                              "/sys/fs/cgroup", "/etc/hosts", "/etc/resolv.conf", "/etc", "/", "//dev"})
+        CHECK_THROWS_WITH(parse_mounts(std::string("/scratch/a:") + taken), Catch::Contains("not accepted"));
+    for (const char* fine : {"/devices", "/data", "/etc/myapp", "/sysroot", "/tmp/x", "/var/tmp"})
+        CHECK_NOTHROW(parse_mounts(std::string("/scratch/a:") + fine));
+    CHECK_THROWS_WITH(parse_mounts("/a:/b\nerror: forged"), Catch::Contains("control character"));
+    CHECK_THROWS_WITH(parse_mounts(std::string("/a\tb:/b")), Catch::Contains("control character"));
 }
 
 TEST_CASE("images: allowed patterns, OCI bundles and .sif files, missing or odd paths refused") {
@@ -81,45 +95,52 @@ TEST_CASE("mounts: only under allowed prefixes, by whole path components, after 
     CHECK_THROWS_WITH(check_mounts(parse_mounts("/no/such/folder:/d"), config), Catch::Contains("does not exist"));
 }
 
-TEST_CASE("the OCI configuration: the user's uid, no capabilities, no new privileges, read-only image") {
-    ContainerSpec spec;
-    spec.id = "trellis-n1-7.0";
-    spec.image = "/images/train";
-    spec.mounts = parse_mounts("/data:/data:ro");
-    spec.devices = {"/dev/nvidia0"};
-    spec.namespaces = {"mount", "ipc"};
-    spec.user = {1000, 100};
-    spec.pause_program = "/usr/libexec/trellis/trellis-pause";
-    auto config = oci_config(spec);
-    CHECK(config["process"]["user"]["uid"] == 1000);
-    CHECK(config["process"]["user"]["gid"] == 100);
-    CHECK(config["process"]["noNewPrivileges"] == true);
-    for (const auto& [set, caps] : config["process"]["capabilities"].items()) CHECK(caps.empty());
-    CHECK(config["root"]["path"] == "/images/train/rootfs");
-    CHECK(config["root"]["readonly"] == true);
-    CHECK(config["linux"]["namespaces"].size() == 2);
-    CHECK_FALSE(config.contains("hostname"));  // no UTS namespace of its own
-    bool data = false, device = false;
-    for (const auto& mount : config["mounts"]) {
-        auto options = mount.value("options", nlohmann::json::array());
-        auto has = [&](const char* o) { return std::find(options.begin(), options.end(), o) != options.end(); };
-        if (mount["destination"] == "/data") data = has("ro") && has("nodev") && has("nosuid");
-        if (mount["destination"] == "/dev/nvidia0") device = !has("nodev");
+TEST_CASE("image contents: root's and unchangeable by users, no device files, setuid only on nosuid") {
+    if (::getuid() != 0) return;  // root-owned entries and device files take root to make
+    Scratch scratch;
+    auto rootfs = scratch.make("bundle/rootfs");
+    fs::create_directories(rootfs / "usr/bin");
+    fs::create_directories(rootfs / "tmp");
+    std::ofstream(rootfs / "usr/bin/tool") << "x";
+    fs::create_symlink("usr/bin", rootfs / "bin");  // links are 0777 and harmless
+    CHECK_NOTHROW(check_image_contents(rootfs.string()));
+    SECTION("a world-writable folder (an image's /tmp as distributions ship it)") {
+        ::chmod((rootfs / "tmp").c_str(), 01777);
+        CHECK_THROWS_WITH(check_image_contents(rootfs.string()),
+                          Catch::Contains((rootfs / "tmp").string() + " is writable by everyone"));
     }
-    CHECK(data);
-    CHECK(device);
+    SECTION("a group-writable file") {
+        ::chmod((rootfs / "usr/bin/tool").c_str(), 0664);
+        CHECK_THROWS_WITH(check_image_contents(rootfs.string()), Catch::Contains("writable by its group"));
+    }
+    SECTION("an entry of another user's") {
+        CHECK(::lchown((rootfs / "usr/bin/tool").c_str(), 1000, 1000) == 0);
+        CHECK_THROWS_WITH(check_image_contents(rootfs.string()), Catch::Contains("belongs to uid 1000"));
+    }
+    SECTION("a device file") {
+        CHECK(::mknod((rootfs / "tmp/zero").c_str(), S_IFCHR | 0600, makedev(1, 5)) == 0);
+        CHECK_THROWS_WITH(check_image_contents(rootfs.string()), Catch::Contains("is a device file"));
+    }
+    SECTION("a setuid file, where the filesystem is not nosuid (the scratch folder's is not)") {
+        ::chmod((rootfs / "usr/bin/tool").c_str(), 04755);
+        CHECK_THROWS_WITH(check_image_contents(rootfs.string()), Catch::Contains("setuid or setgid"));
+    }
 }
 
-TEST_CASE("Singularity's instance start: contained, binds for devices and mounts, image and name last") {
+TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mounts, image") {
     ContainerSpec spec;
-    spec.id = "trellis-n1-7.0";
-    spec.image = "/images/model.sif";
+    spec.image = {"/images/model.sif", ImageKind::sif};
     spec.mounts = parse_mounts("/data:/data:ro");
+    spec.system_mounts = {{"/var/spool/slurmd/pmix.7.0", "/var/spool/slurmd/pmix.7.0", false}};
     spec.devices = {"/dev/infiniband/uverbs0"};
-    auto argv = SingularityRuntime("apptainer").start_command(spec);
-    CHECK(argv == std::vector<std::string>{"apptainer", "instance", "start", "--contain", "--no-home", "--bind",
-                                           "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind",
-                                           "/data:/data:ro", "/images/model.sif", "trellis-n1-7.0"});
+    spec.apptainer = "/usr/bin/apptainer";
+    spec.pause_program = "/usr/libexec/trellis/trellis-pause";
+    CHECK(apptainer_command(spec) ==
+          std::vector<std::string>{"/usr/bin/apptainer", "exec", "--contain", "--no-home", "--cleanenv", "--bind",
+                                   "/usr/libexec/trellis/trellis-pause:/tmp/.trellis-pause:ro", "--bind",
+                                   "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind", "/data:/data:ro",
+                                   "--bind", "/var/spool/slurmd/pmix.7.0:/var/spool/slurmd/pmix.7.0",
+                                   "/images/model.sif", "/tmp/.trellis-pause"});
 }
 
 TEST_CASE("device files: the GPUs' and HCAs' nodes that exist") {

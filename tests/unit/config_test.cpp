@@ -19,7 +19,7 @@ TEST_CASE("the shipped etc/trellis.toml parses to the defaults") {
     CHECK(config.binding.require_active);
     CHECK_FALSE(config.binding.smt);
     CHECK(config.binding.exported == defaults.exported);
-    CHECK(config.container.runtime == "auto");
+    CHECK(config.container.apptainer == "/usr/bin/apptainer");
 }
 
 TEST_CASE("every key is read") {
@@ -46,7 +46,6 @@ allowed_mounts = ["/scratch"]
     CHECK_FALSE(config.binding.require_active);
     CHECK(config.binding.smt);
     CHECK(config.binding.exported == std::vector<std::string>{"NCCL_IB_HCA", "OMP_NUM_THREADS"});
-    CHECK(config.container.runtime == "oci");
     CHECK(config.container.allowed_mounts == std::vector<std::string>{"/scratch"});
 }
 
@@ -77,8 +76,7 @@ TEST_CASE("bad files are refused naming file, line and key") {
                       "a.toml:1: unknown table [bindings] (accepted: [binding], [container], [wireup])");
     CHECK_THROWS_WITH(parse_config_text("policy = \"none\"\n", "a.toml"),
                       Catch::StartsWith("a.toml:1: unknown key 'policy'"));
-    CHECK_THROWS_WITH(parse_config_text("[container]\nruntime = \"docker\"\n", "a.toml"),
-                      Catch::Contains("accepted: auto, singularity, apptainer, oci"));
+    CHECK_THROWS_WITH(parse_config_text("[container]\nsandbox = true\n", "a.toml"), Catch::Contains("sandbox"));
     CHECK_THROWS_WITH(parse_config_text("[binding\npolicy=1\n", "a.toml"), Catch::StartsWith("a.toml:1: "));
 }
 
@@ -121,19 +119,21 @@ TEST_CASE("per-node topology files with %n") {
     CHECK(path_for_node(dir + "%n.xml", "n1").empty());  // no file of its own: live
 }
 
-TEST_CASE("the container section: runtime, namespaces tasks may join, agent and run folder paths") {
+TEST_CASE("the container section: namespaces tasks may join, agent and Apptainer paths; old keys still load") {
     Config config = parse_config_text(R"(
 [container]
 runtime = "oci"
 namespaces = ["mount", "ipc"]
 agent = "/opt/trellis/bin/trellis-agent"
+apptainer = "/opt/apptainer/bin/apptainer"
 run_dir = "/var/run/trellis"
 )",
                                       "c.toml");
-    CHECK(config.container.runtime == "oci");
     CHECK(config.container.namespaces == std::vector<std::string>{"mount", "ipc"});
     CHECK(config.container.agent == "/opt/trellis/bin/trellis-agent");
-    CHECK(config.container.run_dir == "/var/run/trellis");
+    CHECK(config.container.apptainer == "/opt/apptainer/bin/apptainer");
+    CHECK_THROWS_WITH(parse_config_text("[container]\napptainer = \"apptainer\"\n", "c.toml"),
+                      Catch::Contains("is not an absolute path"));
     CHECK_THROWS_WITH(parse_config_text("[container]\nnamespaces = [\"mount\", \"pid\"]\n", "c.toml"),
                       Catch::Contains("'pid' is not a namespace a task may join"));
     CHECK_THROWS_WITH(parse_config_text("[container]\nnamespaces = [\"ipc\"]\n", "c.toml"),

@@ -1,0 +1,131 @@
+#include "agent/container/held_container.hpp"
+
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace trellis::agent {
+
+namespace {
+
+ino_t inode_of(int fd) {
+    struct stat info {};
+    return ::fstat(fd, &info) == 0 ? info.st_ino : 0;
+}
+
+ino_t own_namespace(const char* name) {
+    struct stat info {};
+    return ::stat((std::string("/proc/self/ns/") + name).c_str(), &info) == 0 ? info.st_ino : 0;
+}
+
+// The helper's last words: its stderr, without the trailing newline.
+std::string message_of(int errors, const std::string& otherwise) {
+    ::lseek(errors, 0, SEEK_SET);
+    std::string text = read_bounded(errors, 4096);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text.empty() ? otherwise : text;
+}
+
+}  // namespace
+
+HeldContainer::~HeldContainer() {
+    for (auto [fd, _] : namespaces_) ::close(fd);
+}
+
+HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const Identity& user,
+                                  std::chrono::seconds limit) {
+    int to_child[2], from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0) throw ContainerError(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(from_child, O_CLOEXEC) != 0) {
+        ::close(to_child[0]), ::close(to_child[1]);
+        throw ContainerError(std::string("pipe: ") + std::strerror(errno));
+    }
+    int errors = ::memfd_create("trellis-prepare-errors", MFD_CLOEXEC);
+    ChildStdio stdio{to_child[0], from_child[1], errors};
+    pid_t helper = -1;
+    try {
+        helper = spawn(prepare, stdio, &user);
+    } catch (...) {
+        for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1], errors}) ::close(fd);
+        throw;
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+
+    // "ready\n", or the end of its output when it gave up.
+    std::string said;
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (said.find('\n') == std::string::npos && said.size() < 64) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd wait{from_child[0], POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&wait, 1, int(left.count())) == 0) break;
+        char buffer[64];
+        ssize_t n = ::read(from_child[0], buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        said.append(buffer, std::size_t(n));
+    }
+    HeldContainer held;
+    std::string failure;
+    if (said == "ready\n") {
+        for (const auto& [name, kind] : std::vector<std::pair<const char*, int>>{
+                 {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
+            int fd = ::open(("/proc/" + std::to_string(helper) + "/ns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                failure = std::string("cannot open the container's ") + name + " namespace: " + std::strerror(errno);
+                break;
+            }
+            // Only what differs from this process's is joined.
+            if (inode_of(fd) == own_namespace(name))
+                ::close(fd);
+            else
+                held.namespaces_.emplace_back(fd, kind);
+        }
+        uid_t owner = ~0u;
+        bool user_ns = !held.namespaces_.empty() && held.namespaces_.front().second == CLONE_NEWUSER;
+        bool mount_ns = false;
+        for (auto [fd, kind] : held.namespaces_) mount_ns = mount_ns || kind == CLONE_NEWNS;
+        if (failure.empty() &&
+            (!user_ns || ::ioctl(held.namespaces_.front().first, NS_GET_OWNER_UID, &owner) != 0 || owner != user.uid))
+            failure = "the container's user namespace does not belong to uid " + std::to_string(user.uid);
+        if (failure.empty() && !mount_ns) failure = "the container has no mount namespace of its own";
+    }
+    ::close(to_child[1]);  // the helper's stdin ends: it exits
+    ::close(from_child[0]);
+    int status = 0;
+    if (said != "ready\n" && ::waitpid(helper, &status, WNOHANG) == 0) ::kill(-helper, SIGKILL);
+    while (::waitpid(helper, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::string errors_text = message_of(errors, "");
+    ::close(errors);
+    if (said != "ready\n") {
+        if (said.empty() && errors_text.empty())
+            throw ContainerError(prepare[0] + " prepare gave no answer within " + std::to_string(limit.count()) + " s");
+        throw ContainerError(errors_text.empty() ? prepare[0] + " prepare: " + said : errors_text);
+    }
+    if (!failure.empty()) throw ContainerError(failure);
+    return held;
+}
+
+void HeldContainer::join(const std::string& cwd) const {
+    for (auto [fd, kind] : namespaces_)
+        if (::setns(fd, kind) != 0)
+            throw ContainerError(std::string("cannot join the container's ") +
+                                 (kind == CLONE_NEWUSER ? "user" : kind == CLONE_NEWNS ? "mount" : kind == CLONE_NEWIPC ? "ipc" : "uts") +
+                                 " namespace: " + std::strerror(errno));
+    // The step's folder when the image has it (usually through a mount), else the root.
+    if (cwd.empty() || ::chdir(cwd.c_str()) != 0)
+        if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
+}
+
+}  // namespace trellis::agent

@@ -1,0 +1,45 @@
+// A step's container held by its namespaces. `trellis-agent prepare`, run as the job's user,
+// makes the container around itself and says "ready"; its namespaces are opened here while it
+// is still this process's unreaped child (its pid cannot be reused meanwhile), checked to be
+// a user namespace of the job's user's with a mount namespace of its own, and the helper is
+// let go. No process stays behind in the container: the tasks that join it are all it holds,
+// they stay in the job's cgroups, and it ends with the last of them and with these descriptors.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/command.hpp"
+#include "agent/container/container_spec.hpp"
+
+namespace trellis::agent {
+
+class HeldContainer {
+public:
+    HeldContainer() = default;
+    HeldContainer(HeldContainer&& other) noexcept : namespaces_(std::exchange(other.namespaces_, {})) {}
+    HeldContainer& operator=(HeldContainer&& other) noexcept {
+        std::swap(namespaces_, other.namespaces_);
+        return *this;
+    }
+    HeldContainer(const HeldContainer&) = delete;
+    HeldContainer& operator=(const HeldContainer&) = delete;
+    ~HeldContainer();
+
+    // Runs `prepare` (the agent's command line, argv[0] absolute) as `user` and holds what it
+    // made. Throws ContainerError with the agent's own message when it refused or failed.
+    static HeldContainer make(const std::vector<std::string>& prepare, const Identity& user,
+                              std::chrono::seconds limit = std::chrono::seconds(60));
+
+    // In a task about to exec, single-threaded, as the job's user: the user namespace first
+    // (its owner has every right inside it, which joining the others takes), then the rest;
+    // then `cwd` when the image has it, else "/". Throws ContainerError.
+    void join(const std::string& cwd) const;
+
+private:
+    std::vector<std::pair<int, int>> namespaces_;  // descriptor, CLONE_NEW*
+};
+
+}  // namespace trellis::agent

@@ -1,0 +1,135 @@
+#include "agent/container/sif_container.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "agent/command.hpp"
+
+namespace trellis::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Inside the container: Apptainer gives a contained /tmp of its own.
+const char* pause_inside = "/tmp/.trellis-pause";
+
+pid_t parent_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 >= stat.size()) return 0;
+    return pid_t(std::atoi(stat.c_str() + close + 4));  // ") S PPID"
+}
+
+bool same_file(const std::string& a, const struct stat& b) {
+    struct stat info {};
+    return ::stat(a.c_str(), &info) == 0 && info.st_dev == b.st_dev && info.st_ino == b.st_ino;
+}
+
+// The process running trellis-pause among `root` and its descendants, or 0.
+pid_t find_pause(pid_t root, const struct stat& pause) {
+    std::map<pid_t, pid_t> parents;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator("/proc", error)) {
+        pid_t pid = pid_t(std::atoi(entry.path().filename().c_str()));
+        if (pid > 0) parents[pid] = parent_of(pid);
+    }
+    for (const auto& [pid, parent] : parents) {
+        pid_t up = pid;
+        for (int depth = 0; up > 1 && up != root && depth < 64; ++depth) up = parents.count(up) ? parents[up] : 0;
+        if (up == root && same_file("/proc/" + std::to_string(pid) + "/exe", pause)) return pid;
+    }
+    return 0;
+}
+
+std::string apptainer_errors(int errors) {
+    ::lseek(errors, 0, SEEK_SET);
+    std::string text = read_bounded(errors, 4096);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text.empty() ? "no message" : text;
+}
+
+}  // namespace
+
+std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
+    // --contain: a private /tmp and a minimal /dev (the devices are bound in); no PID
+    // namespace, so that tasks joining the mount namespace see a /proc that matches them.
+    std::vector<std::string> argv = {spec.apptainer, "exec", "--contain", "--no-home", "--cleanenv"};
+    argv.insert(argv.end(), {"--bind", spec.pause_program + ":" + pause_inside + ":ro"});
+    for (const auto& device : spec.devices) argv.insert(argv.end(), {"--bind", device + ":" + device});
+    for (const auto& mount : spec.mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
+    for (const auto& mount : spec.system_mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
+    argv.insert(argv.end(), {spec.image.path, pause_inside});
+    return argv;
+}
+
+void enter_sif_container(const ContainerSpec& spec) {
+    struct stat pause {};
+    if (::stat(spec.pause_program.c_str(), &pause) != 0)
+        throw ContainerError("trellis-pause is missing at " + spec.pause_program);
+    int errors = ::memfd_create("apptainer-errors", MFD_CLOEXEC);
+    ChildStdio stdio;
+    stdio.err = errors;
+    pid_t apptainer = spawn(apptainer_command(spec), stdio);
+    auto stop = [&] {
+        ::kill(-apptainer, SIGKILL);
+        ::kill(apptainer, SIGKILL);
+        ::waitpid(apptainer, nullptr, 0);
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    pid_t inside = 0;
+    while (!(inside = find_pause(apptainer, pause))) {
+        int status = 0;
+        if (::waitpid(apptainer, &status, WNOHANG) == apptainer)
+            throw ContainerError(spec.apptainer + " stopped before the container ran: " + apptainer_errors(errors));
+        if (std::chrono::steady_clock::now() > deadline) {
+            stop();
+            throw ContainerError(spec.apptainer + " did not start the container within 60 s");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // Its namespaces are held by descriptor before Apptainer goes, then joined.
+    std::vector<std::pair<int, int>> held;
+    for (const auto& [name, kind] : std::vector<std::pair<std::string, int>>{
+             {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
+        int fd = ::open(("/proc/" + std::to_string(inside) + "/ns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) held.emplace_back(fd, kind);
+    }
+    bool still_there = find_pause(apptainer, pause) == inside;
+    stop();
+    std::string failure = still_there ? "" : "the container's process ended while it was joined";
+    bool own_mount_namespace = false;
+    for (auto [fd, kind] : held) {
+        std::string name = kind == CLONE_NEWUSER ? "user" : kind == CLONE_NEWNS ? "mnt" : kind == CLONE_NEWIPC ? "ipc" : "uts";
+        struct stat ours {}, theirs {};
+        bool same = ::stat(("/proc/self/ns/" + name).c_str(), &ours) == 0 && ::fstat(fd, &theirs) == 0 &&
+                    ours.st_ino == theirs.st_ino;
+        if (kind == CLONE_NEWNS) own_mount_namespace = !same;
+        if (!same && failure.empty() && ::setns(fd, kind) != 0)
+            failure = "cannot join the " + name + " namespace " + spec.apptainer + " made (" + std::strerror(errno) +
+                      "): the user can join only an Apptainer container in its user-namespace mode, not one from a "
+                      "setuid installation";
+    }
+    if (failure.empty() && !own_mount_namespace)
+        failure = spec.apptainer + " ran trellis-pause without a mount namespace of its own";
+    for (auto [fd, _] : held) ::close(fd);
+    if (!failure.empty()) throw ContainerError(failure);
+    if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
+}
+
+}  // namespace trellis::agent
