@@ -107,12 +107,11 @@ void prepare_container(spank_t sp) {
     try {
         s.container = agent::HeldContainer::make(
             agent::prepare_command(s.config.container.agent, request, s.config.path), agent::Identity{uid, gid});
+    } catch (const agent::PolicyError& e) {
+        s.container_error = std::string("container refused: ") + e.what();
     } catch (const std::exception& e) {
-        // The agent's message already says what was refused or failed.
-        std::string message = e.what();
-        const std::string prefix = "trellis-agent prepare: ";
-        if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-        s.container_error = message;
+        // The agent's message says what failed.
+        s.container_error = std::string("container: ") + e.what();
     }
 }
 
@@ -123,19 +122,19 @@ void enter_container(spank_t sp) {
     // A task that asked for an image runs in it or not at all (even when trellis is optional
     // in plugstack.conf, where a failed hook would otherwise let the task run on the host).
     auto refuse = [](const std::string& why) {
-        log_error("container: " + why + " (the task does not run outside its image)");
+        log_error(why + " (the task does not run outside its image)");
         std::_Exit(1);
     };
-    if (!s.container) refuse(s.container_error.empty() ? "the step's container was not made" : s.container_error);
+    if (!s.container) refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
     char cwd[4096] = {};
     if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
     try {
         s.container->join(cwd);
     } catch (const std::exception& e) {
-        refuse(e.what());
+        refuse(std::string("container: ") + e.what());
     }
     // Inside the image, setuid programs must not give privileges back.
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("cannot set no_new_privs");
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("container: cannot set no_new_privs");
 }
 
 void refuse_unhonoured_image(spank_t sp) {

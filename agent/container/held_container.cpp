@@ -111,6 +111,12 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     if (said != "ready\n") {
         if (said.empty() && errors_text.empty())
             throw ContainerError(prepare[0] + " prepare gave no answer within " + std::to_string(limit.count()) + " s");
+        // The agent's own words, without its name: "refused: ..." (status 3), "container: ...".
+        for (const std::string prefix : {"trellis-agent prepare: ", "container: "})
+            if (errors_text.rfind(prefix, 0) == 0) errors_text.erase(0, prefix.size());
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (code == 3 && errors_text.rfind("refused: ", 0) == 0) throw PolicyError(errors_text.substr(9));
+        if (code == 2) throw std::invalid_argument(errors_text);
         throw ContainerError(errors_text.empty() ? prepare[0] + " prepare: " + said : errors_text);
     }
     if (!failure.empty()) throw ContainerError(failure);

@@ -122,7 +122,7 @@ void check_image_contents(const std::string& rootfs) {
     int walked = ::nftw(rootfs.c_str(), inspect, 32, FTW_PHYS | FTW_MOUNT);
     if (walked < 0) throw PolicyError("cannot examine the image " + rootfs + ": " + std::strerror(errno));
     if (!offence.empty())
-        throw PolicyError("image refused: " + offence +
+        throw PolicyError("the image holds " + offence +
                           " (accepted: entries owned by root and writable by root alone, no device files, setuid "
                           "files only where the image's filesystem is mounted nosuid; the container gets its own "
                           "/tmp, /var/tmp and /dev, so the image's may be 0755)");

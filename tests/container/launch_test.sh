@@ -1,44 +1,53 @@
 #!/bin/bash
 # trellis-agent launch without Slurm: a 2-rank allreduce training natively and in an OCI
-# container (runc, as root), output prefixed by rank; kill -9 of one rank stops the other and
-# the launcher exits with that rank's status; SIGTERM reaches the ranks, which stop cleanly
-# with the trainer's stopped-early status (75);
+# container (made by an unprivileged user, as the plugin makes a step's), output prefixed by
+# rank; kill -9 of one rank stops the other and the launcher exits with that rank's status;
+# SIGTERM reaches the ranks, which stop cleanly with the trainer's stopped-early status (75);
 # a PyTorch DDP script under launch as under torchrun;
-# a .sif image through the Singularity TEST DOUBLE (singularity-test-double: neither
-# Singularity nor Apptainer is a Debian package), whose arguments are checked; bad options
-# and a non-root OCI launch are refused with a reason.
+# a .sif image through the Apptainer TEST DOUBLE (apptainer-test-double: Apptainer is not a
+# Debian package), whose arguments and environment are checked, joined through the process
+# the agent started even with a forged instance record in the user's home; bad options and a
+# container launch as root are refused with a reason.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TRELLIS_BUILD:?}
 agent=$build/trellis-agent train=$build/trellis-train
 work=$(mktemp -d /tmp/trellis-launch-test.XXXXXX)
 chmod 755 "$work"
-trap 'runc list -q 2>/dev/null | grep "^trellis-launch-" | xargs -r -n1 runc delete -f; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 short=(--model resnet8 --image-size 32 --batch-size 8 --steps 4 --threads 1 --display-every 2)
 long=(--model resnet8 --image-size 32 --batch-size 8 --steps 100000 --threads 1 --display-every 1)
+# Containers need an image only root can make (root's and unchangeable by users), run as an
+# unprivileged user, and user namespaces.
 can_contain=1
-{ [ "$(id -u)" -eq 0 ] && command -v runc >/dev/null; } || can_contain=0
-
+{ [ "$(id -u)" -eq 0 ] && [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ]; } || can_contain=0
+runner=trellistest
 if [ $can_contain -eq 1 ]; then
+    id "$runner" >/dev/null 2>&1 || useradd -M -s /bin/sh "$runner" || can_contain=0
     "$here/make_bundle" "$work/bundle" "$train" >/dev/null || exit $?
 fi
+# as_runner CMD...: CMD as that user, in this process (no fork: $! is the agent itself).
+as_runner() { setpriv --reuid="$runner" --regid="$runner" --init-groups "$@"; }
 touch "$work/image.sif"
+mkdir -p "$work/double" "$work/bin" "$work/results"
+ln -s "$here/apptainer-test-double" "$work/bin/apptainer"
 cat >"$work/trellis.toml" <<TOML
 [container]
 allowed_images = ["$work/bundle", "$work/*.sif"]
 allowed_mounts = ["$work"]
-run_dir = "$work/containers"
+apptainer = "$work/bin/apptainer"
 TOML
 config=(--config "$work/trellis.toml")
 
-# launch_ranks NAME AGENT-ARGS...: runs the agent in the background, output in NAME.out
+# start_launch NAME [as_runner] AGENT-ARGS...: runs the agent in the background, output in NAME.out
 start_launch() {
-    local name=$1
+    local name=$1 who=()
     shift
-    "$agent" launch "$@" >"$work/$name.out" 2>&1 &
+    [ "$1" = as_runner ] && { who=(setpriv --reuid="$runner" --regid="$runner" --init-groups); shift; }
+    "${who[@]}" "$agent" launch "$@" >"$work/$name.out" 2>&1 &
     launcher=$!
 }
 # rank_pids: the launcher's children (the ranks)
@@ -92,39 +101,50 @@ else
 fi
 
 if [ $can_contain -eq 1 ]; then
-    "$agent" launch --nproc-per-node 2 --image "$work/bundle" --mounts "$work:/results" "${config[@]}" -- \
-        sh -c "cat /trellis-image-marker; ls /results/trellis.toml; exec /usr/local/bin/trellis-train ${short[*]}" >"$work/oci.out" 2>&1 ||
+    chown "$runner" "$work/results" "$work/double"
+    as_runner "$agent" launch --nproc-per-node 2 --image "$work/bundle" --mounts "$work:/work:ro" "${config[@]}" -- \
+        sh -c "cat /trellis-image-marker; ls /work/trellis.toml; id -u; exec /usr/local/bin/trellis-train ${short[*]}" >"$work/oci.out" 2>&1 ||
         fail "launch in the container: status $?"
     check_training oci "in an OCI container"
-    [ "$(grep -c "inside a trellis test image" "$work/oci.out")" -eq 2 ] && grep -q "^\[1\] /results/trellis.toml" "$work/oci.out" &&
-        pass "both ranks ran in the image and see the mount" || fail "the ranks did not run in the image"
-    kill_one_rank kill-oci "in the container" --nproc-per-node 2 --image "$work/bundle" "${config[@]}" -- \
+    [ "$(grep -c "inside a trellis test image" "$work/oci.out")" -eq 2 ] && grep -q "^\[1\] /work/trellis.toml" "$work/oci.out" &&
+        grep -q "^\[0\] $(id -u "$runner")$" "$work/oci.out" &&
+        pass "both ranks ran in the image as $runner and see the mount" || fail "the ranks did not run in the image"
+    kill_one_rank kill-oci "in the container" as_runner --nproc-per-node 2 --image "$work/bundle" "${config[@]}" -- \
         /usr/local/bin/trellis-train "${long[@]}"
-    [ -z "$(runc list -q | grep "^trellis-launch-")" ] && [ -z "$(ls "$work/containers")" ] &&
-        pass "no container left after the launches" || fail "containers left: $(runc list -q) $(ls "$work/containers")"
-    out=$(runuser -u nobody -- "$agent" launch --nproc-per-node 1 --image "$work/bundle" "${config[@]}" -- true 2>&1)
-    echo "$out" | grep -q "containers need root" && pass "a non-root container launch is refused: $out" ||
-        fail "non-root OCI launch: $out"
-else
-    echo "SKIP (part): the OCI container cases need root and runc"
-fi
+    out=$("$agent" launch --nproc-per-node 1 --image "$work/bundle" "${config[@]}" -- true 2>&1)
+    echo "$out" | grep -q "root's are not given to a container" && pass "a container launch as root is refused: $out" ||
+        fail "root container launch: $out"
 
-# A .sif image through the Singularity TEST DOUBLE.
-mkdir -p "$work/double" "$work/bin"
-ln -s "$here/singularity-test-double" "$work/bin/singularity"
-if [ "$(id -u)" -eq 0 ]; then
-    DOUBLE_DIR=$work/double PATH=$work/bin:$PATH "$agent" launch --nproc-per-node 2 --image "$work/image.sif" \
-        --mounts "$work:/results:ro" "${config[@]}" -- cat /mnt/trellis-sif-marker >"$work/sif.out" 2>&1 ||
+    # A .sif image through the Apptainer TEST DOUBLE, with a forged instance record in the
+    # user's home naming a process of theirs outside any image: the agent never reads it.
+    home=$(getent passwd "$runner" | cut -d: -f6)
+    forged_home=$work/home
+    mkdir -p "$forged_home/.apptainer/instances/app/$(hostname)/$runner/trellis"
+    as_runner sleep 60 &
+    decoy=$!
+    echo "{\"pid\": $decoy, \"image\": \"$work/image.sif\"}" \
+        >"$forged_home/.apptainer/instances/app/$(hostname)/$runner/trellis/trellis.json"
+    [ -d "$home" ] || usermod -d "$forged_home" "$runner" 2>/dev/null
+    as_runner "$agent" launch --nproc-per-node 2 --image "$work/image.sif" --mounts "$work/results:/tmp/results:ro" \
+        "${config[@]}" -- sh -c 'cat /mnt/trellis-sif-marker; ls -d /tmp/results' >"$work/sif.out" 2>&1 ||
         fail "sif launch through the test double: status $?"
-    [ "$(grep -c "inside the sif test double" "$work/sif.out")" -eq 2 ] &&
-        pass "both ranks joined the (test double's) instance" || { cat "$work/sif.out"; fail "sif ranks"; }
+    kill $decoy 2>/dev/null
+    [ "$(grep -c "inside the sif test double" "$work/sif.out")" -eq 2 ] && grep -q "^\[1\] /tmp/results$" "$work/sif.out" &&
+        pass "both ranks joined the container of the Apptainer the agent started, with the mount" ||
+        { cat "$work/sif.out"; fail "sif ranks"; }
     calls=$(cat "$work/double/calls")
-    echo "$calls" | grep -qE "^instance start --contain --no-home --bind $work:/results:ro $work/image.sif trellis-launch-" &&
-        echo "$calls" | grep -q "^instance list --json trellis-launch-" && echo "$calls" | grep -q "^instance stop --force trellis-launch-" &&
-        pass "the agent's singularity command lines are as expected (checked by the test double)" ||
-        fail "singularity calls: $calls"
+    echo "$calls" | grep -qxF "exec --contain --no-home --cleanenv --bind $build/trellis-pause:/tmp/.trellis-pause:ro --bind $work/results:/tmp/results:ro $work/image.sif /tmp/.trellis-pause" &&
+        ! echo "$calls" | grep -q "^instance" &&
+        pass "Apptainer's command line as expected, no instance command (checked by the test double)" ||
+        fail "apptainer calls: $calls"
+    names=$(tr ' ' '\n' <"$work/double/env-names" | sort -u | grep -vxE "PATH|HOME|USER|LOGNAME|PWD|SHLVL|_|" | tr '\n' ' ')
+    [ -z "$names" ] && pass "Apptainer gets PATH, HOME, USER and LOGNAME only" || fail "Apptainer's environment also had: $names"
+    out=$(as_runner "$agent" launch --nproc-per-node 1 --image "$work/image.sif" --mounts "$work/results:/nowhere" \
+        "${config[@]}" -- true 2>&1)
+    echo "$out" | grep -q "cannot create /nowhere" && pass "Apptainer's refusal reaches the user: $(echo "$out" | tail -n 1)" ||
+        fail "apptainer failure: $out"
 else
-    echo "SKIP (part): the test double's instance needs root for its mount namespace"
+    echo "SKIP (part): the container cases need root (to make a root-owned image and a user) and user namespaces"
 fi
 
 # A PyTorch DDP script (init_method='env://') runs under launch unchanged: the agent sets
@@ -158,7 +178,7 @@ out=$("$agent" launch -- true 2>&1); status=$?
 [ $status -eq 2 ] && echo "$out" | grep -q "nproc-per-node is required" && pass "missing --nproc-per-node: $out" || fail "no nproc: $status $out"
 out=$("$agent" launch --nproc-per-node two -- true 2>&1); status=$?
 [ $status -eq 2 ] && echo "$out" | grep -q "is not a number" && pass "bad --nproc-per-node: $out" || fail "bad nproc: $status $out"
-out=$("$agent" launch --nproc-per-node 1 --image "$work/nothing" "${config[@]}" -- true 2>&1); status=$?
+out=$(as_runner "$agent" launch --nproc-per-node 1 --image "$work/nothing" "${config[@]}" -- true 2>&1); status=$?
 [ $status -eq 3 ] && echo "$out" | grep -q "does not exist" && pass "missing image: $out" || fail "missing image: $status $out"
 
 echo "launch tests: $failures failures"
