@@ -26,11 +26,11 @@ namespace {
 // An image was asked for: given, or given and refused on this node (container_error).
 bool wants_container() { return !state().choices.image.empty() || !state().container_error.empty(); }
 
-// Only the tasks of srun steps: not the batch script, not the external step.
+// Only the tasks of srun steps: not the batch script, the external step or salloc's shell.
 bool container_step(spank_t sp, std::uint32_t& job, std::uint32_t& step) {
     return spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS &&
            spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS && step != SLURM_BATCH_SCRIPT &&
-           step != SLURM_EXTERN_CONT;
+           step != SLURM_EXTERN_CONT && step != SLURM_INTERACTIVE_STEP;
 }
 
 // PMIxCliTmpDirBase from mpi.conf beside slurm.conf, where clients' folders are made. Not
@@ -138,6 +138,8 @@ void enter_container(spank_t sp) {
 }
 
 void refuse_unhonoured_image(spank_t sp) {
+    std::uint32_t job = 0, step = 0;
+    if (!container_step(sp, job, step)) return;
     if (state().choices.image.empty() && job_env(sp, "TRELLIS_IMAGE").empty()) return;
     log_error("container: an image was asked for, but trellis is disabled on this node (its configuration "
               "could not be read; see slurmd's log): the task does not run outside its image");

@@ -1,6 +1,7 @@
-// trellis-pause: the first process of a step's container, doing nothing until the agent
-// stops the container. Linked statically, since it runs inside images that need not have
-// this machine's libraries; holds no descriptor of whoever started it.
+// trellis-pause: the process Apptainer runs in a .sif image so that the agent can find it and
+// join its namespaces, doing nothing until the agent stops it. Linked statically, since it
+// runs inside images that need not have this machine's libraries; holds no descriptor of
+// whoever started it.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>

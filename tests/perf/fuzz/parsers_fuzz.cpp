@@ -1,6 +1,7 @@
 // libFuzzer target for everything the plugin parses from users and admins: srun option
 // values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists,
-// and Slurm's task layout variables.
+// Slurm's task layout variables, and the container checks on images, mounts and their
+// destinations.
 // Every input must either parse or be refused with an exception of the documented kind.
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
+#include "agent/container/image_policy.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
 #include "topology/plan.hpp"
@@ -22,6 +24,7 @@ void refused_or_parsed(F&& parse) {
         parse();
     } catch (const std::invalid_argument&) {
     } catch (const agent::ConfigError&) {
+    } catch (const agent::PolicyError&) {
     }
 }
 
@@ -42,6 +45,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
     refused_or_parsed([&] { topology::HcaRequest::parse(text); });
     refused_or_parsed([&] { agent::parse_config_text(text, "fuzz.toml"); });
+    // The container checks: against a policy that allows paths under /tmp only.
+    agent::ContainerConfig container;
+    container.allowed_images = {"/tmp/*"};
+    container.allowed_mounts = {"/tmp"};
+    refused_or_parsed([&] { agent::check_destination(text); });
+    refused_or_parsed([&] { agent::check_image(text, container); });
+    refused_or_parsed([&] { agent::check_mounts(agent::parse_mounts(text), container); });
     // The same bytes as plugstack.conf arguments, split on spaces as Slurm splits them.
     std::vector<std::string> args;
     size_t start = 0;
