@@ -29,9 +29,9 @@ std::string find_program(const std::string& name) {
     return "";
 }
 
-std::vector<std::string> user_environment() {
+std::vector<std::string> user_environment(uid_t uid) {
     std::vector<std::string> env = {std::string("PATH=") + system_path};
-    if (passwd* entry = ::getpwuid(::getuid())) {
+    if (passwd* entry = ::getpwuid(uid)) {
         env.push_back(std::string("HOME=") + entry->pw_dir);
         env.push_back(std::string("USER=") + entry->pw_name);
         env.push_back(std::string("LOGNAME=") + entry->pw_name);
@@ -57,6 +57,12 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    // Looked up before the fork: the user database may take locks that another thread of the
+    // caller (slurmstepd) holds at that moment, which the child would wait on for ever.
+    std::vector<std::string> env = user_environment(as ? as->uid : ::getuid());
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid > 0) return pid;
@@ -65,17 +71,14 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
     ::dup2(stdio.out >= 0 ? stdio.out : null, 1);
     ::dup2(stdio.err >= 0 ? stdio.err : null, 2);
     // Nothing else of the caller's (a task's pipes, slurmstepd's descriptors) goes along.
-    ::close_range(3, ~0U, 0);
+    if (::close_range(3, ~0U, 0) != 0)
+        for (int fd = 3; fd < 65536; ++fd) ::close(fd);
     ::setsid();
     if (as && !become(*as)) {
         std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as->uid, as->gid, std::strerror(errno));
         ::_exit(126);
     }
     if (::chdir("/") != 0) ::_exit(126);
-    std::vector<std::string> env = user_environment();
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
     ::execve(args[0], args.data(), envp.data());
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);

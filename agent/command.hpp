@@ -22,14 +22,14 @@ struct ChildStdio {
 
 // Forks and execs `argv` (argv[0] an absolute path) with `stdio`, in a session of its own
 // (so that it and its children can be signalled together), with the environment
-// user_environment() gives, after become(*as) when `as` is given. Returns the child's pid;
+// user_environment() gives for that user, after become(*as) when `as` is given. Returns the child's pid;
 // throws std::runtime_error when it cannot fork. A child that cannot become the user or
 // exec exits 126 or 127 with the reason on its stderr.
 pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as = nullptr);
 
-// PATH (a fixed system one), HOME, USER and LOGNAME of the process's real uid: all a helper
-// is given of the caller's environment.
-std::vector<std::string> user_environment();
+// PATH (a fixed system one), HOME, USER and LOGNAME of `uid`: all a helper is given of the
+// caller's environment.
+std::vector<std::string> user_environment(uid_t uid);
 
 // In a child process: become `user` for good (real, effective and saved ids). From root, its
 // supplementary groups come from the group database; from slurmstepd's user_init, which has

@@ -12,6 +12,7 @@
 
 #include "agent/config.hpp"
 #include "agent/container/image_policy.hpp"
+#include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
 #include "agent/launch/launch_command.hpp"
@@ -31,7 +32,8 @@ const char* usage =
     "  prepare --image PATH [--mounts SPEC] [--system-mount FOLDER]... [--device PATH]...\n"
     "          [--config FILE]\n"
     "      as the calling user (never root): make a step's container around this process,\n"
-    "      print \"ready\" and hold it until stdin ends (the plugin joins it meanwhile)\n"
+    "      print \"ready\" (or \"ready hold\") and wait until stdin ends (its caller holds\n"
+    "      the container's namespaces meanwhile); --system-mount PATH[:ro]\n"
     "  check [--json] [--expect-gpus N] [--expect-hcas N] [--expect-container] [--xml FILE]\n"
     "      GPUs, HCA ports, GPUDirect RDMA, IPoIB, container runtimes; exit 1 on a problem\n"
     "\n"
@@ -63,13 +65,15 @@ int prepare(const std::vector<std::string>& args) {
     }
     if (request.image.empty()) throw std::invalid_argument("prepare needs --image");
     auto spec = checked_container_spec(request, load_agent_config(config_path));
-    enter_container(spec);
-    std::fputs("ready\n", stdout);
+    pid_t helper = enter_container(spec);
+    // "ready hold": the caller keeps this end open while the container is used (Apptainer
+    // must go on running); "ready": only until it has opened the namespaces.
+    std::fputs(helper ? "ready hold\n" : "ready\n", stdout);
     std::fflush(stdout);
-    // Held until the caller has opened the namespaces and closes this end.
     char buffer[64];
     while (::read(0, buffer, sizeof buffer) > 0) {
     }
+    if (helper) stop_apptainer(helper);
     return 0;
 }
 

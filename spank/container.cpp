@@ -19,6 +19,7 @@
 #include "agent/container/step_container.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
+#include "topology/slurm_config.hpp"
 
 namespace trellis::spank {
 namespace {
@@ -103,6 +104,12 @@ void prepare_container(spank_t sp) {
     request.image = s.choices.image;
     request.user_mounts = s.choices.mounts;
     request.system_mounts = pmix_mounts(uid, job, step);
+    // Slurm runs the TaskProlog after the task has joined the container, so by its path there.
+    const char* conf = std::getenv("SLURM_CONF");
+    std::string prolog = topology::task_prolog_path(conf ? conf : "");
+    struct stat info {};
+    if (!prolog.empty() && ::stat(prolog.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+        request.system_mounts.push_back(prolog + ":ro");
     if (s.plan) request.devices = agent::plan_device_files(*s.plan);
     try {
         s.container = agent::HeldContainer::make(
@@ -145,6 +152,8 @@ void refuse_unhonoured_image(spank_t sp) {
               "could not be read; see slurmd's log): the task does not run outside its image");
     std::_Exit(1);
 }
+
+void let_go_of_container() { state().container.reset(); }
 
 int set_container_environment(spank_t sp) {
     if (!wants_container()) return 0;

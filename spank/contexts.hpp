@@ -26,6 +26,7 @@ void prepare_container(spank_t sp);     // user_init, after plan_node: the plan 
 // task_init, as the user: a task that cannot enter the image it asked for exits here.
 void enter_container(spank_t sp);
 void refuse_unhonoured_image(spank_t sp);  // task_init, when trellis is disabled
+void let_go_of_container();             // exit, in slurmstepd: a held Apptainer stops
 int set_container_environment(spank_t sp);  // task_init
 int bind_task_memory(spank_t sp);       // task_init_privileged
 int bind_task(spank_t sp);              // task_init

@@ -87,6 +87,13 @@ extern "C" int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
     return guarded("task_init_privileged", [&] { return bind_task_memory(sp); });
 }
 
+extern "C" int slurm_spank_exit(spank_t, int, char**) {
+    return guarded("exit", [] {
+        if (spank_context() == S_CTX_REMOTE) let_go_of_container();
+        return 0;
+    });
+}
+
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
     if (trellis::spank::state().disabled) {
         // Disabled (optional in plugstack.conf, configuration unreadable): a task that asked

@@ -98,8 +98,8 @@ tests_unit_slurm_gpus_test_SOURCES = tests/unit/slurm_gpus_test.cpp
 tests_unit_slurm_gpus_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
 tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la topology/libtrellis-slurm-gres.la \
 	topology/libtrellis-topology.la $(SLURM_LIBS)
-TESTS += tests/container/launch_test.sh
-EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double
+TESTS += tests/container/launch_test.sh tests/plugin_exports_test.sh
+EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/plugin_exports_test.sh
 EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \

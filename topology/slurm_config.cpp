@@ -120,6 +120,12 @@ std::string plugstack_path(const std::string& slurm_conf) {
     return (std::filesystem::path(files.slurm_conf).parent_path() / "plugstack.conf").string();
 }
 
+std::string task_prolog_path(const std::string& slurm_conf) {
+    for (const Line& line : read_file(SlurmConfigFiles::beside(slurm_conf).slurm_conf))
+        if (const std::string* path = value_of(line.record, "taskprolog")) return *path;
+    return "";
+}
+
 std::vector<PlugstackLine> read_plugstack(const std::string& path) {
     std::vector<std::vector<std::string>> lines;
     plugstack_words(path, lines);

@@ -47,6 +47,8 @@ struct PlugstackLine {
 
 // slurm.conf's PlugStackConfig, else plugstack.conf beside slurm.conf (Slurm's default).
 std::string plugstack_path(const std::string& slurm_conf);
+// slurm.conf's TaskProlog ("" when none): a container step needs it at the same path.
+std::string task_prolog_path(const std::string& slurm_conf);
 // Every plugin line of plugstack.conf, its `include GLOB` files followed in order.
 std::vector<PlugstackLine> read_plugstack(const std::string& path);
 

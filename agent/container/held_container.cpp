@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace trellis::agent {
@@ -38,8 +39,32 @@ std::string message_of(int errors, const std::string& otherwise) {
 
 }  // namespace
 
+namespace {
+
+// Reaps `pid`, waiting at most `limit` (a helper stuck on a hung filesystem must not hold
+// slurmstepd): SIGKILL to its session after that, and no further wait.
+void reap(pid_t pid, std::chrono::milliseconds limit, int* status = nullptr) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    int ignored = 0;
+    while (true) {
+        pid_t done = ::waitpid(pid, status ? status : &ignored, WNOHANG);
+        if (done == pid || (done < 0 && errno != EINTR)) return;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(-pid, SIGKILL);
+            ::usleep(20000);
+            ::waitpid(pid, status ? status : &ignored, WNOHANG);
+            return;
+        }
+        ::usleep(2000);
+    }
+}
+
+}  // namespace
+
 HeldContainer::~HeldContainer() {
     for (auto [fd, _] : namespaces_) ::close(fd);
+    if (helper_input_ >= 0) ::close(helper_input_);
+    if (helper_ > 0) reap(helper_, std::chrono::seconds(5));
 }
 
 HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const Identity& user,
@@ -68,7 +93,10 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     while (said.find('\n') == std::string::npos && said.size() < 64) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         pollfd wait{from_child[0], POLLIN, 0};
-        if (left.count() <= 0 || ::poll(&wait, 1, int(left.count())) == 0) break;
+        if (left.count() <= 0) break;
+        int ready = ::poll(&wait, 1, int(left.count()));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) break;
         char buffer[64];
         ssize_t n = ::read(from_child[0], buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
@@ -77,6 +105,8 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     }
     HeldContainer held;
     std::string failure;
+    bool hold = said == "ready hold\n";
+    if (hold) said = "ready\n";
     if (said == "ready\n") {
         for (const auto& [name, kind] : std::vector<std::pair<const char*, int>>{
                  {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
@@ -100,12 +130,18 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
             failure = "the container's user namespace does not belong to uid " + std::to_string(user.uid);
         if (failure.empty() && !mount_ns) failure = "the container has no mount namespace of its own";
     }
-    ::close(to_child[1]);  // the helper's stdin ends: it exits
     ::close(from_child[0]);
+    if (hold && failure.empty()) {
+        // Kept running until `held` goes; its stdin ending then stops it.
+        held.helper_ = helper;
+        held.helper_input_ = to_child[1];
+        ::close(errors);
+        return held;
+    }
+    ::close(to_child[1]);  // the helper's stdin ends: it exits
     int status = 0;
     if (said != "ready\n" && ::waitpid(helper, &status, WNOHANG) == 0) ::kill(-helper, SIGKILL);
-    while (::waitpid(helper, &status, 0) < 0 && errno == EINTR) {
-    }
+    reap(helper, std::chrono::seconds(10), &status);
     std::string errors_text = message_of(errors, "");
     ::close(errors);
     if (said != "ready\n") {

@@ -2,8 +2,10 @@
 // makes the container around itself and says "ready"; its namespaces are opened here while it
 // is still this process's unreaped child (its pid cannot be reused meanwhile), checked to be
 // a user namespace of the job's user's with a mount namespace of its own, and the helper is
-// let go. No process stays behind in the container: the tasks that join it are all it holds,
-// they stay in the job's cgroups, and it ends with the last of them and with these descriptors.
+// let go. No process stays behind in an OCI bundle's container: the tasks that join it are all
+// it holds, they stay in the job's cgroups, and it ends with the last of them and with these
+// descriptors. For a .sif image the helper says "ready hold" and is kept (Apptainer serves the
+// image) until this object goes: its standard input then ends, and it stops Apptainer.
 #pragma once
 
 #include <chrono>
@@ -19,9 +21,13 @@ namespace trellis::agent {
 class HeldContainer {
 public:
     HeldContainer() = default;
-    HeldContainer(HeldContainer&& other) noexcept : namespaces_(std::exchange(other.namespaces_, {})) {}
+    HeldContainer(HeldContainer&& other) noexcept
+        : namespaces_(std::exchange(other.namespaces_, {})), helper_(std::exchange(other.helper_, -1)),
+          helper_input_(std::exchange(other.helper_input_, -1)) {}
     HeldContainer& operator=(HeldContainer&& other) noexcept {
         std::swap(namespaces_, other.namespaces_);
+        std::swap(helper_, other.helper_);
+        std::swap(helper_input_, other.helper_input_);
         return *this;
     }
     HeldContainer(const HeldContainer&) = delete;
@@ -40,6 +46,8 @@ public:
 
 private:
     std::vector<std::pair<int, int>> namespaces_;  // descriptor, CLONE_NEW*
+    pid_t helper_ = -1;                            // a held helper ("ready hold")
+    int helper_input_ = -1;                        // its standard input: it runs until this closes
 };
 
 }  // namespace trellis::agent

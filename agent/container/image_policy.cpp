@@ -55,7 +55,8 @@ std::string offence;
 bool suid_allowed = false;
 
 int inspect(const char* path, const struct stat* info, int type, struct FTW*) {
-    if (type == FTW_NS || type == FTW_DNR) return 0;  // beyond the user's reach, in the image as on the host
+    if (type == FTW_NS) return 0;  // beyond the user's reach, in the image as on the host
+    // An unreadable folder (FTW_DNR) is still checked itself; its contents are beyond reach.
     std::string why;
     if (info->st_uid != 0)
         why = "belongs to uid " + std::to_string(info->st_uid) + ", who could change it for every user";
@@ -91,9 +92,15 @@ void check_root_owned(const std::string& path, const std::string& what) {
 CheckedImage check_image(const std::string& image, const ContainerConfig& config) {
     refuse_control(image, "the image path");
     if (image.empty() || image[0] != '/') throw PolicyError("image '" + image + "' is not an absolute path");
+    if (image.find_first_of(",:") != std::string::npos)
+        throw PolicyError("image '" + image + "' holds ',' or ':', which a runtime's lists would split (accepted: "
+                          "paths without them)");
     if (has_dot_dot(image)) throw PolicyError("image '" + image + "': '..' is not accepted in an image path");
     CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle};
     refuse_control(checked.path, "the image's resolved path");
+    if (checked.path.find_first_of(",:") != std::string::npos)
+        throw PolicyError("image '" + image + "' resolves to '" + checked.path +
+                          "', which holds ',' or ':' (accepted: paths without them)");
     std::error_code error;
     if (fs::is_directory(checked.path, error)) {
         if (!fs::is_directory(fs::path(checked.path) / "rootfs", error))

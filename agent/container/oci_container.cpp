@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -138,7 +139,10 @@ public:
 private:
     Fd existing(const std::string& destination, bool directory) {
         Fd target = open_inside(root_.get(), destination);
-        if (!target) fail("the image has no " + destination);
+        if (!target)
+            throw ContainerError("the image has no " + destination + " " + (directory ? "folder" : "file") +
+                                 " (accepted: images with /proc, /sys and /dev folders, as distribution images have; "
+                                 "make them in the rootfs)");
         if (is_directory(target) != directory)
             throw ContainerError(destination + " in the image is " + (directory ? "not a folder" : "a folder") +
                                  ": it cannot take this mount");
@@ -160,23 +164,60 @@ private:
         }
         if (in_scratch(destination)) return create(destination, directory);
         if (cover_missing_parent) {
-            // A folder Slurm names on the host (its spool, PMIx's client base) that the image
-            // lacks: a tmpfs on its deepest folder the image has, unless that holds the image's
-            // software.
+            // A path Slurm names on the host (its spool, PMIx's client base, the TaskProlog)
+            // that the image lacks: the deepest folder of it the image has becomes a tmpfs of
+            // the container's, with that folder's entries bound back in, and the rest of the
+            // path is made there.
             fs::path parent = fs::path(destination).parent_path();
             while (parent != "/" && !open_inside(root_.get(), parent.string())) parent = parent.parent_path();
-            static const std::vector<std::string> kept = {"/",    "/bin",  "/boot", "/etc",  "/home",
-                                                          "/lib", "/lib32", "/lib64", "/opt", "/root",
-                                                          "/sbin", "/usr", "/var", "/var/lib"};
-            std::string folder = parent.string();
-            if (std::find(kept.begin(), kept.end(), folder) == kept.end() && !folder.starts_with("/usr/")) {
-                mount_fs(folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
+            if (parent != "/") {
+                cover(parent.string());
                 return create(destination, directory);
             }
         }
         throw ContainerError("the image has no " + destination +
                              " to mount on, and the image is never written (accepted: a path the image has, or one "
                              "under /tmp or /var/tmp, which are the container's own)");
+    }
+
+    // A tmpfs at `folder` that still shows the image's entries there (bound back in,
+    // read-only; links copied): a place to make mount points without writing the image.
+    void cover(const std::string& folder) {
+        open_how how{};
+        how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        std::string relative = fs::path(folder).relative_path().string();
+        Fd image(int(::syscall(SYS_openat2, root_.get(), relative.c_str(), &how, sizeof how)));
+        if (!image) fail("cannot read " + folder + " in the image");
+        std::vector<std::pair<std::string, struct stat>> entries;
+        if (DIR* list = ::fdopendir(::dup(image.get()))) {
+            while (dirent* entry = ::readdir(list)) {
+                std::string name = entry->d_name;
+                struct stat info {};
+                if (name != "." && name != ".." && ::fstatat(image.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0)
+                    entries.emplace_back(name, info);
+            }
+            ::closedir(list);
+        }
+        mount_fs(folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
+        for (const auto& [name, info] : entries) {
+            std::string inside = folder + "/" + name;
+            if (S_ISLNK(info.st_mode)) {
+                char target[4096];
+                ssize_t length = ::readlinkat(image.get(), name.c_str(), target, sizeof target - 1);
+                if (length < 0) continue;
+                target[length] = 0;
+                Fd parent = open_inside(root_.get(), folder);
+                if (::symlinkat(target, parent.get(), name.c_str()) != 0) fail("cannot copy the link " + inside);
+            } else if (S_ISDIR(info.st_mode) || S_ISREG(info.st_mode)) {
+                Fd original(::openat(image.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+                Fd target = create(inside, S_ISDIR(info.st_mode));
+                if (!original || ::mount(original.path().c_str(), target.path().c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+                    fail("cannot bind the image's " + inside + " back");
+                set_attributes(existing(inside, S_ISDIR(info.st_mode)),
+                               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true);
+            }
+        }
     }
 
     std::string path_;
@@ -230,7 +271,7 @@ void enter_oci_container(const ContainerSpec& spec) {
 
     Rootfs rootfs(spec.image.path + "/rootfs");
     // The host's process table (the container shares its PIDs) and topology (NCCL and hwloc
-    // read /sys), read-only all the way down.
+    // read /sys; read-only all the way down).
     rootfs.bind("/proc", "/proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
     rootfs.bind("/sys", "/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
     make_dev(rootfs, spec.devices);
@@ -243,9 +284,11 @@ void enter_oci_container(const ContainerSpec& spec) {
     for (const auto& mount : spec.mounts)
         rootfs.bind(mount.source, mount.destination,
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0));
-    // PMIx's folders last, so that a user's mount above them cannot hide them.
+    // Slurm's paths (PMIx's folders, the TaskProlog) last, so that a user's mount above them
+    // cannot hide them.
     for (const auto& mount : spec.system_mounts)
-        rootfs.bind(mount.source, mount.destination, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true);
+        rootfs.bind(mount.source, mount.destination,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0), true);
     rootfs.become_root();
 }
 

@@ -78,7 +78,14 @@ std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
     return argv;
 }
 
-void enter_sif_container(const ContainerSpec& spec) {
+void stop_apptainer(pid_t apptainer) {
+    ::kill(-apptainer, SIGKILL);
+    ::kill(apptainer, SIGKILL);
+    while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
+pid_t enter_sif_container(const ContainerSpec& spec) {
     struct stat pause {};
     if (::stat(spec.pause_program.c_str(), &pause) != 0)
         throw ContainerError("trellis-pause is missing at " + spec.pause_program);
@@ -86,11 +93,7 @@ void enter_sif_container(const ContainerSpec& spec) {
     ChildStdio stdio;
     stdio.err = errors;
     pid_t apptainer = spawn(apptainer_command(spec), stdio);
-    auto stop = [&] {
-        ::kill(-apptainer, SIGKILL);
-        ::kill(apptainer, SIGKILL);
-        ::waitpid(apptainer, nullptr, 0);
-    };
+    auto stop = [&] { stop_apptainer(apptainer); };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     pid_t inside = 0;
     while (!(inside = find_pause(apptainer, pause))) {
@@ -103,7 +106,7 @@ void enter_sif_container(const ContainerSpec& spec) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    // Its namespaces are held by descriptor before Apptainer goes, then joined.
+    // Its namespaces are held by descriptor, checked to be its still, then joined.
     std::vector<std::pair<int, int>> held;
     for (const auto& [name, kind] : std::vector<std::pair<std::string, int>>{
              {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
@@ -111,7 +114,6 @@ void enter_sif_container(const ContainerSpec& spec) {
         if (fd >= 0) held.emplace_back(fd, kind);
     }
     bool still_there = find_pause(apptainer, pause) == inside;
-    stop();
     std::string failure = still_there ? "" : "the container's process ended while it was joined";
     bool own_mount_namespace = false;
     for (auto [fd, kind] : held) {
@@ -128,8 +130,12 @@ void enter_sif_container(const ContainerSpec& spec) {
     if (failure.empty() && !own_mount_namespace)
         failure = spec.apptainer + " ran trellis-pause without a mount namespace of its own";
     for (auto [fd, _] : held) ::close(fd);
-    if (!failure.empty()) throw ContainerError(failure);
-    if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
+    if (failure.empty() && ::chdir("/") != 0) failure = std::string("chdir /: ") + std::strerror(errno);
+    if (!failure.empty()) {
+        stop();
+        throw ContainerError(failure);
+    }
+    return apptainer;
 }
 
 }  // namespace trellis::agent

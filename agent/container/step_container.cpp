@@ -19,16 +19,20 @@ std::string pause_program() {
 
 namespace {
 
-// The plugin's own mounts (PMIx's folders): whole, existing folders that are not links, with
-// nothing in their names that a mount list would split.
-std::vector<Mount> checked_system_mounts(const std::vector<std::string>& folders) {
+// The plugin's own mounts (PMIx's folders, the TaskProlog): existing folders or files that
+// are not links, with nothing in their names that a mount list would split; ":ro" at the end
+// mounts one read-only.
+std::vector<Mount> checked_system_mounts(const std::vector<std::string>& entries) {
     std::vector<Mount> mounts;
-    for (const auto& folder : folders) {
+    for (const auto& entry : entries) {
+        bool read_only = entry.ends_with(":ro");
+        std::string path = read_only ? entry.substr(0, entry.size() - 3) : entry;
         struct stat info {};
-        if (folder.find_first_of(",:") != std::string::npos || ::lstat(folder.c_str(), &info) != 0 ||
-            !S_ISDIR(info.st_mode) || std::filesystem::path(folder).lexically_normal() != folder || folder[0] != '/')
-            throw PolicyError("system mount '" + folder + "' is not a plain, existing folder");
-        mounts.push_back({folder, folder, false});
+        if (path.empty() || path[0] != '/' || path.find_first_of(",:") != std::string::npos ||
+            ::lstat(path.c_str(), &info) != 0 || !(S_ISDIR(info.st_mode) || S_ISREG(info.st_mode)) ||
+            std::filesystem::path(path).lexically_normal() != path)
+            throw PolicyError("system mount '" + entry + "' is not a plain, existing folder or file");
+        mounts.push_back({path, path, read_only});
     }
     return mounts;
 }
@@ -53,14 +57,13 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     return spec;
 }
 
-void enter_container(const ContainerSpec& spec) {
+pid_t enter_container(const ContainerSpec& spec) {
     if (::getuid() == 0 || ::geteuid() == 0)
         throw PolicyError("containers are made with the job's user's own rights, never root's: run as that user "
                           "(runuser -u USER -- ...)");
-    if (spec.image.kind == ImageKind::oci_bundle)
-        enter_oci_container(spec);
-    else
-        enter_sif_container(spec);
+    if (spec.image.kind == ImageKind::sif) return enter_sif_container(spec);
+    enter_oci_container(spec);
+    return 0;
 }
 
 std::vector<std::string> prepare_command(const std::string& agent, const StepContainerRequest& request,

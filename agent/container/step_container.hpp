@@ -15,7 +15,9 @@ namespace trellis::agent {
 struct StepContainerRequest {
     std::string image;                    // as the user gave it
     std::string user_mounts;              // "SRC:DST[:ro],...", checked against allowed_mounts
-    std::vector<std::string> system_mounts;  // PMIx's folders: from the plugin, not the user
+    // Slurm's paths, from the plugin, not the user: PMIx's folders, "PATH:ro" for a file such
+    // as the TaskProlog. Mounted at the same path.
+    std::vector<std::string> system_mounts;
     std::vector<std::string> devices;     // the step's device files
 };
 
@@ -23,9 +25,10 @@ struct StepContainerRequest {
 // Throws PolicyError (refused) or std::invalid_argument (malformed).
 ContainerSpec checked_container_spec(const StepContainerRequest& request, const Config& config);
 
-// Makes the container around the calling process (never root's: it refuses uid 0). Throws
-// ContainerError.
-void enter_container(const ContainerSpec& spec);
+// Makes the container around the calling process (never root's: it refuses uid 0). Returns
+// the pid of a helper that must run as long as the container is used (Apptainer, for a .sif
+// image; stop it with stop_apptainer), or 0. Throws ContainerError.
+pid_t enter_container(const ContainerSpec& spec);
 
 // The agent's command line that prepares `request` (for HeldContainer::make).
 std::vector<std::string> prepare_command(const std::string& agent, const StepContainerRequest& request,

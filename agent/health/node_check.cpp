@@ -1,5 +1,6 @@
 #include "agent/health/node_check.hpp"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -92,9 +93,16 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
 
     // OCI bundles run in a user namespace of the job's user's, .sif images through Apptainer
     // in its user-namespace mode: both need unprivileged user namespaces.
+    // Linux 5.12 or later (openat2, mount_setattr), and no AppArmor rule against them
+    // (Ubuntu 23.10 and later restrict them unless a profile allows it).
     long user_namespaces = std::atol(first_line("/proc/sys/user/max_user_namespaces").c_str());
     std::string clone = first_line("/proc/sys/kernel/unprivileged_userns_clone");
-    bool can_contain = user_namespaces > 0 && clone != "0";
+    std::string apparmor = first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    utsname kernel {};
+    int major = 0, minor = 0;
+    if (::uname(&kernel) == 0) std::sscanf(kernel.release, "%d.%d", &major, &minor);
+    bool recent = major > 5 || (major == 5 && minor >= 12);
+    bool can_contain = user_namespaces > 0 && clone != "0" && apparmor != "1" && recent;
     facts["user_namespaces"] = can_contain;
     facts["runtimes"] = nlohmann::json::object();
     for (const char* runtime : {"apptainer", "singularity"}) {
@@ -108,9 +116,13 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     if (expected.hcas && active_ports < *expected.hcas)
         report.problems.push_back("expected at least " + std::to_string(*expected.hcas) +
                                   " active HCA ports, found " + std::to_string(active_ports));
-    if (expected.container && !can_contain)
-        report.problems.push_back("unprivileged user namespaces are off (sysctl user.max_user_namespaces, "
-                                  "kernel.unprivileged_userns_clone): no container can be made");
+    if (expected.container && !recent)
+        report.problems.push_back(std::string("kernel ") + kernel.release +
+                                  ": containers need Linux 5.12 or later (openat2, mount_setattr)");
+    else if (expected.container && !can_contain)
+        report.problems.push_back("unprivileged user namespaces are off or restricted (sysctl user.max_user_namespaces, "
+                                  "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns): "
+                                  "no container can be made");
     facts["problems"] = report.problems;
     facts["healthy"] = report.problems.empty();
     return report;

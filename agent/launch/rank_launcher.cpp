@@ -84,7 +84,7 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
         try {
             container_->join(cwd);
             // Inside an image, setuid programs must not give privileges back.
-            ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw std::runtime_error("cannot set no_new_privs");
         } catch (const std::exception& error) {
             std::fprintf(stderr, "trellis-agent: rank %d: %s\n", spec.rank, error.what());
             ::_exit(126);

@@ -8,7 +8,8 @@
 # a mount over the container's own files (H1), a link swapped under a mount source (H2), the
 # image never written (M3), changeable or privileged entries in an image (M4), two users at
 # once (M5), ',' in a source (L1), a forged log line (L3), `:ro` for submounts (L9), and an
-# image that cannot be used with trellis `optional` in plugstack.conf. Skips (77) without
+# image that cannot be used with trellis `optional` in plugstack.conf, the TaskProlog (L8), a
+# .sif image through the Apptainer TEST DOUBLE. Skips (77) without
 # root, Slurm, munge or user namespaces.
 set -u
 . "$(dirname "$0")/harness.sh"
@@ -21,13 +22,17 @@ make_cluster_dir trellis-slurm-container
 "$here/../container/make_bundle" "$dir/bundle" "$build/tests/slurm/pmix_exchange" >/dev/null || exit $?
 "$here/../container/make_bundle" "$dir/other-bundle" >/dev/null || exit $?
 mkdir -p "$dir/shared" && echo "from the host" >"$dir/shared/note"
+# .sif images through the Apptainer TEST DOUBLE (Apptainer is not a Debian package).
+mkdir -p "$dir/bin" "$dir/double" && chmod 1777 "$dir/double" && touch "$dir/image.sif"
+ln -s "$here/../container/apptainer-test-double" "$dir/bin/apptainer"
 cat >"$dir/trellis.toml" <<TOML
 [binding]
 policy = "closest"
 [container]
-allowed_images = ["$dir/bundle"]
+allowed_images = ["$dir/bundle", "$dir/*.sif"]
 allowed_mounts = ["$dir/shared"]
 agent = "$build/trellis-agent"
+apptainer = "$dir/bin/apptainer"
 TOML
 start_cluster "n2=$fixtures/two-level-switch-8gpu.xml"
 uid=$(id -u "$job_user")
@@ -86,10 +91,10 @@ as_user_srun pmix -N2 -n4 --mpi=pmix "${image[@]}" /usr/local/bin/pmix_exchange
 # working (it shows as nogroup: only the user's own ids are mapped), no capabilities, in the
 # job's cgroups; /tmp is the container's own and writable.
 as_user_srun who -N1 -n1 -w n1 "${image[@]}" --trellis-mounts="$dir/shared:/shared" sh -c \
-    'echo "uid=$(id -u) gid=$(id -g) caps=$(grep CapEff /proc/self/status | tr -d "\t") group-file=$(cat /shared/group-only)"; cat /proc/self/cgroup; touch /tmp/x && stat -c "tmp=%a" /tmp'
+    'echo "uid=$(id -u) gid=$(id -g) caps=$(grep CapEff /proc/self/status | tr -d "\t") $(grep NoNewPrivs /proc/self/status | tr -d "\t") group-file=$(cat /shared/group-only)"; cat /proc/self/cgroup; touch /tmp/x && stat -c "tmp=%a" /tmp'
 cat "$dir/who.out"
-grep -q "^uid=$uid gid=$(id -g "$job_user") caps=CapEff:0000000000000000 group-file=group readable$" "$dir/who.out" &&
-    pass "the user inside is $job_user (uid $uid), with their supplementary group and no capabilities" ||
+grep -q "^uid=$uid gid=$(id -g "$job_user") caps=CapEff:0000000000000000 NoNewPrivs:1 group-file=group readable$" "$dir/who.out" &&
+    pass "the user inside is $job_user (uid $uid), with their supplementary group, no capabilities, no new privileges" ||
     fail "user inside: $(cat "$dir/who.out" "$dir/who.err")"
 if grep -q "devices" /proc/self/cgroup; then
     grep -q "devices:/slurm_n1/uid_$uid/job_[0-9]*/step_0/task_0" "$dir/who.out" &&
@@ -175,16 +180,30 @@ cp "$dir/bundle/rootfs/bin/busybox" "$dir/bundle/rootfs/work/su" && chmod 4755 "
 refused m4_setuid "rootfs/work/su is setuid" "${image[@]}"
 rm -f "$dir/bundle/rootfs/work/su"
 
-# M5: two users start container steps on one node at the same moment: neither waits.
+# A .sif step: the tasks join the container of the Apptainer the agent started, which runs
+# until the step ends and not after.
+as_user_srun sif -N1 -n2 -w n1 --trellis-image="$dir/image.sif" sh -c 'cat /mnt/trellis-sif-marker; id -u'
+[ "$(grep -c "inside the sif test double" "$dir/sif.out")" -eq 2 ] && [ "$(grep -cx "$uid" "$dir/sif.out")" -eq 2 ] &&
+    pass "a .sif step: both tasks in the (test double's) container, as $job_user" ||
+    fail "sif step: $(cat "$dir/sif.out" "$dir/sif.err")"
+sleep 1
+[ -z "$(pgrep -f "$dir/image.sif")" ] && pass "after the .sif step: Apptainer and its container are gone" ||
+    fail "after the .sif step, still running: $(pgrep -af "$dir/image.sif")"
+
+# M5: one user's container start stalls (their Apptainer hangs for 20 s); another user's
+# container step on the same node at the same moment does not wait for it.
 id trellistest2 >/dev/null 2>&1 || useradd -M -s /bin/sh trellistest2
-start=$(date +%s)
-as_user srun -N1 -n1 -w n1 "${image[@]}" sh -c 'sleep 3; cat /trellis-image-marker' >"$dir/m5-first.out" 2>&1 &
+touch "$dir/double/stall-$job_user"
+as_user srun -N1 -n1 -w n1 --trellis-image="$dir/image.sif" cat /mnt/trellis-sif-marker >"$dir/m5-first.out" 2>&1 &
 first=$!
+sleep 1
+start=$(date +%s)
 (cd /tmp && timeout 60 runuser -u trellistest2 -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 -w n1 -O "${image[@]}" cat /trellis-image-marker) >"$dir/m5-second.out" 2>&1
 second_took=$(($(date +%s) - start))
 wait $first
-grep -q "inside a trellis test image" "$dir/m5-first.out" && grep -q "inside a trellis test image" "$dir/m5-second.out" &&
-    [ $second_took -le 15 ] && pass "M5: two users' container steps on n1 at once: both ran, the second in ${second_took} s" ||
+rm -f "$dir/double/stall-$job_user"
+grep -q "inside the sif test double" "$dir/m5-first.out" && grep -q "inside a trellis test image" "$dir/m5-second.out" &&
+    [ $second_took -le 10 ] && pass "M5: a second user's step ran in ${second_took} s while the first user's start stalled" ||
     fail "M5: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"
 
 # L1: a source whose resolved path holds ',' is refused (a runtime's list would split it).
@@ -220,6 +239,28 @@ cp "$dir/trellis.toml.good" "$dir/trellis.toml"
     fail "optional plugin, broken configuration: status $rc, $(cat "$dir/optional_broken.out" "$dir/optional_broken.err")"
 sed -i 's/^optional /required /' "$dir/plugstack.conf"
 nothing_left "after the refusals"
+
+# L8: the administrator's TaskProlog, which Slurm runs after the task has joined the
+# container, is found there at its host path. This one lies where the image has no folder
+# (under /etc), so the image's /etc is covered by a tmpfs of the container's with its
+# entries bound back in: the image stays untouched and its /etc still shows.
+touch "$dir/t1"
+sleep 1
+prolog_dir=$(mktemp -d /etc/trellis-test-prolog.XXXXXX)
+chmod 755 "$prolog_dir"
+cleanup="rm -rf $prolog_dir"
+printf '#!/bin/sh\necho "export TRELLIS_TASK_PROLOG=ran"\n' >"$prolog_dir/taskprolog.sh"
+chmod 755 "$prolog_dir/taskprolog.sh"
+cp "$dir/slurm.conf" "$dir/slurm.conf.before-prolog"
+echo "TaskProlog=$prolog_dir/taskprolog.sh" >>"$dir/slurm.conf"
+scontrol reconfigure && sleep 2
+as_user_srun prolog -N1 -n1 -w n1 "${image[@]}" sh -c 'echo "prolog=$TRELLIS_TASK_PROLOG"; head -n 1 /etc/passwd'
+cp "$dir/slurm.conf.before-prolog" "$dir/slurm.conf"
+scontrol reconfigure && sleep 2
+grep -qx "prolog=ran" "$dir/prolog.out" && grep -qx "root:x:0:0:root:/root:/bin/sh" "$dir/prolog.out" &&
+    [ -z "$(find "$dir/bundle/rootfs" -newer "$dir/t1")" ] &&
+    pass "L8: the TaskProlog ran in the container; the image's /etc still shows and the image is unchanged" ||
+    fail "L8: $(cat "$dir/prolog.out" "$dir/prolog.err")"
 
 # 5. scancel and kill -9 of srun: nothing of the container but the tasks themselves, and
 # nothing at all once Slurm has ended them (a killed srun leaves them running, as it would

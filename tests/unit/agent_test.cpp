@@ -67,6 +67,8 @@ TEST_CASE("images: allowed patterns, OCI bundles and .sif files, missing or odd 
     CHECK_THROWS_WITH(check_image(not_bundle.string(), config), Catch::Contains("without rootfs/"));
     CHECK_THROWS_WITH(check_image((scratch.path / "images/none").string(), config), Catch::Contains("does not exist"));
     CHECK_THROWS_WITH(check_image("images/train", config), Catch::Contains("not an absolute path"));
+    CHECK_THROWS_WITH(check_image("/images/a,b", config), Catch::Contains("holds ',' or ':'"));
+    CHECK_THROWS_WITH(check_image("/images/a\nerror: forged", config), Catch::Contains("control character"));
     config.allowed_images = {"/shared/images/*"};
     config.origin = "/etc/trellis/trellis.toml";
     CHECK_THROWS_WITH(check_image(bundle.string(), config),
