@@ -206,6 +206,16 @@ grep -q "inside the sif test double" "$dir/m5-first.out" && grep -q "inside a tr
     [ $second_took -le 10 ] && pass "M5: a second user's step ran in ${second_took} s while the first user's start stalled" ||
     fail "M5: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"
 
+# M1/L7: the process the container is taken from is the plugin's own unreaped child, and
+# what it offers is checked: a prepare that says "ready" without having made a container
+# (still in the host's namespaces, as a hijacked one could) is refused, and the task does
+# not run.
+printf '#!/bin/sh\necho ready\ncat >/dev/null\n' >"$dir/hostile-agent" && chmod 755 "$dir/hostile-agent"
+cp "$dir/trellis.toml" "$dir/trellis.toml.good"
+sed -i "s|^agent = .*|agent = \"$dir/hostile-agent\"|" "$dir/trellis.toml"
+refused m1_hostile "does not belong to uid $uid" "${image[@]}"
+cp "$dir/trellis.toml.good" "$dir/trellis.toml"
+
 # L1: a source whose resolved path holds ',' is refused (a runtime's list would split it).
 mkdir -p "$dir/shared/x,y" && ln -sfn "$dir/shared/x,y" "$dir/shared/l"
 refused l1_comma "would split" "${image[@]}" --trellis-mounts="$dir/shared/l:/shared"
