@@ -44,11 +44,18 @@ image=(--trellis-image="$dir/bundle")
 touch "$dir/t0"
 sleep 1
 # The processes that have the image as their root (inside a container), as "PID UID".
-in_image() { for p in /proc/[0-9]*; do [ -e "$p/root/trellis-image-marker" ] && echo "${p#/proc/} $(stat -c %u "$p")"; done 2>/dev/null; }
+# This image's marker, by device and inode: another test run's containers do not count.
+marker=$(stat -c %d:%i "$dir/bundle/rootfs/trellis-image-marker")
+helpers() { pgrep -f "trellis-agent prepare .*--config $dir/trellis.toml"; }
+in_image() {
+    for p in /proc/[0-9]*; do
+        [ "$(stat -L -c %d:%i "$p/root/trellis-image-marker" 2>/dev/null)" = "$marker" ] && echo "${p#/proc/} $(stat -c %u "$p")"
+    done 2>/dev/null
+}
 nothing_left() {  # WHAT: no process in an image, no helper of trellis's
     local left
     for _ in $(seq 1 50); do
-        left="$(in_image)$(pgrep -f 'trellis-agent prepare')"
+        left="$(in_image)$(helpers)"
         [ -z "$left" ] && { pass "$1: nothing of the container left"; return; }
         sleep 0.2
     done
@@ -168,6 +175,13 @@ wait $swapper
 # M3: nothing was written into the image by any step so far (user mounts, PMIx's folders).
 written=$(find "$dir/bundle/rootfs" -newer "$dir/t0")
 [ -z "$written" ] && pass "M3: the image is unchanged after every step" || fail "M3: written into the image: $written"
+# ... and an image store mounted read-only serves PMIx steps and mounts as well.
+mount --bind "$dir/bundle" "$dir/bundle" && mount -o remount,bind,ro "$dir/bundle"
+as_user_srun readonly -N2 -n2 --mpi=pmix "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" /usr/local/bin/pmix_exchange
+umount "$dir/bundle"
+[ "$(grep -c 'sees: rank 0 on n1; rank 1 on n2' "$dir/readonly.out")" -eq 2 ] &&
+    pass "M3: a read-only image: PMIx across both nodes and a mount work" ||
+    fail "read-only image: $(tail -n 5 "$dir/readonly.out" "$dir/readonly.err")"
 
 # M4: an image with a folder writable by everyone, or a device file, is refused naming it.
 chmod 1777 "$dir/bundle/rootfs/tmp"
@@ -283,7 +297,7 @@ for how in scancel kill; do
     if [ $how = kill ]; then
         kill -9 $srun_pid
         sleep 1
-        [ -z "$(pgrep -f 'trellis-agent prepare')" ] && [ "$(in_image | wc -l)" -eq 2 ] &&
+        [ -z "$(helpers)" ] && [ "$(in_image | wc -l)" -eq 2 ] &&
             pass "after kill -9 of srun: the two tasks are all the container holds" ||
             fail "after kill -9 of srun: $(in_image | tr '\n' ' ')"
     fi
@@ -303,7 +317,7 @@ if [ -n "$task" ] && [ -n "$job" ]; then
     pkill -9 -f "slurmstepd: \[$job.0\]"
     sleep 1
     others=$(in_image | awk -v t="$task" '$1 != t')
-    [ -z "$others" ] && [ -z "$(pgrep -f 'trellis-agent prepare')" ] &&
+    [ -z "$others" ] && [ -z "$(helpers)" ] &&
         pass "after kill -9 of slurmstepd: only the task itself is in the image, no trellis process or state" ||
         fail "after kill -9 of slurmstepd: $others"
 else
