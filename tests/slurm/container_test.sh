@@ -235,7 +235,15 @@ mkdir -p "$dir/shared/x,y" && ln -sfn "$dir/shared/x,y" "$dir/shared/l"
 refused l1_comma "would split" "${image[@]}" --trellis-mounts="$dir/shared/l:/shared"
 # L3: a newline in an image path is refused, and forges no line in slurmd's log.
 refused l3_newline "control character" --trellis-image="$(printf '/x\nerror: slurmstepd: forged')"
-[ "$(cat "$dir"/log/slurmd-*.log | grep -c '^error: slurmstepd: forged')" -eq 0 ] &&
+# The same value straight to the node, past srun's check: Slurm hands slurmstepd the options
+# as _SLURM_SPANK_OPTION_* variables, which a user can set themselves.
+as_user env "_SLURM_SPANK_OPTION_trellis_trellis_image=$(printf '/x\nerror: slurmstepd: forged')" \
+    srun -N1 -n1 -w n1 sh -c 'echo STARTED' >"$dir/l3_node.out" 2>"$dir/l3_node.err"
+rc=$?
+[ $rc -ne 0 ] && ! grep -q STARTED "$dir/l3_node.out" && grep -q "control character" "$dir/l3_node.err" &&
+    pass "L3: the value reaching slurmstepd is refused there, and the task does not run" ||
+    fail "L3 on the node: status $rc, $(cat "$dir/l3_node.out" "$dir/l3_node.err")"
+[ "$(cat "$dir"/log/slurmd-*.log | grep -c 'forged')" -eq 0 ] &&
     pass "L3: no forged line in slurmd's log" || fail "L3: a forged line reached slurmd's log"
 # L9: ':ro' holds for the mounts beneath the source too.
 mkdir -p "$dir/shared/sub" && mount -t tmpfs -o mode=1777 none "$dir/shared/sub"
