@@ -105,7 +105,7 @@ public:
     // An empty file or folder in one of the container's tmpfs (never in the image).
     Fd create(const std::string& destination, bool directory) {
         fs::path path = fs::path(destination).lexically_normal();
-        Fd folder(::dup(root_.get()));
+        Fd folder(::fcntl(root_.get(), F_DUPFD_CLOEXEC, 0));
         std::vector<std::string> parts;
         for (const auto& part : path.relative_path()) parts.push_back(part.string());
         for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -190,7 +190,7 @@ private:
         Fd image(int(::syscall(SYS_openat2, root_.get(), relative.c_str(), &how, sizeof how)));
         if (!image) fail("cannot read " + folder + " in the image");
         std::vector<std::pair<std::string, struct stat>> entries;
-        if (DIR* list = ::fdopendir(::dup(image.get()))) {
+        if (DIR* list = ::fdopendir(::fcntl(image.get(), F_DUPFD_CLOEXEC, 0))) {
             while (dirent* entry = ::readdir(list)) {
                 std::string name = entry->d_name;
                 struct stat info {};
