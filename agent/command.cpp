@@ -96,4 +96,11 @@ std::string read_bounded(int fd, std::size_t limit) {
     return text;
 }
 
+std::string read_message(int memfd) {
+    ::lseek(memfd, 0, SEEK_SET);
+    std::string text = read_bounded(memfd, 4096);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+}
+
 }  // namespace trellis::agent

@@ -43,5 +43,8 @@ std::string find_program(const std::string& name);
 // At most `limit` bytes from `fd` (to its end or the limit): a helper's output is read with a
 // bound.
 std::string read_bounded(int fd, std::size_t limit = 1 << 20);
+// A helper's message from the memory file its stderr went to: from the start, at most 4 KiB,
+// without the trailing newlines.
+std::string read_message(int memfd);
 
 }  // namespace trellis::agent

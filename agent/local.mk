@@ -13,6 +13,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
 	agent/container/image_policy.cpp agent/container/image_policy.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
+	agent/container/namespaces.cpp agent/container/namespaces.hpp \
 	agent/container/oci_container.cpp agent/container/oci_container.hpp \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \

@@ -15,29 +15,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "agent/container/namespaces.hpp"
+
 namespace trellis::agent {
-
-namespace {
-
-ino_t inode_of(int fd) {
-    struct stat info {};
-    return ::fstat(fd, &info) == 0 ? info.st_ino : 0;
-}
-
-ino_t own_namespace(const char* name) {
-    struct stat info {};
-    return ::stat((std::string("/proc/self/ns/") + name).c_str(), &info) == 0 ? info.st_ino : 0;
-}
-
-// The helper's last words: its stderr, without the trailing newline.
-std::string message_of(int errors, const std::string& otherwise) {
-    ::lseek(errors, 0, SEEK_SET);
-    std::string text = read_bounded(errors, 4096);
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    return text.empty() ? otherwise : text;
-}
-
-}  // namespace
 
 namespace {
 
@@ -108,18 +88,10 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     bool hold = said == "ready hold\n";
     if (hold) said = "ready\n";
     if (said == "ready\n") {
-        for (const auto& [name, kind] : std::vector<std::pair<const char*, int>>{
-                 {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
-            int fd = ::open(("/proc/" + std::to_string(helper) + "/ns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0) {
-                failure = std::string("cannot open the container's ") + name + " namespace: " + std::strerror(errno);
-                break;
-            }
-            // Only what differs from this process's is joined.
-            if (inode_of(fd) == own_namespace(name))
-                ::close(fd);
-            else
-                held.namespaces_.emplace_back(fd, kind);
+        try {
+            held.namespaces_ = open_namespaces(helper);
+        } catch (const ContainerError& error) {
+            failure = error.what();
         }
         uid_t owner = ~0u;
         bool user_ns = !held.namespaces_.empty() && held.namespaces_.front().second == CLONE_NEWUSER;
@@ -142,7 +114,7 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     int status = 0;
     if (said != "ready\n" && ::waitpid(helper, &status, WNOHANG) == 0) ::kill(-helper, SIGKILL);
     reap(helper, std::chrono::seconds(10), &status);
-    std::string errors_text = message_of(errors, "");
+    std::string errors_text = read_message(errors);
     ::close(errors);
     if (said != "ready\n") {
         if (said.empty() && errors_text.empty())
@@ -162,8 +134,7 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
 void HeldContainer::join(const std::string& cwd) const {
     for (auto [fd, kind] : namespaces_)
         if (::setns(fd, kind) != 0)
-            throw ContainerError(std::string("cannot join the container's ") +
-                                 (kind == CLONE_NEWUSER ? "user" : kind == CLONE_NEWNS ? "mount" : kind == CLONE_NEWIPC ? "ipc" : "uts") +
+            throw ContainerError(std::string("cannot join the container's ") + namespace_name(kind) +
                                  " namespace: " + std::strerror(errno));
     // The step's folder when the image has it (usually through a mount), else the root.
     if (cwd.empty() || ::chdir(cwd.c_str()) != 0)

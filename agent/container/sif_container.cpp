@@ -14,10 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "agent/command.hpp"
+#include "agent/container/namespaces.hpp"
 
 namespace trellis::agent {
 
@@ -57,13 +57,6 @@ pid_t find_pause(pid_t root, const struct stat& pause) {
     return 0;
 }
 
-std::string apptainer_errors(int errors) {
-    ::lseek(errors, 0, SEEK_SET);
-    std::string text = read_bounded(errors, 4096);
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    return text.empty() ? "no message" : text;
-}
-
 }  // namespace
 
 std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
@@ -98,8 +91,11 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
     pid_t inside = 0;
     while (!(inside = find_pause(apptainer, pause))) {
         int status = 0;
-        if (::waitpid(apptainer, &status, WNOHANG) == apptainer)
-            throw ContainerError(spec.apptainer + " stopped before the container ran: " + apptainer_errors(errors));
+        if (::waitpid(apptainer, &status, WNOHANG) == apptainer) {
+            std::string message = read_message(errors);
+            throw ContainerError(spec.apptainer + " stopped before the container ran: " +
+                                 (message.empty() ? "no message" : message));
+        }
         if (std::chrono::steady_clock::now() > deadline) {
             stop();
             throw ContainerError(spec.apptainer + " did not start the container within 60 s");
@@ -108,22 +104,19 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
     }
     // Its namespaces are held by descriptor, checked to be its still, then joined.
     std::vector<std::pair<int, int>> held;
-    for (const auto& [name, kind] : std::vector<std::pair<std::string, int>>{
-             {"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}}) {
-        int fd = ::open(("/proc/" + std::to_string(inside) + "/ns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) held.emplace_back(fd, kind);
+    std::string failure;
+    try {
+        held = open_namespaces(inside);
+    } catch (const ContainerError& error) {
+        failure = error.what();
     }
-    bool still_there = find_pause(apptainer, pause) == inside;
-    std::string failure = still_there ? "" : "the container's process ended while it was joined";
+    if (failure.empty() && find_pause(apptainer, pause) != inside) failure = "the container's process ended while it was joined";
     bool own_mount_namespace = false;
     for (auto [fd, kind] : held) {
-        std::string name = kind == CLONE_NEWUSER ? "user" : kind == CLONE_NEWNS ? "mnt" : kind == CLONE_NEWIPC ? "ipc" : "uts";
-        struct stat ours {}, theirs {};
-        bool same = ::stat(("/proc/self/ns/" + name).c_str(), &ours) == 0 && ::fstat(fd, &theirs) == 0 &&
-                    ours.st_ino == theirs.st_ino;
-        if (kind == CLONE_NEWNS) own_mount_namespace = !same;
-        if (!same && failure.empty() && ::setns(fd, kind) != 0)
-            failure = "cannot join the " + name + " namespace " + spec.apptainer + " made (" + std::strerror(errno) +
+        own_mount_namespace = own_mount_namespace || kind == CLONE_NEWNS;
+        if (failure.empty() && ::setns(fd, kind) != 0)
+            failure = std::string("cannot join the ") + namespace_name(kind) + " namespace " + spec.apptainer +
+                      " made (" + std::strerror(errno) +
                       "): the user can join only an Apptainer container in its user-namespace mode, not one from a "
                       "setuid installation";
     }
