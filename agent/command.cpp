@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 
 namespace {
@@ -53,7 +55,7 @@ bool become(const Identity& user) {
 
 pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as) {
     if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
-        throw std::invalid_argument("spawn: '" + (argv.empty() ? std::string() : argv[0]) + "' is not an absolute path");
+        throw UsageError("spawn: '" + (argv.empty() ? std::string() : argv[0]) + "' is not an absolute path");
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

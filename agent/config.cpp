@@ -11,6 +11,8 @@
 
 #include <toml++/toml.h>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 namespace {
 
@@ -33,35 +35,35 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 std::string as_string(const RawValue& v, const char* what) {
-    if (v.kind != RawValue::string) throw std::invalid_argument(std::string("must be ") + what);
+    if (v.kind != RawValue::string) throw UsageError(std::string("must be ") + what);
     return v.text;
 }
 
 std::string as_path(const RawValue& v) {
     std::string path = as_string(v, "an absolute path in quotes");
-    if (path.empty() || path[0] != '/') throw std::invalid_argument("'" + path + "' is not an absolute path");
+    if (path.empty() || path[0] != '/') throw UsageError("'" + path + "' is not an absolute path");
     return path;
 }
 
 bool as_bool(const RawValue& v) {
     if (v.kind == RawValue::boolean) return v.flag;
     if (v.kind == RawValue::string && !v.from_plugstack)
-        throw std::invalid_argument("must be true or false, without quotes (a boolean, not the string \"" + v.text +
+        throw UsageError("must be true or false, without quotes (a boolean, not the string \"" + v.text +
                                     "\")");
     if (v.kind == RawValue::string) {
         if (v.text == "true" || v.text == "yes" || v.text == "1") return true;
         if (v.text == "false" || v.text == "no" || v.text == "0") return false;
     }
-    throw std::invalid_argument("must be true or false");
+    throw UsageError("must be true or false");
 }
 
 std::vector<std::string> as_list(const RawValue& v, const char* what) {
     if (v.kind == RawValue::list) return v.items;
     if (v.kind == RawValue::string && v.from_plugstack) return split_commas(v.text);  // a,b,c
     if (v.kind == RawValue::string)
-        throw std::invalid_argument(std::string("must be a list of ") + what + " in brackets, e.g. [\"" + v.text +
+        throw UsageError(std::string("must be a list of ") + what + " in brackets, e.g. [\"" + v.text +
                                     "\"], not a string");
-    throw std::invalid_argument(std::string("must be a list of ") + what + " in brackets, e.g. [\"...\"]");
+    throw UsageError(std::string("must be a list of ") + what + " in brackets, e.g. [\"...\"]");
 }
 
 template <typename Section>
@@ -100,7 +102,7 @@ const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
                  if (std::find(known.begin(), known.end(), name) == known.end()) {
                      std::string accepted;
                      for (const auto& k : known) accepted += (accepted.empty() ? "" : ", ") + k;
-                     throw std::invalid_argument("'" + name + "' is not a variable trellis sets (accepted: " +
+                     throw UsageError("'" + name + "' is not a variable trellis sets (accepted: " +
                                                  accepted + ")");
                  }
              c.exported = names;
@@ -125,10 +127,10 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
              c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");
              for (const auto& ns : c.namespaces)
                  if (ns != "mount" && ns != "ipc" && ns != "uts")
-                     throw std::invalid_argument("'" + ns + "' is not a namespace a task may join (accepted: mount, "
+                     throw UsageError("'" + ns + "' is not a namespace a task may join (accepted: mount, "
                                                  "ipc, uts; the network and PIDs stay the host's)");
              if (std::find(c.namespaces.begin(), c.namespaces.end(), "mount") == c.namespaces.end())
-                 throw std::invalid_argument("must include \"mount\": the image is the container's mount namespace");
+                 throw UsageError("must include \"mount\": the image is the container's mount namespace");
          }},
     };
     return keys;
@@ -141,7 +143,7 @@ void parse_port_range(const std::string& text, WireupConfig& c) {
     std::istringstream in(text);
     if (!(in >> first >> dash >> last) || dash != '-' || in >> extra || first < 1024 || last > 65535 ||
         last - first < 255)
-        throw std::invalid_argument("'" + text + "' is not a port range (accepted: FIRST-LAST within 1024-65535, "
+        throw UsageError("'" + text + "' is not a port range (accepted: FIRST-LAST within 1024-65535, "
                                     "at least 256 ports, e.g. \"20000-29999\")");
     c.port_first = first, c.port_last = last;
 }
@@ -195,7 +197,7 @@ void apply_table(const toml::table& table, const std::string& origin, const std:
             throw ConfigError(where + " is unknown (accepted: " + key_names(keys) + ")");
         try {
             it->second(section, raw_from_toml(node));
-        } catch (const std::invalid_argument& e) {
+        } catch (const UsageError& e) {
             throw ConfigError(where + ": " + e.what());
         }
     }
@@ -279,7 +281,7 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
             throw ConfigError(where + ": unknown key (accepted: config, " + key_names(keys) + ")");
         try {
             it->second(config.binding, RawValue{RawValue::string, value, false, {}, true});
-        } catch (const std::invalid_argument& e) {
+        } catch (const UsageError& e) {
             throw ConfigError(where + ": " + e.what());
         }
     }
@@ -296,7 +298,7 @@ MemoryPolicy parse_memory_policy(const std::string& name) {
     if (name == "bind") return MemoryPolicy::bind;
     if (name == "preferred") return MemoryPolicy::preferred;
     if (name == "none") return MemoryPolicy::none;
-    throw std::invalid_argument("'" + name + "' is not a memory policy (accepted: bind, preferred, none)");
+    throw UsageError("'" + name + "' is not a memory policy (accepted: bind, preferred, none)");
 }
 
 Config load_agent_config(const std::string& path) {

@@ -8,20 +8,22 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::agent {
 
-// The message names the file (or plugstack.conf argument), the line and the key.
-struct ConfigError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+// The message names the file (or plugstack.conf argument), the line and the key. A bad
+// configuration is bad input (exit status 2).
+struct ConfigError : UsageError {
+    using UsageError::UsageError;
 };
 
 // A task's memory policy: MPOL_BIND to its NUMA nodes (allocations fail over to the OOM
 // killer when they are full), MPOL_PREFERRED (local first, then elsewhere), or the default.
 enum class MemoryPolicy { bind, preferred, none };
 std::string memory_policy_name(MemoryPolicy policy);
-// Throws std::invalid_argument naming the accepted values.
+// Throws UsageError naming the accepted values.
 MemoryPolicy parse_memory_policy(const std::string& name);
 
 struct BindingConfig {

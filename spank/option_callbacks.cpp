@@ -6,6 +6,7 @@
 #include <vector>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
 
@@ -33,7 +34,7 @@ const OptionKind mounts_kind{"--trellis-mounts", "TRELLIS_MOUNTS", parse_mounts_
 int take_value(const OptionKind& kind, const std::string& value, bool from_env) {
     try {
         kind.parse(value, state().choices);
-    } catch (const std::invalid_argument& e) {
+    } catch (const UsageError& e) {
         std::string source = from_env ? std::string(kind.env) + "=" + value : kind.flag;
         std::string message = std::string(from_env ? "environment " : "option ") + source + ": " + e.what();
         if (spank_context() == S_CTX_REMOTE) {

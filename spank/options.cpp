@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::spank {
 
 namespace {
@@ -22,11 +24,11 @@ void parse_bind_option(const std::string& value, UserChoices& choices) {
         } else if (item == "closest" || item == "none") {
             choices.policy = topology::parse_policy(item);
         } else {
-            throw std::invalid_argument("'" + value + "' is not a binding (" + bind_accepted + ")");
+            throw UsageError("'" + value + "' is not a binding (" + bind_accepted + ")");
         }
     }
     if (!any || value.back() == ',')
-        throw std::invalid_argument("'" + value + "' is not a binding (" + bind_accepted + ")");
+        throw UsageError("'" + value + "' is not a binding (" + bind_accepted + ")");
 }
 
 void parse_hca_option(const std::string& value, UserChoices& choices) {
@@ -38,13 +40,13 @@ void parse_hca_option(const std::string& value, UserChoices& choices) {
     std::stringstream in(value);
     for (std::string item; std::getline(in, item, ',');) hcas.push_back(topology::HcaRequest::parse(item));
     if (hcas.empty() || value.back() == ',')
-        throw std::invalid_argument("'" + value + "' is not an HCA list (accepted: auto, or NAME[:PORT],...)");
+        throw UsageError("'" + value + "' is not an HCA list (accepted: auto, or NAME[:PORT],...)");
     choices.hcas = hcas;
 }
 
 void parse_gpus_option(const std::string& value, UserChoices& choices) {
     if (value != "own" && value != "step")
-        throw std::invalid_argument("'" + value + "' is not a GPU visibility (accepted: own, each task sees its own "
+        throw UsageError("'" + value + "' is not a GPU visibility (accepted: own, each task sees its own "
                                     "GPUs; step, each task sees all of the step's GPUs on its node, its own first)");
     choices.share_gpus = value == "step";
 }
@@ -61,13 +63,13 @@ void parse_verbose_value(const std::string& value, UserChoices& choices) {
     else if (value == "0" || value == "no" || value == "false" || value == "off")
         choices.verbose = false;
     else
-        throw std::invalid_argument("'" + value + "' is not a verbosity (accepted: 1, yes, true, on, 0, no, false, off)");
+        throw UsageError("'" + value + "' is not a verbosity (accepted: 1, yes, true, on, 0, no, false, off)");
 }
 
 void parse_image_option(const std::string& value, UserChoices& choices) {
     agent::refuse_control_characters(value, "the image path");
     if (value.empty() || value[0] != '/')
-        throw std::invalid_argument("'" + value + "' is not an image (accepted: the absolute path of an OCI bundle "
+        throw UsageError("'" + value + "' is not an image (accepted: the absolute path of an OCI bundle "
                                     "folder or a .sif file)");
     choices.image = value;
 }

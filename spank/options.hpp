@@ -10,6 +10,7 @@
 
 #include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
+#include "common/error.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::spank {
@@ -25,9 +26,9 @@ struct UserChoices {
     std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)
 };
 
-// "closest", "none", "closest,verbose", "verbose". Throws std::invalid_argument.
+// "closest", "none", "closest,verbose", "verbose". Throws UsageError.
 void parse_bind_option(const std::string& value, UserChoices& choices);
-// "auto" or "mlx5_0[:PORT],mlx5_1". Throws std::invalid_argument.
+// "auto" or "mlx5_0[:PORT],mlx5_1". Throws UsageError.
 void parse_hca_option(const std::string& value, UserChoices& choices);
 // --trellis-gpus: own (each task sees its GPUs) or step (all of the step's, its own first).
 void parse_gpus_option(const std::string& value, UserChoices& choices);
@@ -38,9 +39,9 @@ void parse_wireup_option(const std::string& value, UserChoices& choices);
 // TRELLIS_VERBOSE: 1/yes/true/on or 0/no/false/off (empty counts as on, like a bare flag).
 void parse_verbose_value(const std::string& value, UserChoices& choices);
 // --trellis-image: an absolute path (whether it is allowed is checked against the
-// configuration, once it is loaded). Throws std::invalid_argument.
+// configuration, once it is loaded). Throws UsageError.
 void parse_image_option(const std::string& value, UserChoices& choices);
-// --trellis-mounts: SRC:DST[:ro|rw],... Throws std::invalid_argument.
+// --trellis-mounts: SRC:DST[:ro|rw],... Throws UsageError.
 void parse_mounts_option(const std::string& value, UserChoices& choices);
 
 }  // namespace trellis::spank

@@ -8,6 +8,7 @@
 #include <slurm/slurm.h>
 
 #include "agent/binding/step_plan.hpp"
+#include "common/error.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
 #include "topology/slurm_config.hpp"
@@ -45,7 +46,7 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     std::vector<int> ranks;
     try {
         ranks = agent::rank_nodes(job_env(sp, "SLURM_STEP_TASKS_PER_NODE"), distribution);
-    } catch (const std::invalid_argument&) {
+    } catch (const UsageError&) {
         // TF_CONFIG needs every rank's node; PyTorch only rank 0's, the first node under
         // every distribution but an arbitrary one.
         if (wireup.tf || distribution.rfind("arbitrary", 0) == 0) throw;

@@ -9,7 +9,7 @@ UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CATCH2_CFLAGS) $(JSON_CFLAGS) \
 	-DTRELLIS_SOURCE_DIR='"$(abs_top_srcdir)"'
 UNIT_LDADD = tests/unit/libcatch-main.la topology/libtrellis-topology.la
 
-unit_tests = \
+unit_tests += \
 	tests/unit/cpu_set_test \
 	tests/unit/assignment_test \
 	tests/unit/distance_test \

@@ -72,8 +72,8 @@ grep -q '^NCCL: every task may use all HCAs (mlx5_0:2), NCCL_IB_HCA unset' "$out
 expect_error "no command" "missing command"
 expect_error "unknown command" "unknown command 'draw'" draw
 expect_error "no --tasks" "plan needs --tasks N" plan --xml "$fixtures/no-hca-2gpu.xml"
-expect_error "zero tasks" "--tasks must be a whole number of at least 1, not '0'" plan --tasks 0
-expect_error "text tasks" "not 'two'" plan --tasks two
+expect_error "zero tasks" "invalid value '0' for --tasks (accepted: a whole number of at least 1)" plan --tasks 0
+expect_error "text tasks" "invalid value 'two' for --tasks" plan --tasks two
 expect_error "missing XML" "cannot read topology XML '/nonexistent.xml'" show --xml /nonexistent.xml
 expect_error "not XML" "is not an hwloc XML topology" show --xml "$0"
 expect_error "bad policy" "accepted: closest, none" plan --tasks 1 --policy nearest

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 namespace {
 
@@ -11,7 +13,7 @@ int parse_cpu_number(std::string_view text, std::string_view whole) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0 ||
         value > 1 << 20)
-        throw std::invalid_argument("bad CPU list '" + std::string(whole) + "': '" +
+        throw UsageError("bad CPU list '" + std::string(whole) + "': '" +
                                     std::string(text) +
                                     "' is not a CPU number (accepted: lists like 0-3,8)");
     return value;
@@ -34,7 +36,7 @@ CpuSet CpuSet::parse(std::string_view list) {
             int first = parse_cpu_number(item.substr(0, dash), list);
             int last = parse_cpu_number(item.substr(dash + 1), list);
             if (last < first)
-                throw std::invalid_argument("bad CPU list '" + std::string(list) + "': range '" +
+                throw UsageError("bad CPU list '" + std::string(list) + "': range '" +
                                             std::string(item) + "' runs backwards");
             set.add_range(first, last);
         }

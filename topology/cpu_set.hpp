@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 
 class CpuSet {
@@ -14,7 +16,7 @@ public:
     CpuSet() = default;
     CpuSet(std::initializer_list<int> cpus) : cpus_(cpus) {}
 
-    // Parses "0-3,8,10-11". Throws std::invalid_argument naming the bad part.
+    // Parses "0-3,8,10-11". Throws UsageError naming the bad part.
     static CpuSet parse(std::string_view list);
 
     void add(int cpu) { cpus_.insert(cpu); }

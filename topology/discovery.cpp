@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 
+#include "common/error.hpp"
 #include "topology/hca_sysfs.hpp"
 #include "topology/nvlink.hpp"
 
@@ -45,7 +46,7 @@ CpuSet online_cpus() {
     if (in && std::getline(in, list)) {
         try {
             return CpuSet::parse(list);
-        } catch (const std::invalid_argument&) {
+        } catch (const UsageError&) {
         }
     }
     return process_affinity();
@@ -217,17 +218,17 @@ Node discover_live() {
 Node load_xml(const std::string& path) {
     std::ifstream probe(path);
     if (!probe)
-        throw TopologyError("cannot read topology XML '" + path + "': " + std::strerror(errno));
+        throw UsageError("cannot read topology XML '" + path + "': " + std::strerror(errno));
     std::string head(256, '\0');
     probe.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(probe.gcount()));
     if (head.find("<topology") == std::string::npos)
-        throw TopologyError("'" + path + "' is not an hwloc XML topology (no <topology> element)");
+        throw UsageError("'" + path + "' is not an hwloc XML topology (no <topology> element)");
 
     TopologyHandle topo = new_topology();
     if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0 ||
         hwloc_topology_load(topo.get()) != 0)
-        throw TopologyError("'" + path + "' is not a valid hwloc XML topology");
+        throw UsageError("'" + path + "' is not a valid hwloc XML topology");
     return build_node(topo.get(), false, path);
 }
 

@@ -5,12 +5,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
 #include "topology/node.hpp"
 
 namespace trellis::topology {
 
-struct TopologyError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+// hwloc or the driver's files could not describe the node. A topology XML file that cannot be
+// read is a UsageError instead (it is the caller's input).
+struct TopologyError : Error {
+    using Error::Error;
 };
 
 Node discover_live();

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/error.hpp"
 #include "topology/discovery.hpp"
 
 namespace trellis::topology {
@@ -36,7 +37,7 @@ int read_nvidia_minors(Node& node, const std::string& driver_dir) {
         PciAddress address;
         try {
             address = PciAddress::parse(entry.path().filename().string());
-        } catch (const std::invalid_argument&) {
+        } catch (const UsageError&) {
             continue;  // not a GPU's folder
         }
         fs::path information = entry.path() / "information";

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 namespace {
 
@@ -43,13 +45,13 @@ std::vector<HcaCandidate> usable_hcas(const Node& node, const HcaSelection& sele
             if (it == node.hcas.end()) {
                 std::string known;
                 for (const auto& h : node.hcas) known += (known.empty() ? "" : ", ") + h.name;
-                throw std::invalid_argument("HCA '" + request.name + "' is not on " + node.host +
+                throw UsageError("HCA '" + request.name + "' is not on " + node.host +
                                             " (it has: " + (known.empty() ? "none" : known) + ")");
             }
             if (request.port != 0 &&
                 std::none_of(it->ports.begin(), it->ports.end(),
                              [&](const HcaPort& p) { return p.number == request.port; }))
-                throw std::invalid_argument("HCA " + request.name + " has no port " +
+                throw UsageError("HCA " + request.name + " has no port " +
                                             std::to_string(request.port));
             if (int port = pick_port(*it, request.port, selection.require_active))
                 candidates.push_back({&*it, port});

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::topology {
@@ -14,7 +15,7 @@ struct HcaCandidate {
     int port;
 };
 
-// The HCAs and ports the selection allows. Throws std::invalid_argument when an explicitly
+// The HCAs and ports the selection allows. Throws UsageError when an explicitly
 // requested HCA or port does not exist on the node.
 std::vector<HcaCandidate> usable_hcas(const Node& node, const HcaSelection& selection);
 

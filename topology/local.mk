@@ -20,7 +20,7 @@ topology_libtrellis_topology_la_SOURCES = \
 	topology/report.cpp topology/report.hpp \
 	topology/text_table.cpp topology/text_table.hpp
 topology_libtrellis_topology_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(JSON_CFLAGS)
-topology_libtrellis_topology_la_LIBADD = $(HWLOC_LIBS)
+topology_libtrellis_topology_la_LIBADD = common/libtrellis-common.la $(HWLOC_LIBS)
 
 # What Slurm gave a step, read from Slurm's own files (gres.conf, slurm.conf, cgroup.conf).
 # libslurm's host lists are called but not linked here: the plugin finds them in srun and

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 
 PciAddress PciAddress::parse(std::string_view text) {
@@ -17,7 +19,7 @@ PciAddress PciAddress::parse(std::string_view text) {
     if (std::sscanf(s.c_str(), "%x:%x.%x%n", &a.bus, &a.device, &a.function, &consumed) == 3 &&
         consumed == static_cast<int>(s.size()))
         return a;
-    throw std::invalid_argument("bad PCI address '" + s +
+    throw UsageError("bad PCI address '" + s +
                                 "' (accepted: DDDD:BB:DD.F or BB:DD.F, hexadecimal)");
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/cpu_set.hpp"
 
 namespace trellis::topology {
@@ -15,7 +16,7 @@ namespace trellis::topology {
 struct PciAddress {
     unsigned domain = 0, bus = 0, device = 0, function = 0;
 
-    // Accepts "0000:03:00.0" and the short "03:00.0". Throws std::invalid_argument.
+    // Accepts "0000:03:00.0" and the short "03:00.0". Throws UsageError.
     static PciAddress parse(std::string_view text);
     std::string to_string() const;  // "0000:03:00.0"
     auto operator<=>(const PciAddress&) const = default;

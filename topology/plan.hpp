@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/cpu_set.hpp"
 #include "topology/distance.hpp"
 #include "topology/node.hpp"
@@ -17,14 +18,14 @@ namespace trellis::topology {
 enum class Policy { closest, none };
 
 std::string policy_name(Policy policy);
-// Throws std::invalid_argument naming the accepted policies.
+// Throws UsageError naming the accepted policies.
 Policy parse_policy(const std::string& name);
 
 // An HCA the user asked for by name, optionally with its port: "mlx5_0" or "mlx5_0:1".
 struct HcaRequest {
     std::string name;
     int port = 0;  // 0: the first ACTIVE port
-    // Throws std::invalid_argument for a malformed item.
+    // Throws UsageError for a malformed item.
     static HcaRequest parse(const std::string& item);
 };
 
@@ -108,7 +109,7 @@ struct Plan {
     std::vector<std::string> warnings;  // about the node or step as a whole
 };
 
-// Throws std::invalid_argument for requests that cannot be planned (no tasks, an empty
+// Throws UsageError for requests that cannot be planned (no tasks, an empty
 // allowed set, a GPU index the node does not have), naming the value.
 Plan make_plan(const Node& node, const PlanRequest& request);
 

@@ -3,6 +3,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "topology/assignment.hpp"
 #include "topology/cpu_division.hpp"
 #include "topology/environment.hpp"
@@ -15,12 +16,12 @@ namespace {
 CpuSet allowed_cpus_for(const Node& node, const PlanRequest& request) {
     if (!request.allowed_cpus) {
         if (node.allowed_cpus.empty())
-            throw std::invalid_argument("no CPU of " + node.host + " is allowed to this process");
+            throw UsageError("no CPU of " + node.host + " is allowed to this process");
         return node.allowed_cpus;
     }
     CpuSet allowed = *request.allowed_cpus & node.cpus;
     if (allowed.empty())
-        throw std::invalid_argument("allowed CPUs '" + request.allowed_cpus->to_string() +
+        throw UsageError("allowed CPUs '" + request.allowed_cpus->to_string() +
                                     "' contain none of " + node.host + "'s CPUs (" +
                                     node.cpus.to_string() + ")");
     return allowed;
@@ -31,7 +32,7 @@ std::vector<Gpu> allowed_gpus_for(const Node& node, const PlanRequest& request) 
     std::set<int> wanted;
     for (int index : *request.allowed_gpus) {
         if (index < 0 || index >= static_cast<int>(node.gpus.size()))
-            throw std::invalid_argument(
+            throw UsageError(
                 "GPU " + std::to_string(index) + " is not on " + node.host + " (it has " +
                 std::to_string(node.gpus.size()) + " GPUs" +
                 (node.gpus.empty() ? "" : ": 0-" + std::to_string(node.gpus.size() - 1)) + ")");
@@ -141,7 +142,7 @@ void number_visible_gpus(const std::vector<Gpu>& step_gpus, const PlanRequest& r
 
 Plan make_plan(const Node& node, const PlanRequest& request) {
     if (request.tasks < 1)
-        throw std::invalid_argument("number of tasks must be at least 1, not " +
+        throw UsageError("number of tasks must be at least 1, not " +
                                     std::to_string(request.tasks));
     const CpuSet allowed = allowed_cpus_for(node, request);
     const std::vector<Gpu> gpus = allowed_gpus_for(node, request);
@@ -231,7 +232,7 @@ std::string policy_name(Policy policy) { return policy == Policy::closest ? "clo
 Policy parse_policy(const std::string& name) {
     if (name == "closest") return Policy::closest;
     if (name == "none") return Policy::none;
-    throw std::invalid_argument("unknown binding policy '" + name + "' (accepted: closest, none)");
+    throw UsageError("unknown binding policy '" + name + "' (accepted: closest, none)");
 }
 
 HcaRequest HcaRequest::parse(const std::string& item) {
@@ -248,7 +249,7 @@ HcaRequest HcaRequest::parse(const std::string& item) {
         bad_name = request.port < 1;
     }
     if (bad_name)
-        throw std::invalid_argument("bad HCA '" + item + "' (accepted: NAME or NAME:PORT, e.g. mlx5_0:1)");
+        throw UsageError("bad HCA '" + item + "' (accepted: NAME or NAME:PORT, e.g. mlx5_0:1)");
     return request;
 }
 

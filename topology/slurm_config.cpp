@@ -14,6 +14,8 @@
 
 #include <slurm/slurm.h>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 namespace {
 
@@ -85,8 +87,8 @@ bool names_node(const Line& line, const std::string& node) {
     try {
         auto hosts = expand_hostlist(*names);
         return std::find(hosts.begin(), hosts.end(), node) != hosts.end();
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(line.origin + ": NodeName: " + e.what());
+    } catch (const UsageError& e) {
+        throw UsageError(line.origin + ": NodeName: " + e.what());
     }
 }
 
@@ -144,7 +146,7 @@ SlurmConfigFiles SlurmConfigFiles::beside(const std::string& slurm_conf) {
 
 std::vector<std::string> expand_hostlist(const std::string& list) {
     hostlist_t hosts = slurm_hostlist_create(list.c_str());
-    if (!hosts) throw std::invalid_argument("'" + list + "' is not a host list libslurm can expand");
+    if (!hosts) throw UsageError("'" + list + "' is not a host list libslurm can expand");
     std::vector<std::string> names;
     while (char* name = slurm_hostlist_shift(hosts)) {
         names.emplace_back(name);
@@ -186,8 +188,8 @@ GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node) {
                 paths = {gpu == paths.end() ? paths.front() : *gpu};
             }
             for (auto& path : paths) gpus.files.push_back(path);
-        } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument(line.origin + ": File: " + e.what());
+        } catch (const UsageError& e) {
+            throw UsageError(line.origin + ": File: " + e.what());
         }
     }
     gpus.autodetect = node_autodetect_given ? node_autodetect : global_autodetect;

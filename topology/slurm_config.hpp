@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 
 struct SlurmConfigFiles {
@@ -30,7 +32,7 @@ struct GresGpus {
     std::vector<std::string> files;
 };
 
-// A missing gres.conf means no GPU is managed by Slurm. Throws std::invalid_argument naming
+// A missing gres.conf means no GPU is managed by Slurm. Throws UsageError naming
 // the file and line of a File= or NodeName= value that libslurm cannot expand.
 GresGpus read_gres_gpus(const std::string& gres_conf, const std::string& node);
 
@@ -61,7 +63,7 @@ std::string node_address(const std::string& slurm_conf, const std::string& node)
 // its name, -1 when there are none.
 int device_number_of(const std::string& file);
 
-// libslurm's host list expansion, in order. Throws std::invalid_argument when it fails.
+// libslurm's host list expansion, in order. Throws UsageError when it fails.
 std::vector<std::string> expand_hostlist(const std::string& list);
 
 }  // namespace trellis::topology

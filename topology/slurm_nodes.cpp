@@ -5,16 +5,18 @@
 
 #include <slurm/slurm.h>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 
 std::string first_node_address(const std::string& nodelist) {
     hostlist_t list = slurm_hostlist_create(nodelist.c_str());
-    if (!list) throw std::invalid_argument("cannot parse the Slurm node list '" + nodelist + "'");
+    if (!list) throw UsageError("cannot parse the Slurm node list '" + nodelist + "'");
     char* first = slurm_hostlist_shift(list);
     std::string node = first ? first : "";
     std::free(first);
     slurm_hostlist_destroy(list);
-    if (node.empty()) throw std::invalid_argument("the Slurm node list '" + nodelist + "' is empty");
+    if (node.empty()) throw UsageError("the Slurm node list '" + nodelist + "' is empty");
 
     node_info_msg_t* info = nullptr;
     std::string address;

@@ -5,11 +5,13 @@
 
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 
 // The first node of a node list ("n[1-4]"), expanded with libslurm's hostlist API, at the
 // address slurmctld knows it by (NodeAddr), since node names need not resolve. Throws
-// std::invalid_argument for a list that does not parse or is empty.
+// UsageError for a list that does not parse or is empty.
 std::string first_node_address(const std::string& nodelist);
 
 }  // namespace trellis::topology

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::topology {
 namespace {
 
@@ -27,7 +29,7 @@ int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
                             gpu.vendor_index == (amd ? amd_index : minor)))
             return gpu.index;
     }
-    throw std::invalid_argument("gres.conf's GPU " + file + " is none of " + node.host + "'s GPUs (" +
+    throw UsageError("gres.conf's GPU " + file + " is none of " + node.host + "'s GPUs (" +
                                 gpu_list(node) + ")");
 }
 
@@ -51,7 +53,7 @@ StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector
     }
     for (int index : gres_indices) {
         if (index < 0 || index >= static_cast<int>(order.size()))
-            throw std::invalid_argument("Slurm gave the step GPU " + std::to_string(index) + ", but gres.conf lists " +
+            throw UsageError("Slurm gave the step GPU " + std::to_string(index) + ", but gres.conf lists " +
                                         std::to_string(order.size()) + " GPUs for " + node.host);
         int gpu = order[static_cast<size_t>(index)];
         if (std::find(step.indices.begin(), step.indices.end(), gpu) == step.indices.end()) step.indices.push_back(gpu);

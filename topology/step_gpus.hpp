@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/node.hpp"
 #include "topology/slurm_config.hpp"
 
@@ -20,7 +21,7 @@ struct StepGpus {
 };
 
 // gres_indices: SLURM_STEP_GPUS parsed (empty when the step has no GPU on this node).
-// Throws std::invalid_argument when an index or its device file matches no GPU of the node,
+// Throws UsageError when an index or its device file matches no GPU of the node,
 // naming both.
 StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector<int>& gres_indices);
 

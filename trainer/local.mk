@@ -56,7 +56,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
 trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
 trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp -ldl
+trainer_libtrellis_trainer_la_LIBADD = common/libtrellis-common.la trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp -ldl
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp

@@ -3,6 +3,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/bench/benchmarks.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
             std::fputs(bench::bench_usage(), stdout);
             return 0;
         }
-    } catch (const std::invalid_argument& error) {
+    } catch (const trellis::UsageError& error) {
         std::fprintf(stderr, "trellis-bench: %s\n", error.what());
         return 2;
     }
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
         if (options.benchmark == "p2p") return bench::run_p2p(options, *transport);
         if (options.benchmark == "ps") return bench::run_ps(options, *transport);
         return bench::run_allreduce(options, *transport);
-    } catch (const std::invalid_argument& error) {
+    } catch (const trellis::UsageError& error) {
         std::fprintf(stderr, "trellis-bench: %s\n", error.what());
         return 2;
     } catch (const std::exception& error) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config.h"
+#include "common/error.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
 #include "trainer/data/data_error.hpp"
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
     ParsedCommand command;
     try {
         command = parse_train_options({argv + 1, argv + argc});
-    } catch (const std::invalid_argument& error) {
+    } catch (const trellis::UsageError& error) {
         std::fprintf(stderr, "trellis-train: %s\n", error.what());
         return 2;
     }
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     } catch (const trellis::comm::CommError& error) {
         std::fprintf(stderr, "%scommunication: %s\n", who.c_str(), error.what());
         return 1;
-    } catch (const std::invalid_argument& error) {  // a bad option value found while setting up
+    } catch (const trellis::UsageError& error) {  // a bad option value found while setting up
         std::fprintf(stderr, "%s%s\n", who.c_str(), error.what());
         return 2;
     } catch (const trellis::data::DataError& error) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "agent/binding/node_paths.hpp"
+#include "common/error.hpp"
 #include "topology/discovery.hpp"
 #include "topology/gpu_minors.hpp"
 #include "topology/step_gpus.hpp"
@@ -31,10 +32,10 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
     topology::StepGpus gpus;
     try {
         if (step.slurm_visible_devices.find("MIG-") != std::string::npos)
-            throw std::invalid_argument("the step has MIG instances (" + step.slurm_visible_devices + ")");
+            throw UsageError("the step has MIG instances (" + step.slurm_visible_devices + ")");
         auto indices = topology::CpuSet::parse(step.step_gpus);  // the same list syntax
         gpus = topology::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
-    } catch (const std::invalid_argument& e) {
+    } catch (const UsageError& e) {
         warnings.push_back(std::string("Slurm's GPUs are left as Slurm set them: ") + e.what());
         return false;
     }

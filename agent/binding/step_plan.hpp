@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/config.hpp"
+#include "common/error.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::agent {
@@ -39,7 +40,7 @@ struct StepRequest {
     std::string slurm_step_cores;
 };
 
-// Throws std::invalid_argument or topology::TopologyError naming what could not be planned.
+// Throws UsageError or topology::TopologyError naming what could not be planned.
 topology::Plan plan_step(const Config& config, const StepRequest& request);
 
 // The plan's variables that the configuration exports, and every TRELLIS_* one. GPU

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 namespace {
 
@@ -23,7 +25,7 @@ void parse_tf(const std::string& item, WireupChoice& choice) {
                    std::all_of(part.begin() + 3, part.end(), ::isdigit) && std::stoi(part.substr(3)) > 0) {
             choice.tf_ps = std::stoi(part.substr(3));
         } else {
-            throw std::invalid_argument("'" + part + "' in '" + item + "' is not a TensorFlow role (accepted: chief, ps=N)");
+            throw UsageError("'" + part + "' in '" + item + "' is not a TensorFlow role (accepted: chief, ps=N)");
         }
     }
 }
@@ -32,7 +34,7 @@ std::string tf_config(const WireupChoice& choice, const StepLayout& layout) {
     int chiefs = choice.tf_chief ? 1 : 0;
     int world = static_cast<int>(layout.rank_addresses.size());
     if (chiefs + choice.tf_ps >= world)
-        throw std::invalid_argument("TF_CONFIG: " + std::to_string(chiefs + choice.tf_ps) +
+        throw UsageError("TF_CONFIG: " + std::to_string(chiefs + choice.tf_ps) +
                                     " chief and parameter-server tasks leave no worker among " +
                                     std::to_string(world) + " tasks");
     nlohmann::json cluster = nlohmann::json::object();
@@ -61,9 +63,9 @@ WireupChoice parse_wireup(const std::string& value) {
         else if ((item == "tf" || item.rfind("tf:", 0) == 0) && !choice.tf)
             parse_tf(item, choice);
         else
-            throw std::invalid_argument("'" + value + "' is not a wireup (" + accepted + ")");
+            throw UsageError("'" + value + "' is not a wireup (" + accepted + ")");
     }
-    if (!any || value.back() == ',') throw std::invalid_argument("'" + value + "' is not a wireup (" + accepted + ")");
+    if (!any || value.back() == ',') throw UsageError("'" + value + "' is not a wireup (" + accepted + ")");
     return choice;
 }
 
@@ -75,7 +77,7 @@ std::vector<std::string> rank_addresses(const std::vector<std::string>& node_add
     std::map<std::string, int> placed;
     for (int node : rank_nodes) {
         if (node < 0 || node >= static_cast<int>(node_addresses.size()))
-            throw std::invalid_argument("Slurm's tasks per node name more nodes than its node list");
+            throw UsageError("Slurm's tasks per node name more nodes than its node list");
         const std::string& host = node_addresses[static_cast<size_t>(node)];
         addresses.push_back(host + ":" + std::to_string(port + 1 + placed[host]++));
     }
@@ -94,7 +96,7 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
         std::istringstream parts(item);
         if (!(parts >> count) || count < 0 || ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')) ||
             repeat < 1 || (ranks += long(count) * repeat) > max_ranks || long(counts.size()) + repeat > max_ranks)
-            throw std::invalid_argument("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
+            throw UsageError("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
         counts.insert(counts.end(), static_cast<size_t>(repeat), count);
     }
     // "block:cyclic,pack": the first level decides the nodes; ",pack" and ",nopack" (or either
@@ -113,7 +115,7 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
                 if (left[n] > 0) --left[n], nodes.push_back(int(n)), placed = true;
         }
     } else {
-        throw std::invalid_argument("the task distribution '" + distribution +
+        throw UsageError("the task distribution '" + distribution +
                                     "' does not say on which node each rank runs (accepted: block, cyclic)");
     }
     return nodes;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 
 // What a step asked for (--trellis-wireup / TRELLIS_WIREUP).
@@ -20,7 +22,7 @@ struct WireupChoice {
 };
 
 // "none", "torch", "tf[:chief][:ps=N]" or a comma list of torch and one tf item.
-// Throws std::invalid_argument naming what is accepted.
+// Throws UsageError naming what is accepted.
 WireupChoice parse_wireup(const std::string& value);
 
 // Where a task sits in its step.
@@ -39,7 +41,7 @@ std::vector<std::string> rank_addresses(const std::vector<std::string>& node_add
 
 // Ranks to nodes as Slurm distributes them: tasks_per_node is SLURM_STEP_TASKS_PER_NODE
 // ("2(x3),1"), distribution SLURM_DISTRIBUTION ("block", "cyclic", with or without a
-// second level after ':'). Throws std::invalid_argument for a distribution whose placement
+// second level after ':'). Throws UsageError for a distribution whose placement
 // it cannot know (plane, arbitrary), naming it.
 std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string& distribution);
 

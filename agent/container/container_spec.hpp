@@ -8,12 +8,14 @@
 
 #include "agent/container/image_policy.hpp"
 #include "agent/container/mount_spec.hpp"
+#include "common/error.hpp"
 
 namespace trellis::agent {
 
 // The container could not be made or joined: the message says what, and why.
-struct ContainerError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+struct ContainerError : Error {
+    using Error::Error;
+    const char* topic() const override { return "container"; }
 };
 
 struct ContainerSpec {

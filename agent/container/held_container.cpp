@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "agent/container/namespaces.hpp"
+#include "common/error.hpp"
 
 namespace trellis::agent {
 
@@ -124,7 +125,7 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
             if (errors_text.rfind(prefix, 0) == 0) errors_text.erase(0, prefix.size());
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         if (code == 3 && errors_text.rfind("refused: ", 0) == 0) throw PolicyError(errors_text.substr(9));
-        if (code == 2) throw std::invalid_argument(errors_text);
+        if (code == 2) throw UsageError(errors_text);
         throw ContainerError(errors_text.empty() ? prepare[0] + " prepare: " + said : errors_text);
     }
     if (!failure.empty()) throw ContainerError(failure);

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 
 namespace {
@@ -45,7 +47,7 @@ bool under(const std::string& path, std::string prefix) {
 void refuse_control(const std::string& value, const std::string& what) {
     try {
         refuse_control_characters(value, what);
-    } catch (const std::invalid_argument& error) {
+    } catch (const UsageError& error) {
         throw PolicyError(error.what());
     }
 }

@@ -12,11 +12,13 @@
 
 #include "agent/config.hpp"
 #include "agent/container/mount_spec.hpp"
+#include "common/error.hpp"
 
 namespace trellis::agent {
 
-struct PolicyError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+// The site's policy or a security rule refuses an image or a mount (exit status 3).
+struct PolicyError : Refused {
+    using Refused::Refused;
 };
 
 enum class ImageKind { oci_bundle, sif };

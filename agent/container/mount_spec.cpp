@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 
 namespace {
@@ -33,7 +35,7 @@ bool at_or_under(const std::string& path, const std::string& folder) {
 void refuse_control_characters(const std::string& value, const std::string& what) {
     for (unsigned char c : value)
         if (c < 0x20 || c == 0x7f)
-            throw std::invalid_argument(what + " holds a control character (code " + std::to_string(int(c)) +
+            throw UsageError(what + " holds a control character (code " + std::to_string(int(c)) +
                                         "): not accepted in paths");
 }
 
@@ -44,12 +46,12 @@ void check_destination(const std::string& destination) {
     // needs to work (its device files, the process table, the name files).
     for (const char* owned : {"/dev", "/proc", "/sys"})
         if (at_or_under(path, owned))
-            throw std::invalid_argument("destination " + path + " lies in " + owned +
+            throw UsageError("destination " + path + " lies in " + owned +
                                         ", which the container provides (not accepted: /, /dev, /proc, /sys and "
                                         "anything under them)");
     for (const char* file : {"/etc/hosts", "/etc/resolv.conf"})
         if (path == "/" || at_or_under(file, path))
-            throw std::invalid_argument("destination " + path + " would cover " + file +
+            throw UsageError("destination " + path + " would cover " + file +
                                         ", which the container takes from the host (not accepted: /, /etc, "
                                         "/etc/hosts, /etc/resolv.conf)");
 }
@@ -61,7 +63,7 @@ std::vector<Mount> parse_mounts(const std::string& spec) {
     for (const auto& entry : split(spec, ',')) {
         auto fields = split(entry, ':');
         auto refuse = [&](const std::string& why) {
-            throw std::invalid_argument("mount '" + entry + "': " + why +
+            throw UsageError("mount '" + entry + "': " + why +
                                         " (accepted: SRC:DST[:ro|rw] with absolute paths, separated by commas)");
         };
         if (entry.empty()) refuse("empty entry");
@@ -76,7 +78,7 @@ std::vector<Mount> parse_mounts(const std::string& spec) {
         if (!clean_absolute(mount.destination)) refuse("the destination is not an absolute path without '..'");
         try {
             check_destination(mount.destination);
-        } catch (const std::invalid_argument& error) {
+        } catch (const UsageError& error) {
             refuse(error.what());
         }
         mounts.push_back(mount);

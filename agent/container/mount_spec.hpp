@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::agent {
 
 struct Mount {
@@ -13,7 +15,7 @@ struct Mount {
     bool read_only = false;
 };
 
-// Throws std::invalid_argument naming the entry and what is accepted: relative paths, '..',
+// Throws UsageError naming the entry and what is accepted: relative paths, '..',
 // control characters, and destinations that belong to the container itself (see
 // check_destination).
 std::vector<Mount> parse_mounts(const std::string& spec);
@@ -21,10 +23,10 @@ std::string format_mount(const Mount& mount);  // back to "SRC:DST[:ro]"
 
 // A destination the container itself provides cannot be a user's: /, /dev and below, /proc,
 // /sys, /etc/hosts and /etc/resolv.conf, or a folder above any of them (a mount at /etc
-// would cover the host's name files). Throws std::invalid_argument naming the rule.
+// would cover the host's name files). Throws UsageError naming the rule.
 void check_destination(const std::string& destination);
 
-// Throws std::invalid_argument when `value` holds a control character (a newline would
+// Throws UsageError when `value` holds a control character (a newline would
 // forge lines in Slurm's log): `what` names the value.
 void refuse_control_characters(const std::string& value, const std::string& what);
 

@@ -7,6 +7,7 @@
 
 #include "agent/container/oci_container.hpp"
 #include "agent/container/sif_container.hpp"
+#include "common/error.hpp"
 
 namespace trellis::agent {
 
@@ -48,7 +49,7 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     for (const auto& device : request.devices) {
         if (!device.starts_with("/dev/") || device.find("..") != std::string::npos ||
             device.find_first_of(",:") != std::string::npos)
-            throw std::invalid_argument("--device '" + device + "' is not a device file under /dev");
+            throw UsageError("--device '" + device + "' is not a device file under /dev");
         spec.devices.push_back(device);
     }
     spec.namespaces = config.container.namespaces;

@@ -9,6 +9,7 @@
 #include "agent/config.hpp"
 #include "agent/container/container_spec.hpp"
 #include "agent/container/held_container.hpp"
+#include "common/error.hpp"
 
 namespace trellis::agent {
 
@@ -22,7 +23,7 @@ struct StepContainerRequest {
 };
 
 // The request checked against the configuration (image_policy), as the calling user.
-// Throws PolicyError (refused) or std::invalid_argument (malformed).
+// Throws PolicyError (refused) or UsageError (malformed).
 ContainerSpec checked_container_spec(const StepContainerRequest& request, const Config& config);
 
 // Makes the container around the calling process (never root's: it refuses uid 0). Returns

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "agent/command.hpp"
-#include "agent/config.hpp"
+#include "common/cli.hpp"
+#include "common/host.hpp"
+#include "common/error.hpp"
 #include "topology/discovery.hpp"
 
 namespace trellis::agent {
@@ -25,15 +27,17 @@ std::string first_line(const fs::path& path) {
     return line;
 }
 
-int to_count(const std::string& text, const std::string& flag) {
-    std::size_t used = 0;
-    int value = -1;
-    try {
-        value = std::stoi(text, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != text.size() || value < 0) throw std::invalid_argument(flag + " '" + text + "' is not a count");
-    return value;
+cli::OptionTable check_table(CheckExpectations& expected, bool& json, std::string& xml) {
+    cli::OptionTable table("trellis-agent check --help");
+    table.flag("--json", "one JSON object instead of the table", [&] { json = true; })
+        .value("--expect-gpus", "N", "a problem when fewer GPUs are found",
+               [&](auto& v) { expected.gpus = cli::parse_int(v, "--expect-gpus", 0); })
+        .value("--expect-hcas", "N", "a problem when fewer active HCA ports are found",
+               [&](auto& v) { expected.hcas = cli::parse_int(v, "--expect-hcas", 0); })
+        .flag("--expect-container", "a problem when containers cannot be made here",
+              [&] { expected.container = true; })
+        .value("--xml", "FILE", "an hwloc XML topology instead of this machine's", [&](auto& v) { xml = v; });
+    return table;
 }
 
 }  // namespace
@@ -166,39 +170,26 @@ std::string format_report(const NodeReport& report) {
 int check_command(const std::vector<std::string>& args) {
     CheckExpectations expected;
     bool json = false;
-    std::string xml, config_path;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        auto value = [&]() -> std::string {
-            if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
-            return args[++i];
-        };
-        if (args[i] == "--json")
-            json = true;
-        else if (args[i] == "--expect-gpus")
-            expected.gpus = to_count(value(), "--expect-gpus");
-        else if (args[i] == "--expect-hcas")
-            expected.hcas = to_count(value(), "--expect-hcas");
-        else if (args[i] == "--expect-container")
-            expected.container = true;
-        else if (args[i] == "--xml")
-            xml = value();
-        else if (args[i] == "--config")
-            config_path = value();
-        else
-            throw std::invalid_argument("unknown option '" + args[i] + "' (see trellis-agent check --help)");
-    }
+    std::string xml;
+    check_table(expected, json, xml).parse(args);
     auto node = topology::load_node(xml);
-    if (node.host.empty()) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
-        node.host = host;
-    }
+    if (node.host.empty()) node.host = host_name();
     auto report = check_node(node, expected);
     if (json)
         std::printf("%s\n", report.facts.dump().c_str());
     else
         std::fputs(format_report(report).c_str(), stdout);
     return report.problems.empty() ? 0 : 1;
+}
+
+std::string check_help() {
+    CheckExpectations expected;
+    bool json;
+    std::string xml;
+    return "usage: trellis-agent check [OPTIONS]\n\n"
+           "GPUs, HCA ports, GPUDirect RDMA, IPoIB and containers on this node; exit status 1 on a\n"
+           "problem.\n\n" +
+           check_table(expected, json, xml).help();
 }
 
 }  // namespace trellis::agent

@@ -29,5 +29,6 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
 std::string format_report(const NodeReport& report);
 
 int check_command(const std::vector<std::string>& args);
+std::string check_help();
 
 }  // namespace trellis::agent

@@ -39,7 +39,7 @@ int launch_command(const std::vector<std::string>& args) {
     StepRequest request;
     request.node_name = this_node_name();
     request.tasks = options.nproc_per_node;
-    if (options.bind == "none") request.policy = topology::Policy::none;
+    request.policy = options.bind;
     // Inside a Slurm step the agent takes the step's GPUs as the plugin does.
     if (const char* step = std::getenv("SLURM_STEP_ID")) {
         request.under_slurm = *step != 0;

@@ -7,5 +7,6 @@
 namespace trellis::agent {
 
 int launch_command(const std::vector<std::string>& args);
+std::string launch_help();
 
 }  // namespace trellis::agent

@@ -8,30 +8,14 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/cli.hpp"
+#include "common/host.hpp"
+#include "topology/plan.hpp"
 #include "topology/slurm_nodes.hpp"
 
 namespace trellis::agent {
 
 namespace {
-
-int to_int(const std::string& text, const std::string& what, int low, int high) {
-    std::size_t used = 0;
-    int value = 0;
-    try {
-        value = std::stoi(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || text.empty() || value < low || value > high)
-        throw std::invalid_argument(what + " '" + text + "' is not a number from " + std::to_string(low) + " to " +
-                                    std::to_string(high));
-    return value;
-}
-
-const char* env(const char* name) {
-    const char* value = std::getenv(name);
-    return value && *value ? value : nullptr;
-}
 
 // A free port on this machine for a single-node run's rendezvous.
 int free_port() {
@@ -47,72 +31,69 @@ int free_port() {
     return ntohs(address.sin_port);
 }
 
+int node_count(const std::string& text, const std::string& what, int low) {
+    return cli::parse_int(text, what, low, 1 << 20);
+}
+
+cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
+    cli::OptionTable table("trellis-agent launch --help");
+    table.value("--nproc-per-node", "N", "ranks on this node (required)", [&](auto& v) {
+             o.nproc_per_node = cli::parse_int(v, "--nproc-per-node", 1, 4096);
+             nproc_given = true;
+         })
+        .value("--image", "PATH", "run the ranks in this OCI bundle or .sif image", [&](auto& v) { o.image = v; })
+        .value("--mounts", "SPEC", "SRC:DST[:ro],... into the image", [&](auto& v) { o.mounts = v; })
+        .value("--bind", "B", "closest or none (default: the configuration's, closest)", [&](auto& v) {
+            o.bind = topology::parse_policy(v);
+        })
+        .value("--nnodes", "N", "nodes of the job (default: Slurm's or 1)",
+               [&](auto& v) { o.nnodes = node_count(v, "--nnodes", 1); })
+        .value("--node-rank", "R", "this node's index", [&](auto& v) { o.node_rank = node_count(v, "--node-rank", 0); })
+        .value("--master", "HOST:PORT", "rank 0's rendezvous address", [&](auto& v) { o.master = v; })
+        .value("--grace", "S", "seconds the other ranks get after one fails (default 10)",
+               [&](auto& v) { o.grace_seconds = cli::parse_int(v, "--grace", 0, 3600); })
+        .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+               [&](auto& v) { o.config_path = v; });
+    return table;
+}
+
 }  // namespace
 
 LaunchOptions parse_launch_options(const std::vector<std::string>& args) {
     LaunchOptions options;
     bool nproc_given = false;
-    std::size_t i = 0;
-    auto value = [&](const std::string& flag) -> std::string {
-        if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
-        return args[++i];
-    };
-    for (; i < args.size(); ++i) {
-        const auto& arg = args[i];
-        if (arg == "--") {
-            options.command.assign(args.begin() + long(i) + 1, args.end());
-            break;
-        }
-        if (arg == "--nproc-per-node") {
-            options.nproc_per_node = to_int(value(arg), arg, 1, 4096);
-            nproc_given = true;
-        } else if (arg == "--image") {
-            options.image = value(arg);
-        } else if (arg == "--mounts") {
-            options.mounts = value(arg);
-        } else if (arg == "--bind") {
-            options.bind = value(arg);
-            if (options.bind != "closest" && options.bind != "none")
-                throw std::invalid_argument("--bind '" + options.bind + "' (accepted: closest, none)");
-        } else if (arg == "--config") {
-            options.config_path = value(arg);
-        } else if (arg == "--nnodes") {
-            options.nnodes = to_int(value(arg), arg, 1, 1 << 20);
-        } else if (arg == "--node-rank") {
-            options.node_rank = to_int(value(arg), arg, 0, 1 << 20);
-        } else if (arg == "--master") {
-            options.master = value(arg);
-        } else if (arg == "--grace") {
-            options.grace_seconds = to_int(value(arg), arg, 0, 3600);
-        } else if (!arg.empty() && arg[0] == '-') {
-            throw std::invalid_argument("unknown option '" + arg + "' (see trellis-agent launch --help)");
-        } else {
-            options.command.assign(args.begin() + long(i), args.end());
-            break;
-        }
-    }
-    if (!nproc_given) throw std::invalid_argument("--nproc-per-node is required");
-    if (options.command.empty()) throw std::invalid_argument("no command to launch (after --)");
+    options.command = launch_table(options, nproc_given).parse(args, cli::OptionTable::Rest::command);
+    if (!nproc_given) throw UsageError("--nproc-per-node is required");
+    if (options.command.empty()) throw UsageError("no command to launch (after --)");
     return options;
+}
+
+std::string launch_help() {
+    LaunchOptions ignored;
+    bool given = false;
+    return "usage: trellis-agent launch --nproc-per-node N [OPTIONS] -- COMMAND ARGS...\n\n"
+           "Starts this node's ranks of a job, bound to their GPUs, HCAs and CPUs, natively or in\n"
+           "a container; output is prefixed with the rank; one failed rank stops the others.\n\n" +
+           launch_table(ignored, given).help();
 }
 
 NodePlace find_node_place(const LaunchOptions& options) {
     NodePlace place;
     if (options.nnodes || options.node_rank || !options.master.empty()) {
         place = {options.nnodes.value_or(1), options.node_rank.value_or(0), options.master, "options"};
-    } else if (env("TRELLIS_NNODES")) {
-        place.nnodes = to_int(env("TRELLIS_NNODES"), "TRELLIS_NNODES", 1, 1 << 20);
-        place.node_rank = env("TRELLIS_NODE_RANK") ? to_int(env("TRELLIS_NODE_RANK"), "TRELLIS_NODE_RANK", 0, 1 << 20) : 0;
-        place.master = env("TRELLIS_MASTER") ? env("TRELLIS_MASTER") : "";
+    } else if (env_value("TRELLIS_NNODES")) {
+        place.nnodes = node_count(env_value("TRELLIS_NNODES"), "TRELLIS_NNODES", 1);
+        place.node_rank = env_value("TRELLIS_NODE_RANK") ? node_count(env_value("TRELLIS_NODE_RANK"), "TRELLIS_NODE_RANK", 0) : 0;
+        place.master = env_value("TRELLIS_MASTER") ? env_value("TRELLIS_MASTER") : "";
         place.source = "environment";
-    } else if (env("SLURM_NNODES") && env("SLURM_NODEID") && env("SLURM_JOB_ID")) {
-        place.nnodes = to_int(env("SLURM_NNODES"), "SLURM_NNODES", 1, 1 << 20);
-        place.node_rank = to_int(env("SLURM_NODEID"), "SLURM_NODEID", 0, 1 << 20);
-        const char* nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
+    } else if (env_value("SLURM_NNODES") && env_value("SLURM_NODEID") && env_value("SLURM_JOB_ID")) {
+        place.nnodes = node_count(env_value("SLURM_NNODES"), "SLURM_NNODES", 1);
+        place.node_rank = node_count(env_value("SLURM_NODEID"), "SLURM_NODEID", 0);
+        const char* nodes = env_value("SLURM_STEP_NODELIST") ? env_value("SLURM_STEP_NODELIST") : env_value("SLURM_JOB_NODELIST");
         if (!nodes) throw std::runtime_error("SLURM_NNODES is set but SLURM_STEP_NODELIST is not");
-        // A port per job and step, so that steps sharing a node do not collide.
-        long job = std::atol(env("SLURM_JOB_ID")), step = env("SLURM_STEP_ID") ? std::atol(env("SLURM_STEP_ID")) : 0;
-        place.master = topology::first_node_address(nodes) + ":" + std::to_string(30000 + (job * 131 + step * 17) % 10000);
+        // A port per job and step, so that steps sharing a node do not collide (the trainer's
+        // own rendezvous uses ports from 21000).
+        place.master = topology::first_node_address(nodes) + ":" + std::to_string(step_port(30000));
         place.source = "slurm";
     } else {
         place.master = "127.0.0.1:" + std::to_string(free_port());

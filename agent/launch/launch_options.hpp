@@ -7,13 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+#include "topology/plan.hpp"
+
 namespace trellis::agent {
 
 struct LaunchOptions {
     int nproc_per_node = 1;
     std::string image;       // empty: natively
     std::string mounts;      // SRC:DST[:ro],...
-    std::string bind = "closest";
+    std::optional<topology::Policy> bind;  // default: the configuration's
     std::string config_path;
     std::optional<int> nnodes, node_rank;
     std::string master;      // host:port of rank 0
@@ -21,7 +24,7 @@ struct LaunchOptions {
     std::vector<std::string> command;
 };
 
-// Throws std::invalid_argument naming the option and what it accepts.
+// Throws UsageError naming the option and what it accepts.
 LaunchOptions parse_launch_options(const std::vector<std::string>& args);
 
 struct NodePlace {

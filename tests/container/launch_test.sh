@@ -177,7 +177,7 @@ out=$("$agent" check --expect-gpus 1 2>&1); status=$?
 out=$("$agent" launch -- true 2>&1); status=$?
 [ $status -eq 2 ] && echo "$out" | grep -q "nproc-per-node is required" && pass "missing --nproc-per-node: $out" || fail "no nproc: $status $out"
 out=$("$agent" launch --nproc-per-node two -- true 2>&1); status=$?
-[ $status -eq 2 ] && echo "$out" | grep -q "is not a number" && pass "bad --nproc-per-node: $out" || fail "bad nproc: $status $out"
+[ $status -eq 2 ] && echo "$out" | grep -q "invalid value .* for --nproc-per-node (accepted: a whole number from 1 to 4096)" && pass "bad --nproc-per-node: $out" || fail "bad nproc: $status $out"
 out=$(as_runner "$agent" launch --nproc-per-node 1 --image "$work/nothing" "${config[@]}" -- true 2>&1); status=$?
 [ $status -eq 3 ] && echo "$out" | grep -q "does not exist" && pass "missing image: $out" || fail "missing image: $status $out"
 

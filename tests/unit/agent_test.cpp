@@ -165,7 +165,7 @@ TEST_CASE("device files: the GPUs' and HCAs' nodes that exist") {
 TEST_CASE("launch options: the command after --, numbers checked, unknown options refused") {
     auto options = parse_launch_options({"--nproc-per-node", "4", "--bind", "none", "--", "trellis-train", "--steps", "5"});
     CHECK(options.nproc_per_node == 4);
-    CHECK(options.bind == "none");
+    CHECK(options.bind == trellis::topology::Policy::none);
     CHECK(options.command == std::vector<std::string>{"trellis-train", "--steps", "5"});
     CHECK_THROWS_WITH(parse_launch_options({"--", "x"}), Catch::Contains("--nproc-per-node is required"));
     CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-node", "0", "--", "x"}), Catch::Contains("from 1 to 4096"));

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/halving_doubling_allreduce.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
@@ -77,7 +78,7 @@ TEST_CASE("auto takes halving-doubling for a power-of-two number of ranks, ring 
             chosen[std::size_t(rank)] = make_allreduce(transport, AllreduceAlgorithm::automatic)->algorithm();
             try {
                 make_allreduce(transport, AllreduceAlgorithm::halving_doubling);
-            } catch (const std::invalid_argument& refusal) {
+            } catch (const trellis::UsageError& refusal) {
                 refusals[std::size_t(rank)] = refusal.what();
             }
         });

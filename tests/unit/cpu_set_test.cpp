@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/error.hpp"
 #include "topology/cpu_set.hpp"
 
 using trellis::topology::CpuSet;
@@ -15,9 +16,9 @@ TEST_CASE("CPU lists parse and print in the kernel's syntax") {
 TEST_CASE("bad CPU lists are refused with the bad part named") {
     CHECK_THROWS_WITH(CpuSet::parse("0-x"), Catch::Contains("'x' is not a CPU number"));
     CHECK_THROWS_WITH(CpuSet::parse("4-2"), Catch::Contains("runs backwards"));
-    CHECK_THROWS_AS(CpuSet::parse("1,,2"), std::invalid_argument);
-    CHECK_THROWS_AS(CpuSet::parse("-1"), std::invalid_argument);
-    CHECK_THROWS_AS(CpuSet::parse("99999999"), std::invalid_argument);
+    CHECK_THROWS_AS(CpuSet::parse("1,,2"), trellis::UsageError);
+    CHECK_THROWS_AS(CpuSet::parse("-1"), trellis::UsageError);
+    CHECK_THROWS_AS(CpuSet::parse("99999999"), trellis::UsageError);
 }
 
 TEST_CASE("set operations") {

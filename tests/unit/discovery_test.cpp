@@ -89,6 +89,6 @@ TEST_CASE("bad XML is refused with the file named") {
         std::ofstream out(path);
         out << "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=\"Machine\"";
     }
-    CHECK_THROWS_AS(load_xml(path), TopologyError);
+    CHECK_THROWS_AS(load_xml(path), trellis::UsageError);
     std::remove(path.c_str());
 }

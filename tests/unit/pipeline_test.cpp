@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "common/error.hpp"
 #include "data_fixtures.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/data/pipeline.hpp"
@@ -85,7 +86,7 @@ TEST_CASE("a pipeline started at a position continues the same sequence") {
     CHECK(resumed.position() == Position{2, 6});
 
     config.start = {0, 7};  // an epoch has batches 0..6
-    CHECK_THROWS_AS(Pipeline(config), std::invalid_argument);
+    CHECK_THROWS_AS(Pipeline(config), trellis::UsageError);
 }
 
 TEST_CASE("ranks read disjoint samples") {

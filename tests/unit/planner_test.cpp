@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "common/error.hpp"
 #include "fixtures.hpp"
 #include "topology/discovery.hpp"
 #include "topology/plan.hpp"
@@ -255,8 +256,8 @@ TEST_CASE("requests that cannot be planned are refused with the value named") {
                                [](PlanRequest& r) { r.allowed_cpus = CpuSet::parse("100-101"); }),
                       Catch::Contains("contain none of shared4's CPUs (0-7)"));
     CHECK_THROWS_WITH(parse_policy("nearest"), Catch::Contains("accepted: closest, none"));
-    CHECK_THROWS_AS(HcaRequest::parse("mlx5_0:x"), std::invalid_argument);
-    CHECK_THROWS_AS(HcaRequest::parse(":1"), std::invalid_argument);
+    CHECK_THROWS_AS(HcaRequest::parse("mlx5_0:x"), trellis::UsageError);
+    CHECK_THROWS_AS(HcaRequest::parse(":1"), trellis::UsageError);
     CHECK(HcaRequest::parse("mlx5_2:1").port == 1);
 }
 

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/error.hpp"
 #include "spank/options.hpp"
 
 using namespace trellis::spank;
@@ -32,8 +33,8 @@ TEST_CASE("--trellis-hca values") {
     CHECK((*c.hcas)[1].port == 0);
     parse_hca_option("auto", c);
     CHECK_FALSE(c.hcas);
-    CHECK_THROWS_AS(parse_hca_option("", c), std::invalid_argument);
-    CHECK_THROWS_AS(parse_hca_option("mlx5_0,", c), std::invalid_argument);
+    CHECK_THROWS_AS(parse_hca_option("", c), trellis::UsageError);
+    CHECK_THROWS_AS(parse_hca_option("mlx5_0,", c), trellis::UsageError);
     CHECK_THROWS_WITH(parse_hca_option("mlx5_0:one", c), Catch::Contains("accepted: NAME or NAME:PORT"));
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/comm/allreduce.hpp"
 
 namespace trellis::bench {
@@ -14,7 +15,7 @@ std::size_t parse_size(const std::string& text) {
     std::size_t scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1 << 10 : unit == "M" ? 1 << 20
                         : unit == "G" ? std::size_t(1) << 30 : 0;
     if (error != std::errc() || scale == 0 || value == 0)
-        throw std::invalid_argument("invalid size '" + text + "' (expected a number with an optional K, M or G)");
+        throw UsageError("invalid size '" + text + "' (expected a number with an optional K, M or G)");
     return value * scale;
 }
 
@@ -36,7 +37,7 @@ int positive(const std::string& option, const std::string& value) {
     int parsed = 0;
     auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
     if (error != std::errc() || end != value.data() + value.size() || parsed < 1)
-        throw std::invalid_argument("invalid value '" + value + "' for " + option + " (expected a positive integer)");
+        throw UsageError("invalid value '" + value + "' for " + option + " (expected a positive integer)");
     return parsed;
 }
 
@@ -56,13 +57,13 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
             continue;
         }
         if (arg.rfind("--", 0) != 0) {
-            if (!options.benchmark.empty()) throw std::invalid_argument("unexpected argument '" + arg + "'");
+            if (!options.benchmark.empty()) throw UsageError("unexpected argument '" + arg + "'");
             if (arg != "p2p" && arg != "allreduce" && arg != "ps")
-                throw std::invalid_argument("unknown benchmark '" + arg + "' (accepted: p2p, allreduce, ps)");
+                throw UsageError("unknown benchmark '" + arg + "' (accepted: p2p, allreduce, ps)");
             options.benchmark = arg;
             continue;
         }
-        if (i + 1 >= args.size()) throw std::invalid_argument(arg + " needs a value");
+        if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
         const auto& value = args[++i];
         if (arg == "--sizes") options.sizes = size_list(value);
         else if (arg == "--iters") options.iterations = positive(arg, value);
@@ -70,21 +71,21 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         else if (arg == "--wireup") options.wireup = value;
         else if (arg == "--transport") {
             if (value != "tcp" && value != "verbs" && value != "auto")
-                throw std::invalid_argument("invalid value '" + value + "' for --transport (accepted: tcp, verbs, auto)");
+                throw UsageError("invalid value '" + value + "' for --transport (accepted: tcp, verbs, auto)");
             options.transport = value;
         } else if (arg == "--tcp-streams") options.tcp_streams = positive(arg, value);
         else if (arg == "--compress") {
             if (value != "none" && value != "bf16" && value != "fp16")
-                throw std::invalid_argument("invalid value '" + value + "' for --compress (accepted: none, bf16, fp16)");
+                throw UsageError("invalid value '" + value + "' for --compress (accepted: none, bf16, fp16)");
             options.compress = value;
         } else if (arg == "--algorithm") {
             comm::parse_allreduce_algorithm(value);  // throws naming the accepted ones
             options.algorithm = value;
         } else if (arg == "--ps-servers") options.ps_servers = positive(arg, value);
         else if (arg == "--comm-timeout") options.timeout_seconds = positive(arg, value);
-        else throw std::invalid_argument("unknown option '" + arg + "' (see trellis-bench --help)");
+        else throw UsageError("unknown option '" + arg + "' (see trellis-bench --help)");
     }
-    if (options.benchmark.empty()) throw std::invalid_argument("name a benchmark: p2p, allreduce or ps");
+    if (options.benchmark.empty()) throw UsageError("name a benchmark: p2p, allreduce or ps");
     if (options.sizes.empty())
         options.sizes = options.benchmark == "p2p"
                             ? std::vector<std::size_t>{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20}

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::bench {
 
 struct BenchOptions {
@@ -22,7 +24,7 @@ struct BenchOptions {
     bool json = false;
 };
 
-// Throws std::invalid_argument naming the bad option; `help` is set for -h/--help.
+// Throws UsageError naming the bad option; `help` is set for -h/--help.
 BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& help);
 std::size_t parse_size(const std::string& text);  // 64, 16K, 4M, 1G (powers of two)
 const char* bench_usage();

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/comm/halving_doubling_allreduce.hpp"
 #include "trainer/comm/ring_allreduce.hpp"
 
@@ -11,7 +12,7 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text) {
     if (text == "auto") return AllreduceAlgorithm::automatic;
     if (text == "ring") return AllreduceAlgorithm::ring;
     if (text == "halving-doubling") return AllreduceAlgorithm::halving_doubling;
-    throw std::invalid_argument("unknown allreduce algorithm '" + text + "' (accepted: auto, ring, halving-doubling)");
+    throw UsageError("unknown allreduce algorithm '" + text + "' (accepted: auto, ring, halving-doubling)");
 }
 
 std::string allreduce_algorithm_name(AllreduceAlgorithm algorithm) {

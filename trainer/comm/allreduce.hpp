@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "common/error.hpp"
 #include "trainer/comm/segmented_exchange.hpp"
 #include "trainer/comm/transport.hpp"
 #include "trainer/comm/wire_format.hpp"
@@ -21,7 +22,7 @@ namespace trellis::comm {
 
 enum class AllreduceAlgorithm { automatic, ring, halving_doubling };
 
-// "auto", "ring", "halving-doubling"; throws std::invalid_argument naming the accepted ones.
+// "auto", "ring", "halving-doubling"; throws UsageError naming the accepted ones.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text);
 std::string allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 
@@ -42,7 +43,7 @@ protected:
 };
 
 // `automatic` resolves by the transport's number of ranks; halving-doubling with a number of
-// ranks that is not a power of two throws std::invalid_argument saying so.
+// ranks that is not a power of two throws UsageError saying so.
 std::unique_ptr<Allreduce> make_allreduce(Transport& transport, AllreduceAlgorithm algorithm,
                                           WireFormat format = WireFormat::f32, std::size_t segment_bytes = 1 << 20);
 

@@ -5,15 +5,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
-struct CommError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+struct CommError : Error {
+    using Error::Error;
+    const char* topic() const override { return "communication"; }
 };
 
 struct PeerFailure : CommError {
     PeerFailure(int rank, const std::string& host, const std::string& what)
         : CommError("rank " + std::to_string(rank) + " (" + host + ") " + what), rank(rank), host(host) {}
+    const char* topic() const override { return "stopping"; }
     int rank;
     std::string host;
 };

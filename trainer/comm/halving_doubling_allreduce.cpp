@@ -4,12 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 HalvingDoublingAllreduce::HalvingDoublingAllreduce(Transport& transport, std::size_t segment_bytes, WireFormat format)
     : Allreduce(transport, segment_bytes, format) {
     if (!applies(transport.size()))
-        throw std::invalid_argument("halving-doubling allreduce needs a power-of-two number of ranks, not " +
+        throw UsageError("halving-doubling allreduce needs a power-of-two number of ranks, not " +
                                     std::to_string(transport.size()) + " (use ring or auto)");
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 
+#include "common/error.hpp"
 #include "trainer/comm/allreduce.hpp"
 
 namespace trellis::comm {
@@ -16,7 +17,7 @@ class HalvingDoublingAllreduce : public Allreduce {
 public:
     static bool applies(int ranks) { return ranks > 0 && (ranks & (ranks - 1)) == 0; }
 
-    // Throws std::invalid_argument unless the transport's number of ranks is a power of two.
+    // Throws UsageError unless the transport's number of ranks is a power of two.
     explicit HalvingDoublingAllreduce(Transport& transport, std::size_t segment_bytes = 1 << 20,
                                       WireFormat format = WireFormat::f32);
     void sum(std::span<float> data) override;

@@ -5,11 +5,12 @@
 #include <memory>
 #include <string>
 
+#include "common/error.hpp"
 #include "trainer/comm/tcp_transport.hpp"
 
 namespace trellis::comm {
 
-// Throws std::invalid_argument for an unknown kind, CommError when it cannot be set up.
+// Throws UsageError for an unknown kind, CommError when it cannot be set up.
 std::unique_ptr<Transport> make_transport(const std::string& kind, Wireup& wireup, const TcpOptions& tcp);
 
 }  // namespace trellis::comm

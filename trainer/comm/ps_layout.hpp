@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/nn/parameter_store.hpp"
 
 namespace trellis::comm {
@@ -18,7 +19,7 @@ struct PsShard {
 
 class PsLayout {
 public:
-    // Throws std::invalid_argument when the world cannot hold K servers and a worker.
+    // Throws UsageError when the world cannot hold K servers and a worker.
     PsLayout(const nn::ParameterStore& store, int world_size, int servers);
 
     int servers() const { return int(shards_.size()); }

@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 namespace {
@@ -48,7 +50,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 TcpTransport::TcpTransport(Wireup& wireup, TcpOptions options) : options_(std::move(options)) {
     rank_ = wireup.identity().rank;
     size_ = wireup.identity().size;
-    if (options_.streams < 1) throw std::invalid_argument("--tcp-streams must be at least 1");
+    if (options_.streams < 1) throw UsageError("--tcp-streams must be at least 1");
     raise_open_file_limit(std::size_t(size_) * std::size_t(options_.streams + 1) + 64);
     connect_mesh(wireup);
     heartbeat_ = std::thread([this] { beat(); });
@@ -226,7 +228,7 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
     std::vector<Progress> work;
     for (const auto& t : transfers) {
         if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
-            throw std::invalid_argument("tcp: transfer with rank " + std::to_string(t.peer) + " from rank " +
+            throw UsageError("tcp: transfer with rank " + std::to_string(t.peer) + " from rank " +
                                         std::to_string(rank_));
         Progress p{&t, {}};
         auto& streams = peers_[std::size_t(t.peer)].streams;
@@ -311,7 +313,7 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
 namespace trellis::comm {
 
 std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
-    if (receives.empty()) throw std::invalid_argument("tcp: exchange_first with nothing to receive");
+    if (receives.empty()) throw UsageError("tcp: exchange_first with nothing to receive");
     // A message starts on the peer's first stream whatever its size, so a readable first
     // stream means that peer's message is under way.
     auto last_progress = Clock::now();

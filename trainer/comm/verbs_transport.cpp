@@ -4,6 +4,8 @@
 #include <cstring>
 #include <random>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 namespace {
@@ -254,7 +256,7 @@ void VerbsTransport::exchange(std::span<const Transfer> transfers) {
     for (auto& op : operations) {
         int peer = op.transfer.peer;
         if (peer < 0 || peer >= size_ || peer == rank_)
-            throw std::invalid_argument("verbs: transfer with rank " + std::to_string(peer));
+            throw UsageError("verbs: transfer with rank " + std::to_string(peer));
         auto& p = peers_[std::size_t(peer)];
         if (op.transfer.kind == Transfer::Kind::recv) {
             if (p.first && p.first->transfer.data == op.transfer.data && p.first->transfer.bytes == op.transfer.bytes) {
@@ -294,7 +296,7 @@ void VerbsTransport::exchange(std::span<const Transfer> transfers) {
 }
 
 std::size_t VerbsTransport::exchange_first(std::span<const Transfer> receives) {
-    if (receives.empty()) throw std::invalid_argument("verbs: exchange_first with nothing to receive");
+    if (receives.empty()) throw UsageError("verbs: exchange_first with nothing to receive");
     for (const auto& t : receives) {
         auto& p = peers_.at(std::size_t(t.peer));
         if (p.first) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 namespace {
@@ -66,7 +68,7 @@ WireFormat parse_wire_format(const std::string& text) {
     if (text == "none" || text == "f32" || text == "fp32") return WireFormat::f32;
     if (text == "bf16") return WireFormat::bf16;
     if (text == "fp16" || text == "f16") return WireFormat::f16;
-    throw std::invalid_argument("unknown gradient compression '" + text + "' (accepted: none, bf16, fp16)");
+    throw UsageError("unknown gradient compression '" + text + "' (accepted: none, bf16, fp16)");
 }
 
 std::size_t wire_bytes(WireFormat format) { return format == WireFormat::f32 ? 4 : 2; }

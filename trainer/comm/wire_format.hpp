@@ -8,11 +8,13 @@
 #include <span>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 enum class WireFormat { f32, bf16, f16 };
 
-// "none"/"f32", "bf16", "fp16"; throws std::invalid_argument naming the accepted ones.
+// "none"/"f32", "bf16", "fp16"; throws UsageError naming the accepted ones.
 WireFormat parse_wire_format(const std::string& text);
 std::size_t wire_bytes(WireFormat format);  // per element
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/pmix_wireup.hpp"
 #include "trainer/comm/rendezvous.hpp"
@@ -73,7 +74,7 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
     std::string master;
     try {
         master = topology::first_node_address(nodelist);
-    } catch (const std::invalid_argument& error) {
+    } catch (const UsageError& error) {
         throw CommError(std::string("slurm wireup: SLURM_STEP_NODELIST: ") + error.what());
     }
     return std::make_unique<RendezvousWireup>("slurm", identity, master, rendezvous_port("slurm"),
@@ -104,7 +105,7 @@ std::unique_ptr<Wireup> make_wireup(const std::string& kind, std::chrono::second
     if (kind == "pmix") return std::make_unique<PmixWireup>();
     if (kind == "slurm") return slurm_wireup(timeout);
     if (kind == "env") return env_wireup(timeout);
-    if (kind != "auto") throw std::invalid_argument("unknown wireup '" + kind + "' (accepted: auto, pmix, slurm, env)");
+    if (kind != "auto") throw UsageError("unknown wireup '" + kind + "' (accepted: auto, pmix, slurm, env)");
     if (PmixWireup::available()) return std::make_unique<PmixWireup>();
     if (env("SLURM_PROCID") && env("SLURM_NTASKS") && std::atoi(env("SLURM_NTASKS")) > 1) return slurm_wireup(timeout);
     if (env("TRELLIS_RANK") && env("TRELLIS_WORLD_SIZE")) return env_wireup(timeout);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::comm {
 
 struct Identity {
@@ -35,7 +37,7 @@ protected:
 
 // kind: auto | pmix | slurm | env. `auto` takes PMIx when the process was started by a PMIx
 // server, else Slurm's variables, else TRELLIS_*, else a single process. Throws CommError
-// (or std::invalid_argument for a bad kind) naming what is missing.
+// (or UsageError for a bad kind) naming what is missing.
 std::unique_ptr<Wireup> make_wireup(const std::string& kind, std::chrono::seconds timeout);
 
 // A wireup of one: rank 0 of 1.

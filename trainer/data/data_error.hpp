@@ -7,10 +7,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::data {
 
-struct DataError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+struct DataError : Error {
+    using Error::Error;
+    const char* topic() const override { return "data"; }
 };
 
 }  // namespace trellis::data

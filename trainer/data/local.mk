@@ -1,7 +1,6 @@
 # libtrellis-data: the trainer's input pipeline: datasets (ImageNet folder tree, TFRecord
 # shards, synthetic), JPEG decoding, augmentation and the prefetching pipeline. Its protobuf
 # wire helpers also serve the TensorBoard event writer.
-# Include from Makefile.am after tests/local.mk (this appends to unit_tests).
 noinst_LTLIBRARIES += trainer/libtrellis-data.la
 trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/augment.cpp trainer/data/augment.hpp \

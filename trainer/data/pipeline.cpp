@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/data/jpeg.hpp"
 #include "trainer/data/rng.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 PipelineConfig checked(PipelineConfig config) {
     auto refuse = [](const std::string& what) {
-        throw std::invalid_argument("data pipeline: " + what);
+        throw UsageError("data pipeline: " + what);
     };
     if (!config.dataset) refuse("no dataset");
     if (config.image_size <= 0)
@@ -49,7 +50,7 @@ Pipeline::Pipeline(PipelineConfig config)
     config_.warn = or_stderr(config_.warn);
     if (config_.start.epoch < 0 || config_.start.batch < 0 ||
         config_.start.batch >= steps_per_epoch_)
-        throw std::invalid_argument(
+        throw UsageError(
             "data pipeline: start position epoch " + std::to_string(config_.start.epoch) +
             ", batch " + std::to_string(config_.start.batch) + " is outside an epoch of " +
             std::to_string(steps_per_epoch_) +

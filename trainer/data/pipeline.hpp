@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/data/augment.hpp"
 #include "trainer/data/batch.hpp"
 #include "trainer/data/batch_plan.hpp"
@@ -51,7 +52,7 @@ struct PipelineCounters {
 class Pipeline : public BatchSource {
 public:
     // Starts the workers. Throws DataError when the dataset cannot fill one batch per rank,
-    // std::invalid_argument for a bad configuration (the start position included).
+    // UsageError for a bad configuration (the start position included).
     explicit Pipeline(PipelineConfig config);
     // Stops and joins the workers; they finish at most the sample each is decoding.
     ~Pipeline() override;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
 #include "trainer/data/augment.hpp"
 #include "trainer/data/rng.hpp"
 
@@ -13,7 +14,7 @@ namespace trellis::data {
 SyntheticBatches::SyntheticBatches(SyntheticConfig config) : position_(config.start) {
     if (config.batch_size <= 0 || config.image_size <= 0 || config.num_classes <= 0 ||
         config.world_size <= 0)
-        throw std::invalid_argument(
+        throw UsageError(
             "synthetic data: batch size " + std::to_string(config.batch_size) + ", image size " +
             std::to_string(config.image_size) + ", " + std::to_string(config.num_classes) +
             " classes, " + std::to_string(config.world_size) + " ranks (expected all >= 1)");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/wireup.hpp"
 #include "trainer/nn/backend.hpp"
@@ -20,9 +21,8 @@ namespace trellis::gpu {
 
 // No usable GPU: the module or a library is missing, no device is visible, or the driver is
 // too old. The message says which.
-class GpuUnavailable : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
+struct GpuUnavailable : Error {
+    using Error::Error;
 };
 
 struct AcceleratorOptions {

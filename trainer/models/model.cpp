@@ -3,16 +3,18 @@
 #include <random>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::models {
 
 Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
              int image_size, std::uint64_t seed)
     : backend_(backend), config_(config), batch_(batch), image_size_(image_size), num_classes_(options.num_classes) {
-    if (batch < 1) throw std::invalid_argument("batch size must be at least 1");
+    if (batch < 1) throw UsageError("batch size must be at least 1");
     // The ImageNet stem divides the image by 32; smaller inputs would vanish before the head.
     int smallest = config.cifar ? 8 : 32;
     if (image_size < smallest)
-        throw std::invalid_argument(config.name + " needs images of at least " + std::to_string(smallest) +
+        throw UsageError(config.name + " needs images of at least " + std::to_string(smallest) +
                                     " pixels, got " + std::to_string(image_size));
     network_ = build_resnet(backend, config, options);
     input_spec_ = backend.nhwc_spec(tensor::Shape{batch, 3, image_size, image_size});
@@ -35,7 +37,7 @@ Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptio
 tensor::Tensor Model::wrap(std::span<const float> images) const {
     auto expected = static_cast<std::size_t>(input_spec_.shape.elements());
     if (images.size() != expected)
-        throw std::invalid_argument("batch holds " + std::to_string(images.size()) + " values, the model expects " +
+        throw UsageError("batch holds " + std::to_string(images.size()) + " values, the model expects " +
                                     std::to_string(expected));
     // The batch buffer stays owned by the pipeline; the tensor only borrows it for the step.
     std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.data())),

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/nn/residual_block.hpp"
 
 namespace trellis::models {
@@ -23,7 +24,7 @@ const ResNetConfig& find_resnet(const std::string& name) {
         if (config.name == name) return config;
         accepted += (accepted.empty() ? "" : ", ") + config.name;
     }
-    throw std::invalid_argument("unknown model '" + name + "' (accepted: " + accepted + ")");
+    throw UsageError("unknown model '" + name + "' (accepted: " + accepted + ")");
 }
 
 namespace {
@@ -65,7 +66,7 @@ private:
 
 std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetConfig& config,
                                              const ResNetOptions& options) {
-    if (options.num_classes < 2) throw std::invalid_argument("--num-classes must be at least 2");
+    if (options.num_classes < 2) throw UsageError("--num-classes must be at least 2");
     Builder builder(backend, options);
     auto net = std::make_unique<nn::Sequential>();
     int channels;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/sequential.hpp"
 
@@ -22,7 +23,7 @@ struct ResNetConfig {
 
 // The known models, in the order --help lists them.
 const std::vector<ResNetConfig>& resnet_configs();
-// Throws std::invalid_argument naming the accepted models.
+// Throws UsageError naming the accepted models.
 const ResNetConfig& find_resnet(const std::string& name);
 
 struct ResNetOptions {

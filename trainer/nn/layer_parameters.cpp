@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::nn {
 
 ConvolutionWeight::ConvolutionWeight(const ConvolutionSpec& spec) : spec(spec) {
@@ -19,7 +21,7 @@ void ConvolutionWeight::initialize(std::mt19937_64& rng) {
 
 tensor::Shape ConvolutionWeight::output_shape(const tensor::Shape& in) const {
     if (in.rank() != 4 || in[1] != spec.in_channels)
-        throw std::invalid_argument(spec.name + ": expects N x " + std::to_string(spec.in_channels) +
+        throw UsageError(spec.name + ": expects N x " + std::to_string(spec.in_channels) +
                                     " x H x W input, got " + in.str());
     auto out_size = [&](std::int64_t size) { return (size + 2 * spec.padding - spec.kernel) / spec.stride + 1; };
     return tensor::Shape{in[0], spec.out_channels, out_size(in[2]), out_size(in[3])};
@@ -56,7 +58,7 @@ void BatchNormParameters::initialize() {
 
 void BatchNormParameters::check_input(const tensor::Shape& input) const {
     if (input.rank() != 4 || input[1] != channels)
-        throw std::invalid_argument(name + ": expects N x " + std::to_string(channels) + " x H x W input, got " +
+        throw UsageError(name + ": expects N x " + std::to_string(channels) + " x H x W input, got " +
                                     input.str());
 }
 
@@ -80,12 +82,12 @@ void LinearParameters::initialize(std::mt19937_64& rng) {
 
 void LinearParameters::check_input(const tensor::Shape& input) const {
     if (input.rank() != 2 || input[1] != in_features)
-        throw std::invalid_argument(name + ": expects N x " + std::to_string(in_features) + " input, got " +
+        throw UsageError(name + ": expects N x " + std::to_string(in_features) + " input, got " +
                                     input.str());
 }
 
 void check_same_shape(const std::string& name, const tensor::Shape& a, const tensor::Shape& b) {
-    if (a != b) throw std::invalid_argument(name + ": branch shapes differ: " + a.str() + " and " + b.str());
+    if (a != b) throw UsageError(name + ": branch shapes differ: " + a.str() + " and " + b.str());
 }
 
 }  // namespace trellis::nn

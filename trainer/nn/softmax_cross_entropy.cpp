@@ -5,11 +5,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::nn {
 
 SoftmaxCrossEntropy::SoftmaxCrossEntropy(float label_smoothing) : smoothing_(label_smoothing) {
     if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-        throw std::invalid_argument("label smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
+        throw UsageError("label smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
 }
 
 LossResult SoftmaxCrossEntropy::evaluate(std::span<const float> logits, std::span<const int> labels, int classes,

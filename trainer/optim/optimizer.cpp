@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/optim/lars.hpp"
 #include "trainer/optim/rmsprop.hpp"
 #include "trainer/optim/sgd.hpp"
@@ -9,8 +10,8 @@
 namespace trellis::optim {
 
 Optimizer::Optimizer(const OptimizerConfig& config, nn::ParameterStore& store) : config_(config), store_(store) {
-    if (config.weight_decay < 0) throw std::invalid_argument("--weight-decay must not be negative");
-    if (config.momentum < 0 || config.momentum >= 1) throw std::invalid_argument("--momentum must be in [0, 1)");
+    if (config.weight_decay < 0) throw UsageError("--weight-decay must not be negative");
+    if (config.momentum < 0 || config.momentum >= 1) throw UsageError("--momentum must be in [0, 1)");
 }
 
 float Optimizer::decay_of(const nn::Parameter& p) const {
@@ -21,7 +22,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::Par
     if (config.kind == "sgd" || config.kind == "momentum") return std::make_unique<Sgd>(config, store);
     if (config.kind == "rmsprop") return std::make_unique<RmsProp>(config, store);
     if (config.kind == "lars") return std::make_unique<Lars>(config, store);
-    throw std::invalid_argument("unknown optimizer '" + config.kind + "' (accepted: sgd, rmsprop, lars)");
+    throw UsageError("unknown optimizer '" + config.kind + "' (accepted: sgd, rmsprop, lars)");
 }
 
 }  // namespace trellis::optim

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/nn/parameter_store.hpp"
 
 namespace trellis::optim {
@@ -42,7 +43,7 @@ protected:
     nn::ParameterStore& store_;
 };
 
-// Throws std::invalid_argument naming the accepted optimizers.
+// Throws UsageError naming the accepted optimizers.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::ParameterStore& store);
 
 }  // namespace trellis::optim

@@ -5,14 +5,16 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::optim {
 
 Schedule::Schedule(ScheduleConfig config) : config_(std::move(config)) {
     const auto& k = config_.kind;
     if (k != "step" && k != "cosine" && k != "poly" && k != "constant")
-        throw std::invalid_argument("unknown learning-rate schedule '" + k + "' (accepted: step, cosine, poly, constant)");
-    if (config_.base_lr <= 0) throw std::invalid_argument("the learning rate must be positive");
-    if (config_.warmup_steps < 0) throw std::invalid_argument("warmup must not be negative");
+        throw UsageError("unknown learning-rate schedule '" + k + "' (accepted: step, cosine, poly, constant)");
+    if (config_.base_lr <= 0) throw UsageError("the learning rate must be positive");
+    if (config_.warmup_steps < 0) throw UsageError("warmup must not be negative");
     config_.total_steps = std::max<std::int64_t>(config_.total_steps, 1);
     std::sort(config_.boundaries.begin(), config_.boundaries.end());
 }

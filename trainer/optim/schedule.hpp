@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace trellis::optim {
 
 struct ScheduleConfig {
@@ -22,7 +24,7 @@ struct ScheduleConfig {
 
 class Schedule {
 public:
-    // Throws std::invalid_argument on an unknown kind or inconsistent numbers.
+    // Throws UsageError on an unknown kind or inconsistent numbers.
     explicit Schedule(ScheduleConfig config);
     double at(std::int64_t step) const;  // step counts from 0
     const ScheduleConfig& config() const { return config_; }

@@ -11,14 +11,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
 #include "trainer/data/batch.hpp"
 #include "trainer/nn/parameter_store.hpp"
 #include "trainer/optim/optimizer.hpp"
 
 namespace trellis::train {
 
-struct CheckpointError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+struct CheckpointError : Error {
+    using Error::Error;
+    const char* topic() const override { return "checkpoint"; }
 };
 
 struct CheckpointInfo {

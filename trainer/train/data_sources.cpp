@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/error.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/data/image_folder.hpp"
 #include "trainer/data/pipeline.hpp"
@@ -68,14 +69,14 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         }
     } else {
         if (!std::filesystem::is_directory(spec))
-            throw std::invalid_argument("--data " + spec + ": not a folder (expected synthetic, DIR or tfrecord:GLOB)");
+            throw UsageError("--data " + spec + ": not a folder (expected synthetic, DIR or tfrecord:GLOB)");
         sources.train_set = std::make_shared<data::ImageFolderDataset>(spec, "train");
         if (std::filesystem::is_directory(std::filesystem::path(spec) / "val"))
             sources.eval_set = std::make_shared<data::ImageFolderDataset>(spec, "val");
     }
     sources.num_classes = options.num_classes.value_or(sources.train_set->num_classes());
     if (sources.num_classes < sources.train_set->num_classes())
-        throw std::invalid_argument("--num-classes " + std::to_string(sources.num_classes) + " is fewer than the " +
+        throw UsageError("--num-classes " + std::to_string(sources.num_classes) + " is fewer than the " +
                                     std::to_string(sources.train_set->num_classes()) + " classes of " +
                                     sources.train_set->describe());
     sources.description = sources.train_set->describe();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/error.hpp"
 #include "trainer/data/batch.hpp"
 #include "trainer/data/dataset.hpp"
 #include "trainer/train/options.hpp"
@@ -24,7 +25,7 @@ struct DataSources {
 };
 
 // Opens the datasets (listing folders, indexing shards) so that a missing or empty dataset
-// is reported before any training. Throws data::DataError or std::invalid_argument.
+// is reported before any training. Throws data::DataError or UsageError.
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size);
 
 }  // namespace trellis::train

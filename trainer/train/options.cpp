@@ -7,12 +7,14 @@
 #include <map>
 #include <stdexcept>
 
+#include "common/error.hpp"
+
 namespace trellis::train {
 
 namespace {
 
 [[noreturn]] void refuse(const std::string& option, const std::string& value, const std::string& accepted) {
-    throw std::invalid_argument("invalid value '" + value + "' for " + option + " (expected " + accepted + ")");
+    throw UsageError("invalid value '" + value + "' for " + option + " (expected " + accepted + ")");
 }
 
 template <typename Number>
@@ -167,36 +169,36 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
             arg = arg.substr(0, equals);
         }
         if (auto flag = flag_options().find(arg); flag != flag_options().end()) {
-            if (inline_value) throw std::invalid_argument(arg + " takes no value");
+            if (inline_value) throw UsageError(arg + " takes no value");
             flag->second(options);
             continue;
         }
         auto setter = valued_options().find(arg);
         if (setter == valued_options().end())
-            throw std::invalid_argument("unknown option '" + arg + "' (see trellis-train --help)");
+            throw UsageError("unknown option '" + arg + "' (see trellis-train --help)");
         if (!inline_value) {
-            if (i + 1 >= args.size()) throw std::invalid_argument(arg + " needs a value");
+            if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
             value = args[++i];
         }
         setter->second(options, arg, value);
     }
-    if (options.epochs && options.steps) throw std::invalid_argument("give --epochs or --steps, not both");
+    if (options.epochs && options.steps) throw UsageError("give --epochs or --steps, not both");
     if (options.strategy == "ps" && options.ps_mode == "async" && !options.checkpoint_dir.empty())
-        throw std::invalid_argument("--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
+        throw UsageError("--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
                                     "apply each worker's pushes at different steps: there is no one step to save)");
     if (options.transport == "nccl" && options.device == "cpu")
-        throw std::invalid_argument("--transport nccl needs the GPU (--device cuda or auto)");
+        throw UsageError("--transport nccl needs the GPU (--device cuda or auto)");
     if (options.transport == "nccl" && options.strategy == "ps")
-        throw std::invalid_argument("--transport nccl is for --strategy allreduce (parameter servers use tcp or verbs)");
+        throw UsageError("--transport nccl is for --strategy allreduce (parameter servers use tcp or verbs)");
     if (options.transport == "nccl" && options.compress != "none")
-        throw std::invalid_argument("--compress is for the host transports (NCCL reduces f32 gradients)");
+        throw UsageError("--compress is for the host transports (NCCL reduces f32 gradients)");
     if (options.strategy == "ps" && options.precision == "fp16")
-        throw std::invalid_argument("--precision fp16 needs --strategy allreduce (its loss scaling skips overflowed "
+        throw UsageError("--precision fp16 needs --strategy allreduce (its loss scaling skips overflowed "
                                     "steps on every rank; parameter servers would apply them): use bf16");
     if (options.precision != "fp32" && options.device == "cpu")
-        throw std::invalid_argument("--precision " + options.precision + " needs the GPU (the CPU backend computes fp32)");
+        throw UsageError("--precision " + options.precision + " needs the GPU (the CPU backend computes fp32)");
     if (options.resume && options.checkpoint_dir.empty())
-        throw std::invalid_argument("--resume needs --checkpoint-dir");
+        throw UsageError("--resume needs --checkpoint-dir");
     return command;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/optim/optimizer.hpp"
 
 namespace trellis::train {
@@ -67,7 +68,7 @@ struct ParsedCommand {
     TrainOptions options;
 };
 
-// Throws std::invalid_argument with a one-line message on a bad command line.
+// Throws UsageError with a one-line message on a bad command line.
 ParsedCommand parse_train_options(const std::vector<std::string>& args);
 const char* train_usage();
 

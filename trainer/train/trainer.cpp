@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/error.hpp"
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
@@ -158,7 +159,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         share_initial_state();
         if (accelerator_) accelerator_->upload_values();
         if (options.transport == "nccl") {
-            if (!accelerator_) throw std::invalid_argument("--transport nccl needs a GPU: " + device_note_);
+            if (!accelerator_) throw UsageError("--transport nccl needs a GPU: " + device_note_);
             device_allreduce_ = accelerator_->nccl_allreduce(
                 identity_, [this](std::span<float> words) { comm::broadcast_from_root(*transport_, words); },
                 std::size_t(options.bucket_mb * (1 << 20)));
@@ -204,9 +205,9 @@ void Run::open_device() {
     try {
         accelerator_ = gpu::open_cuda(device);
     } catch (const gpu::GpuUnavailable& error) {
-        if (options_.device == "cuda") throw std::invalid_argument(std::string("--device cuda: ") + error.what());
+        if (options_.device == "cuda") throw UsageError(std::string("--device cuda: ") + error.what());
         if (options_.precision != "fp32")
-            throw std::invalid_argument("--precision " + options_.precision + " needs a GPU: " + error.what());
+            throw UsageError("--precision " + options_.precision + " needs a GPU: " + error.what());
         device_note_ = error.what();
     }
 }
@@ -230,7 +231,6 @@ void Run::sum_over_ranks(std::span<float> values) {
     if (!transport_) return;
     small_sums_->sum(values);
 }
-
 
 optim::ScheduleConfig Run::schedule_config() const {
     optim::ScheduleConfig config;

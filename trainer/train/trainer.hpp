@@ -3,6 +3,7 @@
 // a single process).
 #pragma once
 
+#include "common/error.hpp"
 #include "trainer/comm/transport.hpp"
 #include "trainer/comm/wireup.hpp"
 #include "trainer/train/options.hpp"
@@ -17,7 +18,7 @@ constexpr int exit_stopped_early = 75;
 // Trains as the options say and returns the process exit status: 0 when training finished,
 // exit_stopped_early when it stopped on SIGTERM/SIGUSR1 (after saving a checkpoint when it
 // has a folder for them), 1 on a runtime failure (reported on stderr).
-// Throws std::invalid_argument and data::DataError for bad input found before training, and
+// Throws UsageError and data::DataError for bad input found before training, and
 // comm::PeerFailure when another rank fails. `transport` is null for a single process.
 int train(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport);
 

@@ -12,6 +12,7 @@
 #include "agent/binding/wireup.hpp"
 #include "agent/config.hpp"
 #include "agent/container/image_policy.hpp"
+#include "common/error.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
 #include "topology/plan.hpp"
@@ -22,7 +23,7 @@ template <typename F>
 void refused_or_parsed(F&& parse) {
     try {
         parse();
-    } catch (const std::invalid_argument&) {
+    } catch (const trellis::UsageError&) {
     } catch (const agent::ConfigError&) {
     } catch (const agent::PolicyError&) {
     }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/error.hpp"
 #include "trainer/nn/cpu/batch_norm.hpp"
 #include "trainer/nn/cpu/convolution.hpp"
 #include "trainer/nn/cpu/linear.hpp"
@@ -46,7 +47,7 @@ std::vector<float> CpuBackend::to_plain(const tensor::Tensor& t) {
 
 tensor::Tensor CpuBackend::from_plain(const std::vector<float>& values, const TensorSpec& spec) {
     if (static_cast<std::int64_t>(values.size()) != spec.shape.elements())
-        throw std::invalid_argument("from_plain: " + std::to_string(values.size()) + " values for shape " +
+        throw UsageError("from_plain: " + std::to_string(values.size()) + " values for shape " +
                                     spec.shape.str());
     tensor::Tensor plain(spec.shape);
     std::memcpy(plain.data(), values.data(), values.size() * sizeof(float));

@@ -1,3 +1,4 @@
+#include "common/error.hpp"
 #include "trainer/nn/cpu/pooling.hpp"
 
 namespace trellis::nn::cpu {
@@ -8,7 +9,7 @@ Pooling::Pooling(std::string name, dnnl::algorithm algorithm, PoolingWindow wind
 TensorSpec Pooling::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
     input_shape_ = input.shape;
-    if (input_shape_.rank() != 4) throw std::invalid_argument(name_ + ": expects N x C x H x W, got " + input_shape_.str());
+    if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
     if (global_) window_ = {int(input_shape_[2]), int(input_shape_[3]), 1, 0};
     auto out = [&](std::int64_t size, int kernel) { return (size + 2 * window_.padding - kernel) / window_.stride + 1; };
     output_shape_ = tensor::Shape{input_shape_[0], input_shape_[1], out(input_shape_[2], window_.kernel_h),

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "common/error.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/nn/cuda/cuda_backend.hpp"
 #include "trainer/nn/cuda/cuda_check.hpp"
@@ -19,7 +20,7 @@ tensor::DType precision_type(const std::string& precision) {
     if (precision == "bf16") return tensor::DType::bf16;
     if (precision == "fp16") return tensor::DType::f16;
     if (precision == "fp32") return tensor::DType::f32;
-    throw std::invalid_argument("unknown precision '" + precision + "' (accepted: fp32, bf16, fp16)");
+    throw UsageError("unknown precision '" + precision + "' (accepted: fp32, bf16, fp16)");
 }
 
 // fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a

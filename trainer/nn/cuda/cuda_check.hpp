@@ -10,11 +10,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/error.hpp"
+
 namespace trellis::nn::cuda {
 
-class CudaError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
+struct CudaError : Error {
+    using Error::Error;
+    const char* topic() const override { return "cuda"; }
 };
 
 void check(cudaError_t status, const std::string& what);

@@ -1,3 +1,4 @@
+#include "common/error.hpp"
 #include "trainer/nn/cuda/pooling.hpp"
 
 #include "trainer/nn/cuda/cuda_check.hpp"
@@ -17,7 +18,7 @@ MaxPool::~MaxPool() { cudnnDestroyPoolingDescriptor(pool_desc_); }
 
 TensorSpec MaxPool::setup(const TensorSpec& input, bool) {
     input_shape_ = input.shape;
-    if (input_shape_.rank() != 4) throw std::invalid_argument(name_ + ": expects N x C x H x W, got " + input_shape_.str());
+    if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
     auto out = [&](std::int64_t size) { return (size + 2 * padding_ - kernel_) / stride_ + 1; };
     output_shape_ = tensor::Shape{input_shape_[0], input_shape_[1], out(input_shape_[2]), out(input_shape_[3])};
     type_ = type_of(input);
@@ -50,7 +51,7 @@ tensor::Tensor MaxPool::backward(const tensor::Tensor& output_grad) {
 
 TensorSpec GlobalAveragePool::setup(const TensorSpec& input, bool) {
     input_shape_ = input.shape;
-    if (input_shape_.rank() != 4) throw std::invalid_argument(name_ + ": expects N x C x H x W, got " + input_shape_.str());
+    if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
     type_ = type_of(input);
     return context_.spec(tensor::Shape{input_shape_[0], input_shape_[1]}, tensor::DType::f32);
 }

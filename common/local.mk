@@ -1,0 +1,13 @@
+# libtrellis-common: the error hierarchy and its exit statuses, the command-line toolkit, the
+# environment variables' table and small helpers (host and node names). It depends on nothing
+# of trellis; every other library and program may use it.
+noinst_LTLIBRARIES += common/libtrellis-common.la
+common_libtrellis_common_la_SOURCES = \
+	common/cli.cpp common/cli.hpp \
+	common/error.cpp common/error.hpp \
+	common/host.cpp common/host.hpp
+
+unit_tests += common/tests/common_test
+common_tests_common_test_SOURCES = common/tests/common_test.cpp
+common_tests_common_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+common_tests_common_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
