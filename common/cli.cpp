@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace trellis::cli {
 
@@ -16,6 +17,12 @@ std::string whole_numbers(std::int64_t low, std::int64_t high) {
     if (high >= std::numeric_limits<std::int32_t>::max())  // no bound a person would type
         return "a whole number of at least " + std::to_string(low);
     return "a whole number from " + std::to_string(low) + " to " + std::to_string(high);
+}
+
+std::string shortest(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
 }
 
 template <typename Number>
@@ -42,8 +49,8 @@ double parse_real(std::string_view text, std::string_view what, double low, bool
     double value = 0;
     bool fits = read_all(text, value) && std::isfinite(value) && (above ? value > low : value >= low) && value < high;
     if (!fits) {
-        std::string range = (above ? "a number above " : "a number of at least ") + std::to_string(low);
-        if (std::isfinite(high)) range += " and below " + std::to_string(high);
+        std::string range = (above ? "a number above " : "a number of at least ") + shortest(low);
+        if (std::isfinite(high)) range += " and below " + shortest(high);
         refuse(what, text, range);
     }
     return value;

@@ -7,6 +7,7 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/tensor/shape.cpp trainer/tensor/shape.hpp \
 	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp \
 	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
+	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
 	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \

@@ -3,14 +3,10 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <stdexcept>
 
-#include "config.h"
 #include "common/error.hpp"
-#include "trainer/comm/comm_error.hpp"
+#include "config.h"
 #include "trainer/comm/make_transport.hpp"
-#include "trainer/data/data_error.hpp"
-#include "trainer/train/checkpoint.hpp"
 #include "trainer/train/parameter_server.hpp"
 #include "trainer/train/trainer.hpp"
 
@@ -19,12 +15,11 @@ int main(int argc, char** argv) {
     ParsedCommand command;
     try {
         command = parse_train_options({argv + 1, argv + argc});
-    } catch (const trellis::UsageError& error) {
-        std::fprintf(stderr, "trellis-train: %s\n", error.what());
-        return 2;
+    } catch (const std::exception& error) {
+        return trellis::report_error("trellis-train: ", error);
     }
     if (command.action == ParsedCommand::Action::help) {
-        std::fputs(train_usage(), stdout);
+        std::fputs(train_usage().c_str(), stdout);
         return 0;
     }
     if (command.action == ParsedCommand::Action::version) {
@@ -41,27 +36,11 @@ int main(int argc, char** argv) {
         trellis::comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = timeout;
-        auto transport = trellis::comm::make_transport(options.transport == "nccl" ? "tcp" : options.transport, *wireup, tcp);
-        if (options.strategy == "ps" && transport && identity.rank >= identity.size - options.ps_servers)
-            return trellis::train::serve_parameters(options, *wireup, *transport);
+        auto transport = trellis::comm::make_transport(host_transport(options.transport), *wireup, tcp);
+        if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
+            return serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());
-    } catch (const trellis::comm::PeerFailure& error) {
-        std::fprintf(stderr, "%sstopping: %s\n", who.c_str(), error.what());
-        return 1;
-    } catch (const trellis::comm::CommError& error) {
-        std::fprintf(stderr, "%scommunication: %s\n", who.c_str(), error.what());
-        return 1;
-    } catch (const trellis::UsageError& error) {  // a bad option value found while setting up
-        std::fprintf(stderr, "%s%s\n", who.c_str(), error.what());
-        return 2;
-    } catch (const trellis::data::DataError& error) {
-        std::fprintf(stderr, "%sdata: %s\n", who.c_str(), error.what());
-        return 1;
-    } catch (const CheckpointError& error) {
-        std::fprintf(stderr, "%scheckpoint: %s\n", who.c_str(), error.what());
-        return 1;
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "%s%s\n", who.c_str(), error.what());
-        return 1;
+        return trellis::report_error(who, error);
     }
 }

@@ -57,7 +57,7 @@ void report(const std::string& what, double diff, double tolerance) {
 
 void run_case(const Case& c, const std::string& precision, double tolerance) {
     gpu::AcceleratorOptions options;
-    options.precision = precision;
+    options.precision = trellis::gpu::precisions().parse(precision, "precision");
     options.deterministic = true;  // plain f32 math on both sides
     auto gpu = gpu::open_cuda(options);
     nn::cpu::CpuBackend cpu_backend;
@@ -107,8 +107,8 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
         std::vector<float> start(cpu.store.values().begin(), cpu.store.values().end());
         for (const char* kind : {"sgd", "rmsprop", "lars"}) {
             optim::OptimizerConfig config;
-            config.kind = kind;
-            config.nesterov = config.kind == "sgd";
+            config.kind = optim::optimizer_kinds().parse(kind, "kind");
+            config.nesterov = config.kind == optim::OptimizerKind::sgd;
             std::copy(start.begin(), start.end(), cpu.store.values().begin());
             std::copy(start.begin(), start.end(), dev.store.values().begin());
             gpu->upload_values();
@@ -141,7 +141,7 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
 // y = relu(a + b), its backward, and the shortcut's gradient sum.
 void join_case(const std::string& precision, double tolerance) {
     gpu::AcceleratorOptions options;
-    options.precision = precision;
+    options.precision = trellis::gpu::precisions().parse(precision, "precision");
     auto gpu = gpu::open_cuda(options);
     nn::cpu::CpuBackend cpu_backend;
     auto& gpu_backend = gpu->backend();

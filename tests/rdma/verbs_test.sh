@@ -31,7 +31,7 @@ ranks 3 29702 /tmp/ar \$B/trellis-bench allreduce --transport verbs --sizes 4K,1
     fail "allreduce over verbs: \$(cat /tmp/ar.*)"
 [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/ar.0)" -eq 3 ] && echo "ok: allreduce over verbs, 3 ranks, sums right" ||
     fail "allreduce output: \$(cat /tmp/ar.0)"
-ranks 4 29707 /tmp/hd \$B/trellis-bench allreduce --transport verbs --algorithm halving-doubling --sizes 4K,1M,3M --iters 3 ||
+ranks 4 29707 /tmp/hd \$B/trellis-bench allreduce --transport verbs --allreduce-algorithm halving-doubling --sizes 4K,1M,3M --iters 3 ||
     fail "halving-doubling allreduce over verbs: \$(cat /tmp/hd.*)"
 grep -q "halving-doubling" /tmp/hd.0 && [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/hd.0)" -eq 3 ] &&
     echo "ok: halving-doubling allreduce over verbs, 4 ranks, sums right" || fail "halving-doubling output: \$(cat /tmp/hd.0)"

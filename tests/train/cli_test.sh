@@ -15,10 +15,14 @@ for bad in "--batch-size 0" "--model resnet42" "--optimizer adam" "--steps 5 --e
 done
 pass "bad command lines refused with one line and exit status 2"
 grep -q "resnet18, resnet34" < <("$TRAIN" --model resnet42 2>&1) || fail "unknown model: accepted models not listed"
-grep -q "auto, ring or halving-doubling" < <("$TRAIN" --allreduce-algorithm tree 2>&1) ||
+# The same option is spelt, and refused, the same way in trellis-train and trellis-bench.
+refusal="invalid value 'tree' for --allreduce-algorithm (accepted: auto, ring, halving-doubling)"
+grep -qF "$refusal" < <("$TRAIN" --allreduce-algorithm tree 2>&1) ||
     fail "unknown allreduce algorithm: accepted ones not listed"
-grep -q "accepted: auto, ring, halving-doubling" < <("$TRELLIS_BUILD/trellis-bench" allreduce --algorithm tree 2>&1) ||
-    fail "trellis-bench --algorithm tree: accepted ones not listed"
+grep -qF "$refusal" < <("$TRELLIS_BUILD/trellis-bench" allreduce --allreduce-algorithm tree 2>&1) ||
+    fail "trellis-bench --allreduce-algorithm tree: not refused as trellis-train refuses it"
+grep -qF "$refusal" < <("$TRELLIS_BUILD/trellis-bench" allreduce --algorithm tree 2>&1) ||
+    fail "trellis-bench --algorithm (the former spelling) tree: accepted ones not listed"
 
 "$TRAIN" --model resnet8 --batch-size 8 --steps 5 --display-every 1 --warmup-batches 1 >"$work/out" 2>&1 ||
     { cat "$work/out"; fail "synthetic run failed"; }

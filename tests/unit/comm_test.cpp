@@ -53,7 +53,7 @@ TEST_CASE("both allreduce schedules sum exactly for sizes around the rank count 
         // Sizes below the rank count leave some ranges empty; 300001 elements are many
         // uneven segments of 64 KiB.
         for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(300001)}) {
-            INFO(allreduce_algorithm_name(algorithm) << ", " << ranks << " ranks, " << count << " values");
+            INFO(allreduce_algorithms().name(algorithm) << ", " << ranks << " ranks, " << count << " values");
             std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
             with_ranks(ranks, [&](int rank, Transport& transport) {
                 std::vector<float> data(count);
@@ -90,8 +90,8 @@ TEST_CASE("auto takes halving-doubling for a power-of-two number of ranks, ring 
         else
             CHECK_THAT(refusals[0], Catch::Contains("power-of-two number of ranks, not " + std::to_string(ranks)));
     }
-    CHECK(parse_allreduce_algorithm("halving-doubling") == AllreduceAlgorithm::halving_doubling);
-    CHECK_THROWS_WITH(parse_allreduce_algorithm("tree"), Catch::Contains("accepted: auto, ring, halving-doubling"));
+    CHECK(allreduce_algorithms().parse("halving-doubling", "-") == AllreduceAlgorithm::halving_doubling);
+    CHECK_THROWS_WITH(allreduce_algorithms().parse("tree", "--allreduce-algorithm"), Catch::Contains("accepted: auto, ring, halving-doubling"));
 }
 
 TEST_CASE("bucketed allreduce averages gradients released during the backward pass") {
@@ -200,7 +200,7 @@ TEST_CASE("compressed allreduce: bfloat16 and float16 on the wire, float32 sums,
                                                         {AllreduceAlgorithm::halving_doubling, 4}};
     for (auto format : {WireFormat::bf16, WireFormat::f16})
         for (auto [algorithm, ranks] : cases) {
-            INFO(allreduce_algorithm_name(algorithm) << ", " << ranks << " ranks");
+            INFO(allreduce_algorithms().name(algorithm) << ", " << ranks << " ranks");
             std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
             with_ranks(ranks, [&](int rank, Transport& transport) {
                 std::vector<float> data(100003);
@@ -220,5 +220,5 @@ TEST_CASE("compressed allreduce: bfloat16 and float16 on the wire, float32 sums,
     encode(WireFormat::bf16, one, wire);
     decode(WireFormat::bf16, wire, one);
     CHECK(one[0] == 1.0f);  // 1 + 2^-8 rounds to even: 1
-    CHECK_THROWS_WITH(parse_wire_format("int8"), Catch::Contains("accepted: none, bf16, fp16"));
+    CHECK_THROWS_WITH(wire_formats().parse("int8", "--compress"), Catch::Contains("accepted: none, bf16, fp16"));
 }

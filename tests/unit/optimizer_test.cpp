@@ -54,7 +54,7 @@ TEST_CASE("Nesterov momentum and decaying norm parameters when asked") {
 TEST_CASE("RMSProp: TensorFlow's form with the mean square starting at 1") {
     TwoParameters p;
     optim::OptimizerConfig config;
-    config.kind = "rmsprop";
+    config.kind = optim::OptimizerKind::rmsprop;
     config.weight_decay = 0;
     auto rms = optim::make_optimizer(config, p.store);
     rms->step(0.1f);
@@ -68,7 +68,7 @@ TEST_CASE("LARS scales each weight tensor's step by its trust ratio") {
     CHECK(optim::Lars::trust_ratio(0.0, 1.0, 0.0, 0.001) == 1.0);
     TwoParameters p;
     optim::OptimizerConfig config;
-    config.kind = "lars";
+    config.kind = optim::OptimizerKind::lars;
     config.weight_decay = 0;
     auto lars = optim::make_optimizer(config, p.store);
     lars->step(10.0f);
@@ -81,9 +81,9 @@ TEST_CASE("LARS scales each weight tensor's step by its trust ratio") {
 TEST_CASE("unknown optimizer and bad momentum are refused") {
     TwoParameters p;
     optim::OptimizerConfig config;
-    config.kind = "adam";
-    CHECK_THROWS_WITH(optim::make_optimizer(config, p.store), Catch::Contains("accepted: sgd, rmsprop, lars"));
-    config.kind = "sgd";
+    CHECK_THROWS_WITH(optim::optimizer_kinds().parse("adam", "--optimizer"), Catch::Contains("accepted: sgd, rmsprop, lars"));
+    CHECK(optim::optimizer_kinds().parse("momentum", "--optimizer") == optim::OptimizerKind::sgd);
+    CHECK(optim::optimizer_kinds().name(optim::OptimizerKind::sgd) == "sgd");  // what checkpoints record
     config.momentum = 1.5f;
     CHECK_THROWS(optim::make_optimizer(config, p.store));
 }

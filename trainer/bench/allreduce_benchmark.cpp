@@ -13,14 +13,13 @@ namespace trellis::bench {
 int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank();
-    auto allreduce = comm::make_allreduce(transport, comm::parse_allreduce_algorithm(options.algorithm),
-                                          comm::parse_wire_format(options.compress));
-    const auto algorithm = comm::allreduce_algorithm_name(allreduce->algorithm());
+    auto allreduce = comm::make_allreduce(transport, options.algorithm, options.compress);
+    const auto algorithm = comm::allreduce_algorithms().name(allreduce->algorithm());
     if (rank == 0 && !options.json)
         // The header and units rows as nccl-tests prints them, so that their readers find theirs.
         std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n"
                     "#%12s %12s %6s %6s %10s %10s %10s %8s\n#%12s %12s %6s %6s %10s %10s %10s %8s\n",
-                    algorithm.c_str(), options.compress == "none" ? "float32" : options.compress.c_str(),
+                    algorithm.c_str(), options.compress == comm::WireFormat::f32 ? "float32" : comm::wire_formats().name(options.compress).c_str(),
                     transport.name().c_str(), n, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
                     "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
     int failures = 0;

@@ -5,20 +5,25 @@
 #include <string>
 #include <vector>
 
-#include "common/error.hpp"
+#include "trainer/comm/allreduce.hpp"
+#include "trainer/comm/make_transport.hpp"
+#include "trainer/comm/wire_format.hpp"
+#include "trainer/comm/wireup.hpp"
 
 namespace trellis::bench {
 
+enum class Benchmark { p2p, allreduce, ps };
+
 struct BenchOptions {
-    std::string benchmark;              // p2p | allreduce | ps
+    Benchmark benchmark = Benchmark::allreduce;
     int ps_servers = 1;
-    std::string compress = "none";      // allreduce: values on the wire
-    std::string algorithm = "auto";     // allreduce: auto | ring | halving-doubling
+    comm::WireFormat compress = comm::WireFormat::f32;  // allreduce: values on the wire
+    comm::AllreduceAlgorithm algorithm = comm::AllreduceAlgorithm::automatic;
     std::vector<std::size_t> sizes;     // bytes
     int iterations = 20;
     int warmup = 3;
-    std::string wireup = "auto";
-    std::string transport = "tcp";
+    comm::WireupKind wireup = comm::WireupKind::automatic;
+    comm::TransportKind transport = comm::TransportKind::tcp;
     int tcp_streams = 2;
     int timeout_seconds = 60;
     bool json = false;
@@ -26,7 +31,6 @@ struct BenchOptions {
 
 // Throws UsageError naming the bad option; `help` is set for -h/--help.
 BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& help);
-std::size_t parse_size(const std::string& text);  // 64, 16K, 4M, 1G (powers of two)
-const char* bench_usage();
+std::string bench_usage();
 
 }  // namespace trellis::bench

@@ -8,20 +8,11 @@
 
 namespace trellis::comm {
 
-AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text) {
-    if (text == "auto") return AllreduceAlgorithm::automatic;
-    if (text == "ring") return AllreduceAlgorithm::ring;
-    if (text == "halving-doubling") return AllreduceAlgorithm::halving_doubling;
-    throw UsageError("unknown allreduce algorithm '" + text + "' (accepted: auto, ring, halving-doubling)");
-}
-
-std::string allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
-    switch (algorithm) {
-        case AllreduceAlgorithm::ring: return "ring";
-        case AllreduceAlgorithm::halving_doubling: return "halving-doubling";
-        case AllreduceAlgorithm::automatic: break;
-    }
-    return "auto";
+const cli::Choices<AllreduceAlgorithm>& allreduce_algorithms() {
+    static const cli::Choices<AllreduceAlgorithm> choices{{{"auto", AllreduceAlgorithm::automatic},
+                                                           {"ring", AllreduceAlgorithm::ring},
+                                                           {"halving-doubling", AllreduceAlgorithm::halving_doubling}}};
+    return choices;
 }
 
 std::unique_ptr<Allreduce> make_allreduce(Transport& transport, AllreduceAlgorithm algorithm, WireFormat format,

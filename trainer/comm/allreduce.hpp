@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 #include "trainer/comm/segmented_exchange.hpp"
 #include "trainer/comm/transport.hpp"
 #include "trainer/comm/wire_format.hpp"
@@ -22,9 +22,8 @@ namespace trellis::comm {
 
 enum class AllreduceAlgorithm { automatic, ring, halving_doubling };
 
-// "auto", "ring", "halving-doubling"; throws UsageError naming the accepted ones.
-AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text);
-std::string allreduce_algorithm_name(AllreduceAlgorithm algorithm);
+// Its spellings: auto, ring, halving-doubling.
+const cli::Choices<AllreduceAlgorithm>& allreduce_algorithms();
 
 class Allreduce {
 public:

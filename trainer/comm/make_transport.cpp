@@ -7,11 +7,16 @@
 
 namespace trellis::comm {
 
-std::unique_ptr<Transport> make_transport(const std::string& kind, Wireup& wireup, const TcpOptions& tcp) {
-    if (kind != "tcp" && kind != "verbs" && kind != "auto")
-        throw UsageError("unknown transport '" + kind + "' (accepted: tcp, verbs, auto)");
+const cli::Choices<TransportKind>& transport_kinds() {
+    static const cli::Choices<TransportKind> choices{
+        {{"tcp", TransportKind::tcp}, {"verbs", TransportKind::verbs}, {"auto", TransportKind::automatic}}};
+    return choices;
+}
+
+std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp) {
     if (wireup.identity().size == 1) return nullptr;
-    if (kind == "verbs" || (kind == "auto" && verbs_device_available())) return std::make_unique<VerbsTransport>(wireup, tcp);
+    bool verbs = kind == TransportKind::verbs || (kind == TransportKind::automatic && verbs_device_available());
+    if (verbs) return std::make_unique<VerbsTransport>(wireup, tcp);
     return std::make_unique<TcpTransport>(wireup, tcp);
 }
 

@@ -5,12 +5,16 @@
 #include <memory>
 #include <string>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 #include "trainer/comm/tcp_transport.hpp"
 
 namespace trellis::comm {
 
-// Throws UsageError for an unknown kind, CommError when it cannot be set up.
-std::unique_ptr<Transport> make_transport(const std::string& kind, Wireup& wireup, const TcpOptions& tcp);
+enum class TransportKind { tcp, verbs, automatic };
+// Its spellings: tcp, verbs, auto.
+const cli::Choices<TransportKind>& transport_kinds();
+
+// Throws CommError when it cannot be set up.
+std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp);
 
 }  // namespace trellis::comm

@@ -64,11 +64,10 @@ void decode_into(WireFormat format, const std::byte* wire, std::span<float> valu
 
 }  // namespace
 
-WireFormat parse_wire_format(const std::string& text) {
-    if (text == "none" || text == "f32" || text == "fp32") return WireFormat::f32;
-    if (text == "bf16") return WireFormat::bf16;
-    if (text == "fp16" || text == "f16") return WireFormat::f16;
-    throw UsageError("unknown gradient compression '" + text + "' (accepted: none, bf16, fp16)");
+const cli::Choices<WireFormat>& wire_formats() {
+    static const cli::Choices<WireFormat> choices{
+        {{"none", WireFormat::f32}, {"bf16", WireFormat::bf16}, {"fp16", WireFormat::f16}}};
+    return choices;
 }
 
 std::size_t wire_bytes(WireFormat format) { return format == WireFormat::f32 ? 4 : 2; }

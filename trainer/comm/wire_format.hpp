@@ -8,14 +8,14 @@
 #include <span>
 #include <string>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 
 namespace trellis::comm {
 
 enum class WireFormat { f32, bf16, f16 };
 
-// "none"/"f32", "bf16", "fp16"; throws UsageError naming the accepted ones.
-WireFormat parse_wire_format(const std::string& text);
+// The spellings of --compress: none (f32), bf16, fp16.
+const cli::Choices<WireFormat>& wire_formats();
 std::size_t wire_bytes(WireFormat format);  // per element
 
 // values -> wire (round to nearest even)

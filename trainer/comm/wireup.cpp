@@ -101,11 +101,18 @@ std::unique_ptr<Wireup> env_wireup(std::chrono::seconds timeout) {
 
 std::unique_ptr<Wireup> single_process_wireup() { return std::make_unique<SingleProcess>(); }
 
-std::unique_ptr<Wireup> make_wireup(const std::string& kind, std::chrono::seconds timeout) {
-    if (kind == "pmix") return std::make_unique<PmixWireup>();
-    if (kind == "slurm") return slurm_wireup(timeout);
-    if (kind == "env") return env_wireup(timeout);
-    if (kind != "auto") throw UsageError("unknown wireup '" + kind + "' (accepted: auto, pmix, slurm, env)");
+const cli::Choices<WireupKind>& wireup_kinds() {
+    static const cli::Choices<WireupKind> choices{{{"auto", WireupKind::automatic},
+                                                   {"pmix", WireupKind::pmix},
+                                                   {"slurm", WireupKind::slurm},
+                                                   {"env", WireupKind::env}}};
+    return choices;
+}
+
+std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeout) {
+    if (kind == WireupKind::pmix) return std::make_unique<PmixWireup>();
+    if (kind == WireupKind::slurm) return slurm_wireup(timeout);
+    if (kind == WireupKind::env) return env_wireup(timeout);
     if (PmixWireup::available()) return std::make_unique<PmixWireup>();
     if (env("SLURM_PROCID") && env("SLURM_NTASKS") && std::atoi(env("SLURM_NTASKS")) > 1) return slurm_wireup(timeout);
     if (env("TRELLIS_RANK") && env("TRELLIS_WORLD_SIZE")) return env_wireup(timeout);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 
 namespace trellis::comm {
 
@@ -35,10 +35,14 @@ protected:
     Identity identity_;
 };
 
-// kind: auto | pmix | slurm | env. `auto` takes PMIx when the process was started by a PMIx
+enum class WireupKind { automatic, pmix, slurm, env };
+// Its spellings: auto, pmix, slurm, env.
+const cli::Choices<WireupKind>& wireup_kinds();
+
+// `automatic` takes PMIx when the process was started by a PMIx
 // server, else Slurm's variables, else TRELLIS_*, else a single process. Throws CommError
-// (or UsageError for a bad kind) naming what is missing.
-std::unique_ptr<Wireup> make_wireup(const std::string& kind, std::chrono::seconds timeout);
+// naming what is missing.
+std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeout);
 
 // A wireup of one: rank 0 of 1.
 std::unique_ptr<Wireup> single_process_wireup();

@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/wireup.hpp"
+#include "trainer/gpu/precision.hpp"
 #include "trainer/nn/backend.hpp"
 #include "trainer/optim/optimizer.hpp"
 
@@ -26,7 +27,7 @@ struct GpuUnavailable : Error {
 };
 
 struct AcceleratorOptions {
-    std::string precision = "fp32";        // fp32 | bf16 | fp16
+    Precision precision = Precision::fp32;
     std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
     bool deterministic = false;            // deterministic cuDNN algorithms only
     int local_rank = 0;                    // picks the GPU when several are visible

@@ -18,11 +18,21 @@ float Optimizer::decay_of(const nn::Parameter& p) const {
     return (p.decays_by_default() || config_.decay_norm_and_bias) ? config_.weight_decay : 0.0f;
 }
 
+const cli::Choices<OptimizerKind>& optimizer_kinds() {
+    static const cli::Choices<OptimizerKind> choices{{{"sgd", OptimizerKind::sgd},
+                                                      {"rmsprop", OptimizerKind::rmsprop},
+                                                      {"lars", OptimizerKind::lars},
+                                                      {"momentum", OptimizerKind::sgd}}};
+    return choices;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::ParameterStore& store) {
-    if (config.kind == "sgd" || config.kind == "momentum") return std::make_unique<Sgd>(config, store);
-    if (config.kind == "rmsprop") return std::make_unique<RmsProp>(config, store);
-    if (config.kind == "lars") return std::make_unique<Lars>(config, store);
-    throw UsageError("unknown optimizer '" + config.kind + "' (accepted: sgd, rmsprop, lars)");
+    switch (config.kind) {
+        case OptimizerKind::rmsprop: return std::make_unique<RmsProp>(config, store);
+        case OptimizerKind::lars: return std::make_unique<Lars>(config, store);
+        case OptimizerKind::sgd: break;
+    }
+    return std::make_unique<Sgd>(config, store);
 }
 
 }  // namespace trellis::optim

@@ -6,13 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 #include "trainer/nn/parameter_store.hpp"
 
 namespace trellis::optim {
 
+enum class OptimizerKind { sgd, rmsprop, lars };
+// Its spellings: sgd (also "momentum"), rmsprop, lars.
+const cli::Choices<OptimizerKind>& optimizer_kinds();
+
 struct OptimizerConfig {
-    std::string kind = "sgd";  // sgd | rmsprop | lars
+    OptimizerKind kind = OptimizerKind::sgd;
     float momentum = 0.9f;
     bool nesterov = false;
     float weight_decay = 1e-4f;

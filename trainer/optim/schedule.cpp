@@ -9,10 +9,15 @@
 
 namespace trellis::optim {
 
+const cli::Choices<ScheduleKind>& schedule_kinds() {
+    static const cli::Choices<ScheduleKind> choices{{{"step", ScheduleKind::step},
+                                                     {"cosine", ScheduleKind::cosine},
+                                                     {"poly", ScheduleKind::poly},
+                                                     {"constant", ScheduleKind::constant}}};
+    return choices;
+}
+
 Schedule::Schedule(ScheduleConfig config) : config_(std::move(config)) {
-    const auto& k = config_.kind;
-    if (k != "step" && k != "cosine" && k != "poly" && k != "constant")
-        throw UsageError("unknown learning-rate schedule '" + k + "' (accepted: step, cosine, poly, constant)");
     if (config_.base_lr <= 0) throw UsageError("the learning rate must be positive");
     if (config_.warmup_steps < 0) throw UsageError("warmup must not be negative");
     config_.total_steps = std::max<std::int64_t>(config_.total_steps, 1);
@@ -22,8 +27,8 @@ Schedule::Schedule(ScheduleConfig config) : config_(std::move(config)) {
 double Schedule::at(std::int64_t step) const {
     const auto& c = config_;
     if (step < c.warmup_steps) return c.base_lr * double(step + 1) / double(c.warmup_steps);
-    if (c.kind == "constant") return c.base_lr;
-    if (c.kind == "step") {
+    if (c.kind == ScheduleKind::constant) return c.base_lr;
+    if (c.kind == ScheduleKind::step) {
         double lr = c.base_lr;
         for (auto boundary : c.boundaries)
             if (step >= boundary) lr *= c.decay;
@@ -32,7 +37,7 @@ double Schedule::at(std::int64_t step) const {
     // Cosine and polynomial decay run over the steps after the warmup.
     double span = double(std::max<std::int64_t>(c.total_steps - c.warmup_steps, 1));
     double progress = std::clamp(double(step - c.warmup_steps) / span, 0.0, 1.0);
-    double factor = c.kind == "cosine" ? 0.5 * (1 + std::cos(std::numbers::pi * progress))
+    double factor = c.kind == ScheduleKind::cosine ? 0.5 * (1 + std::cos(std::numbers::pi * progress))
                                        : std::pow(1 - progress, c.power);
     return c.end_lr + (c.base_lr - c.end_lr) * factor;
 }

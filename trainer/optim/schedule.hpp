@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "common/error.hpp"
+#include "common/cli.hpp"
 
 namespace trellis::optim {
 
+enum class ScheduleKind { step, cosine, poly, constant };
+// Its spellings: step, cosine, poly, constant.
+const cli::Choices<ScheduleKind>& schedule_kinds();
+
 struct ScheduleConfig {
-    std::string kind = "step";          // step | cosine | poly | constant
+    ScheduleKind kind = ScheduleKind::step;
     double base_lr = 0.1;
     std::int64_t warmup_steps = 0;
     std::int64_t total_steps = 1;
@@ -24,7 +28,7 @@ struct ScheduleConfig {
 
 class Schedule {
 public:
-    // Throws UsageError on an unknown kind or inconsistent numbers.
+    // Throws UsageError on inconsistent numbers.
     explicit Schedule(ScheduleConfig config);
     double at(std::int64_t step) const;  // step counts from 0
     const ScheduleConfig& config() const { return config_; }

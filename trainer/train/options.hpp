@@ -8,9 +8,30 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/cli.hpp"
+#include "trainer/comm/allreduce.hpp"
+#include "trainer/comm/make_transport.hpp"
+#include "trainer/comm/wire_format.hpp"
+#include "trainer/comm/wireup.hpp"
+#include "trainer/gpu/precision.hpp"
 #include "trainer/optim/optimizer.hpp"
+#include "trainer/optim/schedule.hpp"
 
 namespace trellis::train {
+
+enum class Strategy { allreduce, ps };
+enum class PsMode { sync, async };
+// The host transports, or NCCL for the gradients (with control over TCP).
+enum class Transport { tcp, verbs, automatic, nccl };
+enum class Device { automatic, cpu, cuda };
+
+// Their spellings, written once: the parser, the help and the progress lines use them.
+const cli::Choices<Strategy>& strategies();
+const cli::Choices<PsMode>& ps_modes();
+const cli::Choices<Transport>& transports();
+const cli::Choices<Device>& devices();
+// The host transport that carries a run's control traffic (and its gradients but for nccl).
+comm::TransportKind host_transport(Transport transport);
 
 struct TrainOptions {
     std::string model = "resnet50";
@@ -29,23 +50,23 @@ struct TrainOptions {
 
     optim::OptimizerConfig optimizer;
     double lr = 0.1;                     // per 256 images
-    std::string lr_schedule = "step";
+    optim::ScheduleKind lr_schedule = optim::ScheduleKind::step;
     double warmup_epochs = 0;
     std::vector<double> lr_decay_epochs{30, 60, 80};
     double lr_decay_factor = 0.1;
     double label_smoothing = 0;
 
     // Distributed training (see trellis-train(1)).
-    std::string strategy = "allreduce";  // allreduce | ps
+    Strategy strategy = Strategy::allreduce;
     int ps_servers = 1;
-    std::string ps_mode = "sync";        // sync | async
-    std::string wireup = "auto";         // auto | pmix | slurm | env
-    std::string transport = "tcp";       // tcp | verbs | auto | nccl
+    PsMode ps_mode = PsMode::sync;
+    comm::WireupKind wireup = comm::WireupKind::automatic;
+    Transport transport = Transport::tcp;
     int tcp_streams = 2;
     int comm_timeout = 60;               // seconds without progress before a peer is lost
     double bucket_mb = 25;               // gradient bucket size
-    std::string allreduce_algorithm = "auto";  // auto | ring | halving-doubling
-    std::string compress = "none";       // gradients on the wire: none | bf16 | fp16
+    comm::AllreduceAlgorithm allreduce_algorithm = comm::AllreduceAlgorithm::automatic;
+    comm::WireFormat compress = comm::WireFormat::f32;  // gradients on the wire
 
     std::int64_t eval_every = 0;         // steps; 0: only at the end
     std::string log_dir;
@@ -58,8 +79,8 @@ struct TrainOptions {
     int warmup_batches = 2;              // left out of "total images/sec"
     int threads = 0;                     // 0: the CPUs this process may run on
 
-    std::string device = "auto";         // auto | cpu | cuda
-    std::string precision = "fp32";      // fp32 | bf16 | fp16 (GPU only)
+    Device device = Device::automatic;
+    gpu::Precision precision = gpu::Precision::fp32;  // GPU only
     int cudnn_workspace_mb = 256;
 };
 
@@ -70,6 +91,6 @@ struct ParsedCommand {
 
 // Throws UsageError with a one-line message on a bad command line.
 ParsedCommand parse_train_options(const std::vector<std::string>& args);
-const char* train_usage();
+std::string train_usage();
 
 }  // namespace trellis::train

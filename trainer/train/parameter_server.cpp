@@ -207,12 +207,13 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     // Servers are never rank 0: their lines say whose they are, as the other ranks' do.
     std::printf("[rank %d] parameter server %d (rank %d on %s): parameters %zu-%zu, %.2f MB, %s mode\n",
                 wireup.identity().rank, server, wireup.identity().rank, wireup.identity().host.c_str(),
-                shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, options.ps_mode.c_str());
+                shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, ps_modes().name(options.ps_mode).c_str());
     std::fflush(stdout);
-    CheckpointInfo info{config.name, sources.num_classes, ps::joined_step(step), {}, options.optimizer.kind,
+    CheckpointInfo info{config.name, sources.num_classes, ps::joined_step(step), {},
+                        optim::optimizer_kinds().name(options.optimizer.kind),
                         options.seed, options.batch_size * layout.workers()};
     Server serving(options, transport, layout, server, store, info);
-    return options.ps_mode == "async" ? serving.run_asynchronous() : serving.run_synchronous();
+    return options.ps_mode == PsMode::async ? serving.run_asynchronous() : serving.run_synchronous();
 }
 
 PsWorker::PsWorker(comm::Transport& transport, const comm::PsLayout& layout, nn::ParameterStore& store)

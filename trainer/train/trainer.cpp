@@ -101,7 +101,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
       identity_(wireup.identity()),
       wireup_(wireup.name()),
       transport_(transport),
-      workers_(options.strategy == "ps" && transport ? identity_.size - options.ps_servers : identity_.size),
+      workers_(options.strategy == Strategy::ps && transport ? identity_.size - options.ps_servers : identity_.size),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
       config_(models::find_resnet(options.model)),
       image_size_(options.image_size.value_or(config_.default_image_size)),
@@ -131,7 +131,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
             throw CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
                                   std::to_string(*newest) + "): add --resume to continue it, or use another folder");
     if (options.resume) {
-        CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, options.optimizer.kind, options.seed,
+        CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, optim::optimizer_kinds().name(options.optimizer.kind), options.seed,
                                 options.batch_size * workers_};
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
@@ -155,21 +155,21 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (transport_) {
         // Built here, whatever carries the gradients, so that a schedule that cannot run on
         // this many ranks is refused at the start on every rank.
-        small_sums_ = comm::make_allreduce(*transport_, comm::parse_allreduce_algorithm(options.allreduce_algorithm));
+        small_sums_ = comm::make_allreduce(*transport_, options.allreduce_algorithm);
         share_initial_state();
         if (accelerator_) accelerator_->upload_values();
-        if (options.transport == "nccl") {
+        if (options.transport == Transport::nccl) {
             if (!accelerator_) throw UsageError("--transport nccl needs a GPU: " + device_note_);
             device_allreduce_ = accelerator_->nccl_allreduce(
                 identity_, [this](std::span<float> words) { comm::broadcast_from_root(*transport_, words); },
                 std::size_t(options.bucket_mb * (1 << 20)));
-        } else if (options.strategy == "ps") {
+        } else if (options.strategy == Strategy::ps) {
             ps_layout_ = std::make_unique<comm::PsLayout>(model_->parameters(), identity_.size, options.ps_servers);
             ps_worker_ = std::make_unique<PsWorker>(*transport_, *ps_layout_, model_->parameters());
         } else {
             gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
                 *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)),
-                comm::parse_wire_format(options.compress), comm::parse_allreduce_algorithm(options.allreduce_algorithm));
+                options.compress, options.allreduce_algorithm);
         }
     }
 }
@@ -181,7 +181,7 @@ void Run::share_initial_state() {
     comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
     // Parameter servers keep the optimizer state themselves, and learn the step to start
     // from (a resumed one: they load their shards of it).
-    if (options_.strategy != "ps") {
+    if (options_.strategy != Strategy::ps) {
         for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
     } else {
         float step[2];
@@ -192,8 +192,8 @@ void Run::share_initial_state() {
 }
 
 void Run::open_device() {
-    if (options_.device == "cpu") return;
-    if (options_.device == "auto" && options_.precision == "fp32" && !gpu::nvidia_driver_loaded()) {
+    if (options_.device == Device::cpu) return;
+    if (options_.device == Device::automatic && options_.precision == gpu::Precision::fp32 && !gpu::nvidia_driver_loaded()) {
         device_note_ = "no GPU: the NVIDIA driver is not loaded";
         return;
     }
@@ -205,9 +205,9 @@ void Run::open_device() {
     try {
         accelerator_ = gpu::open_cuda(device);
     } catch (const gpu::GpuUnavailable& error) {
-        if (options_.device == "cuda") throw UsageError(std::string("--device cuda: ") + error.what());
-        if (options_.precision != "fp32")
-            throw UsageError("--precision " + options_.precision + " needs a GPU: " + error.what());
+        if (options_.device == Device::cuda) throw UsageError(std::string("--device cuda: ") + error.what());
+        if (options_.precision != gpu::Precision::fp32)
+            throw UsageError("--precision " + gpu::precisions().name(options_.precision) + " needs a GPU: " + error.what());
         device_note_ = error.what();
     }
 }
@@ -261,7 +261,7 @@ void Run::print_header() const {
     std::printf("Batch size:  %d global, %d per worker, %d %s\n", options_.batch_size * workers_, options_.batch_size,
                 workers_, workers_ == 1 ? "worker" : "workers");
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
-                optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, options_.lr_schedule.c_str(),
+                optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, optim::schedule_kinds().name(options_.lr_schedule).c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
     if (accelerator_)
         std::printf("Device:      %s\n", accelerator_->description().c_str());
@@ -270,16 +270,18 @@ void Run::print_header() const {
                     device_note_.empty() ? "" : "; ", device_note_.c_str());
     if (transport_ && ps_worker_)
         std::printf("Strategy:    ps (%s) over %s, %d ranks (wireup %s, rank 0 on %s): %d workers, %d servers\n",
-                    options_.ps_mode.c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
+                    ps_modes().name(options_.ps_mode).c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
                     identity_.host.c_str(), workers_, ps_layout_->servers());
     else if (transport_)
         std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s%s\n",
-                    options_.strategy.c_str(), device_allreduce_ ? "nccl (control over tcp)" : transport_->name().c_str(),
+                    strategies().name(options_.strategy).c_str(), device_allreduce_ ? "nccl (control over tcp)" : transport_->name().c_str(),
                     identity_.size, wireup_.c_str(), identity_.host.c_str(), options_.bucket_mb,
                     gradient_allreduce_
-                        ? (" reduced by " + comm::allreduce_algorithm_name(gradient_allreduce_->algorithm())).c_str()
+                        ? (" reduced by " + comm::allreduce_algorithms().name(gradient_allreduce_->algorithm())).c_str()
                         : "",
-                    options_.compress == "none" ? "" : (", " + options_.compress + " on the wire").c_str());
+                    options_.compress == comm::WireFormat::f32
+                        ? ""
+                        : (", " + comm::wire_formats().name(options_.compress) + " on the wire").c_str());
     // Every field of the progress lines, in their order.
     std::printf("Step\tImg/sec (so far, +/- standard error of per-step rates, jitter)\ttotal_loss\tlr%s\n",
                 ps_worker_ ? "\tpush/pull time and rate"
@@ -350,7 +352,8 @@ Evaluation Run::evaluate() {
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
     if (accelerator_) accelerator_->download_values();
-    CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(), options_.optimizer.kind,
+    CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(),
+                        optim::optimizer_kinds().name(options_.optimizer.kind),
                         options_.seed, options_.batch_size * workers_};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
     say("checkpoint saved: %s\n", path.c_str());
@@ -388,7 +391,7 @@ int Run::execute() {
             // An asynchronous server waits for every worker's last push: a worker that stops
             // early says so.
             bool last = step_ + 1 == total_steps_ ||
-                        (options_.ps_mode == "async" && (ps_stop || stop_requested() != 0));
+                        (options_.ps_mode == PsMode::async && (ps_stop || stop_requested() != 0));
             bool checkpoint = checkpoints_ && ((options_.checkpoint_every > 0 &&
                                                 (step_ + 1) % options_.checkpoint_every == 0) ||
                                                step_ + 1 == total_steps_);
@@ -397,7 +400,7 @@ int Run::execute() {
             if (accelerator_) accelerator_->upload_learned_values();
             comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
             comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
-            if (options_.ps_mode == "sync") result.loss = reply.mean_loss;
+            if (options_.ps_mode == PsMode::sync) result.loss = reply.mean_loss;
             ps_stop = reply.stop;
         } else {
             if (device_allreduce_) {

@@ -23,9 +23,8 @@ template <typename F>
 void refused_or_parsed(F&& parse) {
     try {
         parse();
-    } catch (const trellis::UsageError&) {
-    } catch (const agent::ConfigError&) {
-    } catch (const agent::PolicyError&) {
+    } catch (const trellis::UsageError&) {  // bad input, configuration errors included
+    } catch (const trellis::Refused&) {     // the image policy
     }
 }
 

@@ -16,11 +16,13 @@ namespace trellis::nn::cuda {
 
 namespace {
 
-tensor::DType precision_type(const std::string& precision) {
-    if (precision == "bf16") return tensor::DType::bf16;
-    if (precision == "fp16") return tensor::DType::f16;
-    if (precision == "fp32") return tensor::DType::f32;
-    throw UsageError("unknown precision '" + precision + "' (accepted: fp32, bf16, fp16)");
+tensor::DType precision_type(gpu::Precision precision) {
+    switch (precision) {
+        case gpu::Precision::bf16: return tensor::DType::bf16;
+        case gpu::Precision::fp16: return tensor::DType::f16;
+        case gpu::Precision::fp32: break;
+    }
+    return tensor::DType::f32;
 }
 
 // fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a
@@ -47,7 +49,7 @@ public:
         return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
                std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) +
                " GiB), cuDNN " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-               ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ", " + options_.precision;
+               ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ", " + gpu::precisions().name(options_.precision);
     }
 
     Backend& backend() override { return backend_; }
@@ -84,9 +86,7 @@ public:
 
     std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
                                                        ParameterStore& store) override {
-        if (config.kind == "sgd" || config.kind == "momentum" || config.kind == "rmsprop" || config.kind == "lars")
-            return std::make_unique<DeviceOptimizer>(config, store, context_);
-        return nullptr;
+        return std::make_unique<DeviceOptimizer>(config, store, context_);  // every kind runs on the GPU
     }
 
     std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity, const ShareFromRank0& from_rank0,

@@ -9,9 +9,12 @@ namespace trellis::nn::cuda {
 
 namespace {
 
-kernels::OptimizerKind kind_of(const std::string& kind) {
-    if (kind == "rmsprop") return kernels::OptimizerKind::rmsprop;
-    if (kind == "lars") return kernels::OptimizerKind::lars;
+kernels::OptimizerKind kind_of(optim::OptimizerKind kind) {
+    switch (kind) {
+        case optim::OptimizerKind::rmsprop: return kernels::OptimizerKind::rmsprop;
+        case optim::OptimizerKind::lars: return kernels::OptimizerKind::lars;
+        case optim::OptimizerKind::sgd: break;
+    }
     return kernels::OptimizerKind::sgd;
 }
 
@@ -59,7 +62,7 @@ DeviceOptimizer::~DeviceOptimizer() {
 
 std::string DeviceOptimizer::name() const {
     bool nesterov = config_.nesterov && kind_ == kernels::OptimizerKind::sgd;
-    return config_.kind + (nesterov ? " (nesterov, on the GPU)" : " (on the GPU)");
+    return optim::optimizer_kinds().name(config_.kind) + (nesterov ? " (nesterov, on the GPU)" : " (on the GPU)");
 }
 
 void DeviceOptimizer::update_trust_ratios() {
