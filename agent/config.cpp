@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -27,10 +28,8 @@ struct RawValue {
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
-    std::vector<std::string> items;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) items.push_back(item);
+    std::vector<std::string> items = cli::split(text);
+    std::erase(items, "");
     return items;
 }
 

@@ -10,9 +10,8 @@
 
 namespace trellis::spank {
 
-// The job's variable NAME as slurmstepd holds it ("" when unset), and this node's Slurm name.
+// The job's variable NAME as slurmstepd holds it ("" when unset).
 std::string job_env(spank_t sp, const char* name);
-std::string node_name();
 
 int register_options(spank_t sp);
 // Reads TRELLIS_BIND/TRELLIS_HCA/TRELLIS_VERBOSE where the options were not given.

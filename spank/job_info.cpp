@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 
-#include "agent/binding/node_paths.hpp"
 #include "spank/contexts.hpp"
 
 namespace trellis::spank {
@@ -12,7 +11,5 @@ std::string job_env(spank_t sp, const char* name) {
     char buf[4096];
     return spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS ? buf : "";
 }
-
-std::string node_name() { return agent::this_node_name(); }
 
 }  // namespace trellis::spank

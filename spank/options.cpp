@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 
 namespace trellis::spank {
@@ -15,10 +16,7 @@ const std::string bind_accepted =
 }  // namespace
 
 void parse_bind_option(const std::string& value, UserChoices& choices) {
-    std::stringstream in(value);
-    bool any = false;
-    for (std::string item; std::getline(in, item, ',');) {
-        any = true;
+    for (const auto& item : cli::split(value)) {
         if (item == "verbose") {
             choices.verbose = true;
         } else if (item == "closest" || item == "none") {
@@ -27,8 +25,6 @@ void parse_bind_option(const std::string& value, UserChoices& choices) {
             throw UsageError("'" + value + "' is not a binding (" + bind_accepted + ")");
         }
     }
-    if (!any || value.back() == ',')
-        throw UsageError("'" + value + "' is not a binding (" + bind_accepted + ")");
 }
 
 void parse_hca_option(const std::string& value, UserChoices& choices) {
@@ -37,10 +33,10 @@ void parse_hca_option(const std::string& value, UserChoices& choices) {
         return;
     }
     std::vector<topology::HcaRequest> hcas;
-    std::stringstream in(value);
-    for (std::string item; std::getline(in, item, ',');) hcas.push_back(topology::HcaRequest::parse(item));
-    if (hcas.empty() || value.back() == ',')
-        throw UsageError("'" + value + "' is not an HCA list (accepted: auto, or NAME[:PORT],...)");
+    for (const auto& item : cli::split(value)) {
+        if (item.empty()) throw UsageError("'" + value + "' is not an HCA list (accepted: auto, or NAME[:PORT],...)");
+        hcas.push_back(topology::HcaRequest::parse(item));
+    }
     choices.hcas = hcas;
 }
 

@@ -9,6 +9,7 @@
 
 #include "agent/binding/step_plan.hpp"
 #include "common/error.hpp"
+#include "common/host.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
 #include "topology/slurm_config.hpp"

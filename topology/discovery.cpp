@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/host.hpp"
 #include "topology/hca_sysfs.hpp"
 #include "topology/nvlink.hpp"
 
@@ -52,10 +53,8 @@ CpuSet online_cpus() {
     return process_affinity();
 }
 
-std::string local_hostname() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-    std::string host = name;
+std::string short_host_name() {
+    std::string host = host_name();
     return host.substr(0, host.find('.'));
 }
 
@@ -132,7 +131,7 @@ Node build_node(hwloc_topology_t topo, bool live, const std::string& source) {
     hwloc_obj_t root = hwloc_get_root_obj(topo);
     const char* host = hwloc_obj_get_info_by_name(root, "HostName");
     // An XML file without a host name is known by its file name.
-    node.host = host ? host : live ? local_hostname() : std::filesystem::path(source).stem().string();
+    node.host = host ? host : live ? short_host_name() : std::filesystem::path(source).stem().string();
     node.cpus = to_cpuset(hwloc_topology_get_complete_cpuset(topo));
     node.allowed_cpus = to_cpuset(hwloc_topology_get_allowed_cpuset(topo));
     if (live) {

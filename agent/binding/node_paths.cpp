@@ -1,18 +1,8 @@
 #include "agent/binding/node_paths.hpp"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 
 namespace trellis::agent {
-
-std::string this_node_name() {
-    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name) return name;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
-}
 
 std::string path_for_node(const std::string& pattern, const std::string& node_name) {
     size_t at = pattern.find("%n");

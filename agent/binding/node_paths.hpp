@@ -7,11 +7,8 @@
 
 namespace trellis::agent {
 
-// Slurm's name for this node: SLURMD_NODENAME, which slurmd sets for itself (slurmstepd
-// inherits it) and for every task; outside Slurm, the host name.
-std::string this_node_name();
-
-// The pattern with %n replaced by the node name. "" stays "". With %n in the pattern, a path
+// The pattern with %n replaced by the node name (trellis::node_name(): SLURMD_NODENAME, which
+// slurmd sets for itself, slurmstepd and every task; outside Slurm, the host name). "" stays "". With %n in the pattern, a path
 // that does not exist gives "" (the node has no file of its own: discover it live); without
 // %n the path is returned as it is, and whoever reads it reports it if it is missing.
 std::string path_for_node(const std::string& pattern, const std::string& node_name);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -15,17 +16,14 @@ const char* const accepted = "accepted: none, torch, tf[:chief][:ps=N], or torch
 
 void parse_tf(const std::string& item, WireupChoice& choice) {
     choice.tf = true;
-    std::stringstream in(item.substr(2));
-    std::string part;
-    std::getline(in, part, ':');  // what precedes the first ':' (nothing)
-    while (std::getline(in, part, ':')) {
-        if (part == "chief") {
+    auto parts = cli::split(item, ':');
+    for (auto part = parts.begin() + 1; part != parts.end(); ++part) {  // after "tf"
+        if (*part == "chief") {
             choice.tf_chief = true;
-        } else if (part.rfind("ps=", 0) == 0 && part.size() > 3 && part.size() < 6 &&
-                   std::all_of(part.begin() + 3, part.end(), ::isdigit) && std::stoi(part.substr(3)) > 0) {
-            choice.tf_ps = std::stoi(part.substr(3));
+        } else if (part->starts_with("ps=")) {
+            choice.tf_ps = cli::parse_int(part->substr(3), "ps= in '" + item + "'", 1, 999);
         } else {
-            throw UsageError("'" + part + "' in '" + item + "' is not a TensorFlow role (accepted: chief, ps=N)");
+            throw UsageError("'" + *part + "' in '" + item + "' is not a TensorFlow role (accepted: chief, ps=N)");
         }
     }
 }
@@ -53,10 +51,7 @@ std::string tf_config(const WireupChoice& choice, const StepLayout& layout) {
 WireupChoice parse_wireup(const std::string& value) {
     WireupChoice choice;
     choice.torch = false;
-    std::stringstream in(value);
-    bool any = false;
-    for (std::string item; std::getline(in, item, ',');) {
-        any = true;
+    for (const auto& item : cli::split(value)) {
         if (item == "none" && value == "none") return choice;
         if (item == "torch" && !choice.torch)
             choice.torch = true;
@@ -65,7 +60,6 @@ WireupChoice parse_wireup(const std::string& value) {
         else
             throw UsageError("'" + value + "' is not a wireup (" + accepted + ")");
     }
-    if (!any || value.back() == ',') throw UsageError("'" + value + "' is not a wireup (" + accepted + ")");
     return choice;
 }
 
@@ -89,8 +83,8 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
     constexpr long max_ranks = 1L << 22;
     std::vector<int> counts;
     long ranks = 0;
-    std::stringstream in(tasks_per_node);
-    for (std::string item; std::getline(in, item, ',');) {
+    auto items = tasks_per_node.empty() ? std::vector<std::string>{} : cli::split(tasks_per_node);
+    for (const auto& item : items) {
         int count = 0, repeat = 1;
         char open = 0, x = 0;
         std::istringstream parts(item);

@@ -16,6 +16,8 @@
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/rank_launcher.hpp"
+#include "common/cli.hpp"
+#include "common/host.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::agent {
@@ -37,7 +39,7 @@ int launch_command(const std::vector<std::string>& args) {
     auto place = find_node_place(options);
 
     StepRequest request;
-    request.node_name = this_node_name();
+    request.node_name = node_name();
     request.tasks = options.nproc_per_node;
     request.policy = options.bind;
     // Inside a Slurm step the agent takes the step's GPUs as the plugin does.
@@ -74,7 +76,7 @@ int launch_command(const std::vector<std::string>& args) {
     layout.node_rank = place.node_rank;
     layout.nnodes = place.nnodes;
     layout.master_addr = place.master.substr(0, place.master.rfind(':'));
-    layout.port = std::stoi(place.master.substr(place.master.rfind(':') + 1)) + 1;
+    layout.port = cli::parse_int(place.master.substr(place.master.rfind(':') + 1), "the port of the master", 1, 65534) + 1;
     std::vector<RankSpec> ranks;
     for (int local = 0; local < options.nproc_per_node; ++local) {
         const auto& task = plan.tasks[std::size_t(local)];

@@ -5,20 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/host.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/socket.hpp"
 
 namespace trellis::comm {
-
-namespace {
-
-std::string this_host() {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return host;
-}
-
-}  // namespace
 
 bool PmixWireup::available() {
     // The variables a PMIx server gives its clients (PMIx v2+ and Slurm's plugin).
@@ -32,10 +23,9 @@ PmixWireup::PmixWireup() {
     identity_.size = int(job_value(PMIX_JOB_SIZE, PMIX_RANK_WILDCARD));
     identity_.local_rank = int(job_value(PMIX_LOCAL_RANK, me_.rank));
     identity_.node = int(job_value(PMIX_NODEID, me_.rank));
-    const char* node = std::getenv("SLURMD_NODENAME");
-    identity_.host = node ? node : this_host();
+    identity_.host = node_name();
     try {
-        address_ = resolve_ipv4(this_host());
+        address_ = resolve_ipv4(host_name());
     } catch (const CommError&) {
     }
     // A loopback answer reaches no other node: take an interface's address instead.

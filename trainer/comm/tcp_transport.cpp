@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 
 namespace trellis::comm {
@@ -36,13 +37,6 @@ void raise_open_file_limit(std::size_t needed) {
     if (limit.rlim_cur < needed)
         throw CommError("tcp: " + std::to_string(needed) + " open files needed, the hard limit is " +
                         std::to_string(limit.rlim_max) + " (lower --tcp-streams or raise ulimit -n)");
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-    std::vector<std::string> parts;
-    std::stringstream in(text);
-    for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
-    return parts;
 }
 
 }  // namespace
@@ -116,7 +110,7 @@ void TcpTransport::connect_mesh(Wireup& wireup) {
     peers_.resize(std::size_t(size_));
     hosts_.resize(std::size_t(size_));
     for (int r = 0; r < size_; ++r) {
-        auto parts = split(endpoints[std::size_t(r)], '|');
+        auto parts = cli::split(endpoints[std::size_t(r)], '|');
         if (parts.size() != 3) throw CommError("tcp: malformed endpoint from rank " + std::to_string(r));
         hosts_[std::size_t(r)] = parts[2];
         peers_[std::size_t(r)].streams.resize(std::size_t(options_.streams));
@@ -125,9 +119,9 @@ void TcpTransport::connect_mesh(Wireup& wireup) {
     // Lower ranks accept, higher ranks connect: every pair is connected exactly once, and the
     // listen backlog holds early connections while a rank is still connecting elsewhere.
     for (int r = 0; r < rank_; ++r) {
-        auto parts = split(endpoints[std::size_t(r)], '|');
+        auto parts = cli::split(endpoints[std::size_t(r)], '|');
         for (int stream = -1; stream < options_.streams; ++stream) {
-            auto socket = connect_to(parts[0], std::uint16_t(std::stoi(parts[1])), deadline);
+            auto socket = connect_to(parts[0], cli::parse_int<std::uint16_t>(parts[1], "a peer's port", 1), deadline);
             Hello hello{rank_, stream};
             socket.send_all(&hello, sizeof hello, deadline, "tcp: hello to rank " + std::to_string(r));
             socket.set_nonblocking();
@@ -207,7 +201,7 @@ void TcpTransport::check_control(int peer) {
         peers_[std::size_t(peer)].finished = true;
         return;
     }
-    auto parts = split(notice, '|');
+    auto parts = cli::split(notice, '|');
     if (parts.size() < 3) fail(PeerFailure(peer, host_of(peer), "sent a malformed control message"));
     int culprit = std::atoi(parts[0].c_str());
     auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);

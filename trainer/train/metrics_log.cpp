@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "common/host.hpp"
 #include "trainer/data/protobuf_wire.hpp"
 
 namespace trellis::train {
@@ -28,9 +29,7 @@ data::WireWriter event_header(std::int64_t step) {
 }  // namespace
 
 TensorBoardWriter::TensorBoardWriter(const std::string& folder) {
-    char host[256] = "localhost";
-    ::gethostname(host, sizeof host - 1);
-    auto name = "events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host + "." +
+    auto name = "events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host_name() + "." +
                 std::to_string(::getpid()) + ".trellis";
     records_ = std::make_unique<data::TfRecordWriter>((std::filesystem::path(folder) / name).string());
     auto version = event_header(0);
