@@ -22,7 +22,7 @@ agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLA
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
 	-DTRELLIS_AGENT_PATH='"$(bindir)/trellis-agent"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
-agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) topology/libtrellis-slurm-gres.la topology/libtrellis-topology.la
+agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la
 
 # Launching ranks (libslurm for the step's node list, kept out of the plugin).
 noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
@@ -31,7 +31,7 @@ agent_libtrellis_agent_launch_la_SOURCES = \
 	agent/launch/launch_options.cpp agent/launch/launch_options.hpp \
 	agent/launch/rank_launcher.cpp agent/launch/rank_launcher.hpp
 agent_libtrellis_agent_launch_la_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
-agent_libtrellis_agent_launch_la_LIBADD = topology/libtrellis-slurm-nodes.la agent/libtrellis-agent.la
+agent_libtrellis_agent_launch_la_LIBADD = slurm/libtrellis-slurm-nodes.la agent/libtrellis-agent.la
 
 bin_PROGRAMS += trellis-agent
 trellis_agent_SOURCES = agent/trellis-agent.cpp

@@ -13,7 +13,7 @@
 
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
-#include "topology/slurm_config.hpp"
+#include "slurm/slurm_config.hpp"
 
 namespace trellis::spank {
 namespace {
@@ -25,7 +25,7 @@ bool listed_as_optional(const std::vector<std::string>& args) {
     if (!dladdr(reinterpret_cast<void*>(&listed_as_optional), &self) || !self.dli_fname) return false;
     std::string name = std::filesystem::path(self.dli_fname).filename();
     const char* slurm_conf = std::getenv("SLURM_CONF");
-    for (const auto& line : topology::read_plugstack(topology::plugstack_path(slurm_conf ? slurm_conf : "")))
+    for (const auto& line : slurm::read_plugstack(slurm::plugstack_path(slurm_conf ? slurm_conf : "")))
         if (std::filesystem::path(line.plugin).filename() == name && line.args == args) return line.optional;
     return false;
 }

@@ -19,7 +19,7 @@
 #include "agent/container/step_container.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
-#include "topology/slurm_config.hpp"
+#include "slurm/slurm_config.hpp"
 
 namespace trellis::spank {
 namespace {
@@ -106,7 +106,7 @@ void prepare_container(spank_t sp) {
     request.system_mounts = pmix_mounts(uid, job, step);
     // Slurm runs the TaskProlog after the task has joined the container, so by its path there.
     const char* conf = std::getenv("SLURM_CONF");
-    std::string prolog = topology::task_prolog_path(conf ? conf : "");
+    std::string prolog = slurm::task_prolog_path(conf ? conf : "");
     struct stat info {};
     if (!prolog.empty() && ::stat(prolog.c_str(), &info) == 0 && S_ISREG(info.st_mode))
         request.system_mounts.push_back(prolog + ":ro");

@@ -12,7 +12,7 @@
 #include "common/host.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
-#include "topology/slurm_config.hpp"
+#include "slurm/slurm_config.hpp"
 
 namespace trellis::spank {
 namespace {
@@ -40,7 +40,7 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     layout.nnodes = static_cast<int>(item(sp, S_JOB_NNODES, "node count"));
     layout.port = agent::step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"),
                                    config.wireup.port_first, config.wireup.port_last);
-    auto nodes = topology::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
+    auto nodes = slurm::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
     if (nodes.empty()) throw std::runtime_error("SLURM_STEP_NODELIST is empty");
     // Rank 0 runs on the first node under block and cyclic distributions (and plane).
     std::string distribution = job_env(sp, "SLURM_DISTRIBUTION");
@@ -56,11 +56,11 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     if (master < 0 || master >= static_cast<int>(nodes.size()))
         throw std::runtime_error("SLURM_STEP_TASKS_PER_NODE names more nodes than SLURM_STEP_NODELIST");
     if (wireup.tf) {
-        auto addresses = topology::node_addresses(slurm_conf(), nodes);
+        auto addresses = slurm::node_addresses(slurm_conf(), nodes);
         layout.master_addr = addresses[static_cast<size_t>(master)];
         layout.rank_addresses = agent::rank_addresses(addresses, ranks, layout.port);
     } else {
-        layout.master_addr = topology::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
+        layout.master_addr = slurm::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
     }
     return layout;
 }

@@ -96,7 +96,7 @@ tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 tests_unit_slurm_gpus_test_SOURCES = tests/unit/slurm_gpus_test.cpp
 tests_unit_slurm_gpus_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
-tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la topology/libtrellis-slurm-gres.la \
+tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la slurm/libtrellis-slurm-gres.la \
 	topology/libtrellis-topology.la $(SLURM_LIBS)
 TESTS += tests/container/launch_test.sh tests/plugin_exports_test.sh
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/plugin_exports_test.sh
@@ -107,30 +107,30 @@ EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/co
 	tests/container/make_bundle
 
 # The trainer's units: layer gradients, loss, optimizers, models.
-TRAINER_TEST_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-trainer.la
+NN_TEST_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 unit_tests += tests/unit/layers_gradient_test
 tests_unit_layers_gradient_test_SOURCES = tests/unit/layers_gradient_test.cpp \
 	tests/unit/gradient_check.cpp tests/unit/gradient_check.hpp
 tests_unit_layers_gradient_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_layers_gradient_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_layers_gradient_test_LDADD = $(NN_TEST_LDADD)
 
 unit_tests += tests/unit/loss_test tests/unit/optimizer_test tests/unit/schedule_test \
 	tests/unit/train_options_test tests/unit/checkpoint_test
 tests_unit_loss_test_SOURCES = tests/unit/loss_test.cpp
 tests_unit_loss_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_loss_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_loss_test_LDADD = $(NN_TEST_LDADD)
 tests_unit_optimizer_test_SOURCES = tests/unit/optimizer_test.cpp
 tests_unit_optimizer_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_optimizer_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_optimizer_test_LDADD = $(NN_TEST_LDADD)
 tests_unit_schedule_test_SOURCES = tests/unit/schedule_test.cpp
 tests_unit_schedule_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_schedule_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_schedule_test_LDADD = $(NN_TEST_LDADD)
 tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_train_options_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_checkpoint_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
 
 # trellis-train end to end: learning, resuming, bad data, the command line.
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
@@ -140,7 +140,7 @@ TESTS += $(train_tests)
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
 check_PROGRAMS += tests/gpu/layers_test
 tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
-tests_gpu_layers_test_LDADD = trainer/libtrellis-trainer.la
+tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
 tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
 EXTRA_DIST += tests/gpu/learns_test.sh
@@ -150,7 +150,7 @@ EXTRA_DIST += $(train_tests) tests/train/lib.sh
 unit_tests += tests/unit/comm_test
 tests_unit_comm_test_SOURCES = tests/unit/comm_test.cpp
 tests_unit_comm_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_comm_test_LDADD = $(TRAINER_TEST_LDADD)
+tests_unit_comm_test_LDADD = tests/unit/libcatch-main.la $(COMM_LIBS)
 
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh

@@ -22,21 +22,6 @@ topology_libtrellis_topology_la_SOURCES = \
 topology_libtrellis_topology_la_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS) $(JSON_CFLAGS)
 topology_libtrellis_topology_la_LIBADD = common/libtrellis-common.la $(HWLOC_LIBS)
 
-# What Slurm gave a step, read from Slurm's own files (gres.conf, slurm.conf, cgroup.conf).
-# libslurm's host lists are called but not linked here: the plugin finds them in srun and
-# slurmstepd, programs link $(SLURM_LIBS) (through libtrellis-slurm-nodes).
-noinst_LTLIBRARIES += topology/libtrellis-slurm-gres.la
-topology_libtrellis_slurm_gres_la_SOURCES = \
-	topology/slurm_config.cpp topology/slurm_config.hpp \
-	topology/step_gpus.cpp topology/step_gpus.hpp
-topology_libtrellis_slurm_gres_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
-
-# The step's first node from a Slurm node list, with libslurm (not for the plugin).
-noinst_LTLIBRARIES += topology/libtrellis-slurm-nodes.la
-topology_libtrellis_slurm_nodes_la_SOURCES = topology/slurm_nodes.cpp topology/slurm_nodes.hpp
-topology_libtrellis_slurm_nodes_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
-topology_libtrellis_slurm_nodes_la_LIBADD = $(SLURM_LIBS)
-
 bin_PROGRAMS += trellis-topo
 trellis_topo_SOURCES = topology/trellis-topo.cpp
 trellis_topo_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)

@@ -1,13 +1,20 @@
-# trellis-train: tensors, layers (the CPU backend on oneDNN), models, optimizers, data and the
-# training loop, in one convenience library that the trainer, trellis-bench and the tests link.
-noinst_LTLIBRARIES += trainer/libtrellis-trainer.la
-trainer_libtrellis_trainer_la_SOURCES = \
+# The trainer in layers, bottom up. Each library is compiled alone and links none of the
+# others: the *_LIBS variable beside it names it and every library it may use, and programs
+# and tests link through those variables, so that a call in the wrong direction fails to
+# link (and scripts/check-layers, run by every build, refuses the include first).
+#   tensor <- nn (layers, CPU backend, models, optimizers) <- checkpoint (also data)
+#   comm (collectives, transports, wireups) <- ps (parameter server; also checkpoint)
+#   train (the training loop, the GPU interface) <- all of them
+noinst_LTLIBRARIES += trainer/libtrellis-tensor.la
+trainer_libtrellis_tensor_la_SOURCES = \
 	trainer/tensor/buffer_pool.cpp trainer/tensor/buffer_pool.hpp \
 	trainer/tensor/dtype.hpp \
 	trainer/tensor/shape.cpp trainer/tensor/shape.hpp \
-	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp \
-	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
-	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
+	trainer/tensor/tensor.cpp trainer/tensor/tensor.hpp
+TENSOR_LIBS = trainer/libtrellis-tensor.la common/libtrellis-common.la
+
+noinst_LTLIBRARIES += trainer/libtrellis-nn.la
+trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
 	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
@@ -23,15 +30,30 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
 	trainer/models/model.cpp trainer/models/model.hpp \
 	trainer/models/resnet.cpp trainer/models/resnet.hpp \
+	trainer/optim/lars.cpp trainer/optim/lars.hpp \
+	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
+	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
+	trainer/optim/schedule.cpp trainer/optim/schedule.hpp \
+	trainer/optim/sgd.cpp trainer/optim/sgd.hpp
+trainer_libtrellis_nn_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
+trainer_libtrellis_nn_la_LIBADD = $(DNNL_LIBS) -lgomp
+NN_LIBS = trainer/libtrellis-nn.la $(TENSOR_LIBS)
+
+noinst_LTLIBRARIES += trainer/libtrellis-checkpoint.la
+trainer_libtrellis_checkpoint_la_SOURCES = trainer/checkpoint/checkpoint.cpp trainer/checkpoint/checkpoint.hpp
+trainer_libtrellis_checkpoint_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
+CHECKPOINT_LIBS = trainer/libtrellis-checkpoint.la $(NN_LIBS) $(DATA_LIBS)
+
+noinst_LTLIBRARIES += trainer/libtrellis-comm.la
+trainer_libtrellis_comm_la_SOURCES = \
+	trainer/comm/allreduce.cpp trainer/comm/allreduce.hpp \
 	trainer/comm/barrier.cpp trainer/comm/barrier.hpp \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
-	trainer/comm/allreduce.cpp trainer/comm/allreduce.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
-	trainer/comm/comm_error.hpp \
+	trainer/comm/comm_error.hpp trainer/comm/comm_stats.hpp trainer/comm/gradient_buckets.hpp \
 	trainer/comm/halving_doubling_allreduce.cpp trainer/comm/halving_doubling_allreduce.hpp \
 	trainer/comm/make_transport.cpp trainer/comm/make_transport.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
-	trainer/comm/ps_layout.cpp trainer/comm/ps_layout.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
 	trainer/comm/ring_allreduce.cpp trainer/comm/ring_allreduce.hpp \
 	trainer/comm/segmented_exchange.cpp trainer/comm/segmented_exchange.hpp \
@@ -41,27 +63,39 @@ trainer_libtrellis_trainer_la_SOURCES = \
 	trainer/comm/verbs_device.cpp trainer/comm/verbs_device.hpp \
 	trainer/comm/verbs_transport.cpp trainer/comm/verbs_transport.hpp \
 	trainer/comm/wire_format.cpp trainer/comm/wire_format.hpp \
-	trainer/comm/wireup.cpp trainer/comm/wireup.hpp \
-	trainer/optim/lars.cpp trainer/optim/lars.hpp \
-	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
-	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
-	trainer/optim/schedule.cpp trainer/optim/schedule.hpp \
-	trainer/optim/sgd.cpp trainer/optim/sgd.hpp \
-	trainer/train/checkpoint.cpp trainer/train/checkpoint.hpp \
+	trainer/comm/wireup.cpp trainer/comm/wireup.hpp
+trainer_libtrellis_comm_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
+trainer_libtrellis_comm_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
+trainer_libtrellis_comm_la_LIBADD = $(PMIX_LIBS) $(IBVERBS_LIBS)
+COMM_LIBS = trainer/libtrellis-comm.la slurm/libtrellis-slurm-nodes.la common/libtrellis-common.la
+
+noinst_LTLIBRARIES += trainer/libtrellis-ps.la
+trainer_libtrellis_ps_la_SOURCES = \
+	trainer/ps/layout.cpp trainer/ps/layout.hpp trainer/ps/messages.hpp \
+	trainer/ps/server.cpp trainer/ps/server.hpp \
+	trainer/ps/worker.cpp trainer/ps/worker.hpp
+trainer_libtrellis_ps_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
+PS_LIBS = trainer/libtrellis-ps.la $(CHECKPOINT_LIBS) $(COMM_LIBS)
+
+noinst_LTLIBRARIES += trainer/libtrellis-train.la
+trainer_libtrellis_train_la_SOURCES = \
+	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
+	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
-	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp trainer/train/ps_messages.hpp \
+	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
-trainer_libtrellis_trainer_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
-trainer_libtrellis_trainer_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
-trainer_libtrellis_trainer_la_LIBADD = common/libtrellis-common.la trainer/libtrellis-data.la $(DNNL_LIBS) $(PMIX_LIBS) topology/libtrellis-slurm-nodes.la $(IBVERBS_LIBS) -lgomp -ldl
+trainer_libtrellis_train_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS)
+trainer_libtrellis_train_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
+trainer_libtrellis_train_la_LIBADD = -ldl
+TRAIN_LIBS = trainer/libtrellis-train.la $(PS_LIBS)
 
 bin_PROGRAMS += trellis-train
 trellis_train_SOURCES = trainer/trellis-train.cpp
-trellis_train_LDADD = trainer/libtrellis-trainer.la
+trellis_train_LDADD = $(TRAIN_LIBS)
 # The CUDA module resolves the trainer's symbols from the program.
 trellis_train_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 
@@ -69,7 +103,7 @@ bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \
 	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
 	trainer/bench/benchmarks.hpp trainer/bench/p2p_benchmark.cpp trainer/bench/ps_benchmark.cpp
-trellis_bench_LDADD = trainer/libtrellis-trainer.la
+trellis_bench_LDADD = $(COMM_LIBS)
 
 # Example batch scripts, installed with the documentation.
 examplesdir = $(docdir)/examples

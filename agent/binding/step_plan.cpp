@@ -13,7 +13,7 @@
 #include "common/error.hpp"
 #include "topology/discovery.hpp"
 #include "topology/gpu_minors.hpp"
-#include "topology/step_gpus.hpp"
+#include "slurm/step_gpus.hpp"
 
 namespace trellis::agent {
 namespace {
@@ -25,23 +25,23 @@ constexpr int mpol_preferred = 1, mpol_bind = 2;
 // when they cannot be tied to the topology's GPUs: the plan then leaves GPUs to Slurm.
 bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topology::PlanRequest& request,
                      std::vector<std::string>& warnings) {
-    auto files = topology::SlurmConfigFiles::beside(step.slurm_conf);
-    auto gres = topology::read_gres_gpus(files.gres_conf, step.node_name);
+    auto files = slurm::SlurmConfigFiles::beside(step.slurm_conf);
+    auto gres = slurm::read_gres_gpus(files.gres_conf, step.node_name);
     if (!gres.configured) return true;  // Slurm does not manage this node's GPUs: all of them
     request.allowed_gpus = std::vector<int>{};
-    topology::StepGpus gpus;
+    slurm::StepGpus gpus;
     try {
         if (step.slurm_visible_devices.find("MIG-") != std::string::npos)
             throw UsageError("the step has MIG instances (" + step.slurm_visible_devices + ")");
         auto indices = topology::CpuSet::parse(step.step_gpus);  // the same list syntax
-        gpus = topology::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
+        gpus = slurm::map_step_gpus(node, gres, std::vector<int>(indices.begin(), indices.end()));
     } catch (const UsageError& e) {
         warnings.push_back(std::string("Slurm's GPUs are left as Slurm set them: ") + e.what());
         return false;
     }
     request.allowed_gpus = gpus.indices;
     warnings.insert(warnings.end(), gpus.warnings.begin(), gpus.warnings.end());
-    bool constrained = topology::devices_constrained(files) || step.in_container;
+    bool constrained = slurm::devices_constrained(files) || step.in_container;
     if (constrained) request.gpu_numbering = topology::GpuNumbering::step;
     if (int n = step.slurm_gpus_per_task; n > 0) {
         // Slurm's per_task binding (gres.c, _filter_gres_per_task): task t gets the GPUs at

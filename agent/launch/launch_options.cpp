@@ -11,7 +11,7 @@
 #include "common/cli.hpp"
 #include "common/host.hpp"
 #include "topology/plan.hpp"
-#include "topology/slurm_nodes.hpp"
+#include "slurm/node_list.hpp"
 
 namespace trellis::agent {
 
@@ -93,7 +93,7 @@ NodePlace find_node_place(const LaunchOptions& options) {
         if (!nodes) throw std::runtime_error("SLURM_NNODES is set but SLURM_STEP_NODELIST is not");
         // A port per job and step, so that steps sharing a node do not collide (the trainer's
         // own rendezvous uses ports from 21000).
-        place.master = topology::first_node_address(nodes) + ":" + std::to_string(step_port(30000));
+        place.master = slurm::first_node_address(nodes) + ":" + std::to_string(step_port(30000));
         place.source = "slurm";
     } else {
         place.master = "127.0.0.1:" + std::to_string(free_port());

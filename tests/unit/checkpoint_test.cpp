@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "trainer/data/crc32c.hpp"
-#include "trainer/train/checkpoint.hpp"
+#include "trainer/checkpoint/checkpoint.hpp"
 
 using namespace trellis;
 namespace fs = std::filesystem;
@@ -18,7 +18,7 @@ struct Fixture {
     nn::Parameter mean{"m", tensor::Shape{2}, nn::ParameterKind::running_stat};
     nn::ParameterStore store;
     std::unique_ptr<optim::Optimizer> optimizer;
-    train::CheckpointInfo info{"resnet8", 10, 0, {}, "sgd", 1, 32};
+    checkpoint::CheckpointInfo info{"resnet8", 10, 0, {}, "sgd", 1, 32};
 
     Fixture() {
         char name[] = "/tmp/trellis-checkpoint-XXXXXX";
@@ -40,7 +40,7 @@ struct Fixture {
 
 TEST_CASE("save then load restores values, statistics, optimizer state and position") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     f.set(1.0f);
     f.info.step = 7;
     f.info.next = {1, 2};
@@ -62,7 +62,7 @@ TEST_CASE("save then load restores values, statistics, optimizer state and posit
 
 TEST_CASE("a damaged newest checkpoint is passed over; only the newest three are kept") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     for (int step = 1; step <= 5; ++step) {
         f.set(float(step));
         f.info.step = step;
@@ -79,7 +79,7 @@ TEST_CASE("a damaged newest checkpoint is passed over; only the newest three are
 
 TEST_CASE("a checkpoint of another model is refused with both names") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     f.set(1.0f);
     store.save(f.info, f.store, *f.optimizer);
     auto other = f.info;
@@ -90,13 +90,13 @@ TEST_CASE("a checkpoint of another model is refused with both names") {
 
 TEST_CASE("an empty folder has no checkpoint") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     CHECK_FALSE(store.load_latest(f.info, f.store, *f.optimizer));
 }
 
 TEST_CASE("a malformed header or another global batch is a CheckpointError naming the file") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     f.set(1.0f);
     store.save(f.info, f.store, *f.optimizer);
     auto other = f.info;
@@ -122,7 +122,7 @@ TEST_CASE("a malformed header or another global batch is a CheckpointError namin
 
 TEST_CASE("the checkpoint just written is kept even when older runs left higher steps") {
     Fixture f;
-    train::CheckpointStore store(f.folder.string());
+    checkpoint::CheckpointStore store(f.folder.string());
     for (int step : {10, 20, 30, 2}) {
         f.set(1.0f);
         f.info.step = step;

@@ -8,10 +8,11 @@
 #include "fixtures.hpp"
 #include "topology/discovery.hpp"
 #include "topology/gpu_minors.hpp"
-#include "topology/slurm_config.hpp"
-#include "topology/step_gpus.hpp"
+#include "slurm/slurm_config.hpp"
+#include "slurm/step_gpus.hpp"
 
 using namespace trellis::topology;
+using namespace trellis::slurm;
 namespace fs = std::filesystem;
 
 namespace {

@@ -4,7 +4,7 @@
 
 namespace trellis::comm {
 
-void broadcast_from_root(Transport& transport, std::span<float> data) {
+void broadcast_from_root(Transport& transport, std::span<std::byte> data) {
     if (transport.size() == 1 || data.empty()) return;
     if (transport.rank() != 0) {
         auto receive = Transfer::recv(0, data.data(), data.size_bytes());

@@ -3,18 +3,16 @@
 #include <algorithm>
 #include <chrono>
 
+#include "trainer/comm/gradient_buckets.hpp"
+
 namespace trellis::comm {
 
 BucketedAllreduce::BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
                                      WireFormat format, AllreduceAlgorithm algorithm)
     : transport_(transport), allreduce_(make_allreduce(transport, algorithm, format)), gradients_(gradients),
       ready_from_(gradients.size()) {
-    std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / sizeof(float), 1024);
-    for (std::size_t end = gradients.size(); end > 0;) {
-        std::size_t begin = end > per_bucket ? end - per_bucket : 0;
-        buckets_.emplace_back(begin, end);
-        end = begin;
-    }
+    // At least 1024 values a bucket: smaller messages cost more in latency than they overlap.
+    buckets_ = gradient_buckets(gradients.size(), std::max<std::size_t>(bucket_bytes / sizeof(float), 1024));
     thread_ = std::thread([this] { run(); });
 }
 

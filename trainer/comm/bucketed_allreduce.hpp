@@ -13,17 +13,9 @@
 #include <vector>
 
 #include "trainer/comm/allreduce.hpp"
+#include "trainer/comm/comm_stats.hpp"
 
 namespace trellis::comm {
-
-struct CommStats {
-    double seconds = 0;       // time the communication thread spent reducing this step
-    double wait_seconds = 0;  // time the step waited for it after the backward pass
-    std::size_t bytes = 0;
-    double bus_bandwidth(int ranks) const {  // GB/s, as nccl-tests defines it
-        return seconds > 0 ? double(bytes) * 2.0 * (ranks - 1) / ranks / seconds / 1e9 : 0;
-    }
-};
 
 class BucketedAllreduce {
 public:

@@ -3,7 +3,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/host.hpp"
-#include "topology/slurm_nodes.hpp"
+#include "slurm/node_list.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/pmix_wireup.hpp"
 #include "trainer/comm/rendezvous.hpp"
@@ -49,7 +49,7 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
     if (!nodelist) throw CommError("slurm wireup: SLURM_STEP_NODELIST is not set");
     std::string master;
     try {
-        master = topology::first_node_address(nodelist);
+        master = slurm::first_node_address(nodelist);
     } catch (const UsageError& error) {
         throw CommError(std::string("slurm wireup: SLURM_STEP_NODELIST: ") + error.what());
     }

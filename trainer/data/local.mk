@@ -27,10 +27,11 @@ trainer_libtrellis_data_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
 # libtool passes -pthread on to whatever links the library (inherited_linker_flags).
 trainer_libtrellis_data_la_LDFLAGS = $(AM_LDFLAGS) -pthread
 trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS)
+DATA_LIBS = trainer/libtrellis-data.la common/libtrellis-common.la
 
 # Its unit tests (the JPEG test calls TurboJPEG directly to make a CMYK file).
 DATA_UNIT_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS)
-DATA_UNIT_LDADD = tests/unit/libcatch-main.la trainer/libtrellis-data.la
+DATA_UNIT_LDADD = tests/unit/libcatch-main.la $(DATA_LIBS)
 unit_tests += \
 	tests/unit/crc32c_test \
 	tests/unit/protobuf_wire_test \
@@ -83,4 +84,4 @@ tests_unit_synthetic_test_LDADD = $(DATA_UNIT_LDADD)
 # trainer's tests: make_dataset --out DIR --classes K --train-per-class N --val-per-class M --size S
 check_PROGRAMS += tests/data/make_dataset
 tests_data_make_dataset_SOURCES = tests/data/make_dataset.cpp
-tests_data_make_dataset_LDADD = trainer/libtrellis-data.la
+tests_data_make_dataset_LDADD = $(DATA_LIBS)

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "trainer/comm/bucketed_allreduce.hpp"
+#include "trainer/comm/comm_stats.hpp"
 #include "trainer/comm/wireup.hpp"
 #include "trainer/gpu/precision.hpp"
 #include "trainer/nn/backend.hpp"
@@ -75,7 +75,7 @@ public:
                                                                nn::ParameterStore& store) = 0;
     // NCCL over every rank; `from_rank0` overwrites the given words with rank 0's on every
     // rank (the control transport's broadcast), which carries NCCL's unique id.
-    using ShareFromRank0 = std::function<void(std::span<float>)>;
+    using ShareFromRank0 = std::function<void(std::span<std::byte>)>;
     virtual std::unique_ptr<DeviceAllreduce> nccl_allreduce(const comm::Identity& identity,
                                                             const ShareFromRank0& from_rank0,
                                                             std::size_t bucket_bytes) = 0;

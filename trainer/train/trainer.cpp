@@ -5,27 +5,26 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdarg>
 #include <cmath>
-#include <map>
+#include <cstdarg>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "common/error.hpp"
+#include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
-#include "trainer/comm/ps_layout.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
-#include "trainer/train/checkpoint.hpp"
+#include "trainer/ps/layout.hpp"
+#include "trainer/ps/worker.hpp"
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/metrics_log.hpp"
-#include "trainer/train/parameter_server.hpp"
-#include "trainer/train/ps_messages.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
 
@@ -86,14 +85,14 @@ private:
     nn::SoftmaxCrossEntropy loss_;
     std::unique_ptr<data::BatchSource> train_source_;
     std::int64_t steps_per_epoch_ = 1, total_steps_ = 0, step_ = 0;
-    std::optional<CheckpointStore> checkpoints_;
+    std::optional<checkpoint::CheckpointStore> checkpoints_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
     std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
     std::unique_ptr<gpu::DeviceAllreduce> device_allreduce_;  // --transport nccl
-    std::unique_ptr<comm::PsLayout> ps_layout_;
-    std::unique_ptr<PsWorker> ps_worker_;
+    std::unique_ptr<ps::Layout> ps_layout_;
+    std::unique_ptr<ps::Worker> ps_worker_;
 };
 
 Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport)
@@ -128,10 +127,10 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
     if (checkpoints_ && !options.resume && identity_.rank == 0)
         if (auto newest = checkpoints_->newest_step())
-            throw CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
+            throw checkpoint::CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
                                   std::to_string(*newest) + "): add --resume to continue it, or use another folder");
     if (options.resume) {
-        CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, optim::optimizer_kinds().name(options.optimizer.kind), options.seed,
+        checkpoint::CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, optim::optimizer_kinds().name(options.optimizer.kind), options.seed,
                                 options.batch_size * workers_};
         if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
             step_ = info->step;
@@ -161,11 +160,11 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         if (options.transport == Transport::nccl) {
             if (!accelerator_) throw UsageError("--transport nccl needs a GPU: " + device_note_);
             device_allreduce_ = accelerator_->nccl_allreduce(
-                identity_, [this](std::span<float> words) { comm::broadcast_from_root(*transport_, words); },
+                identity_, [this](std::span<std::byte> bytes) { comm::broadcast_from_root(*transport_, bytes); },
                 std::size_t(options.bucket_mb * (1 << 20)));
         } else if (options.strategy == Strategy::ps) {
-            ps_layout_ = std::make_unique<comm::PsLayout>(model_->parameters(), identity_.size, options.ps_servers);
-            ps_worker_ = std::make_unique<PsWorker>(*transport_, *ps_layout_, model_->parameters());
+            ps_layout_ = std::make_unique<ps::Layout>(model_->parameters(), identity_.size, options.ps_servers);
+            ps_worker_ = std::make_unique<ps::Worker>(*transport_, *ps_layout_, model_->parameters());
         } else {
             gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
                 *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)),
@@ -184,10 +183,7 @@ void Run::share_initial_state() {
     if (options_.strategy != Strategy::ps) {
         for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
     } else {
-        float step[2];
-        ps::split_step(step_, step);
-        comm::broadcast_from_root(*transport_, step);
-        step_ = ps::joined_step(step);
+        comm::broadcast_value_from_root(*transport_, step_);
     }
 }
 
@@ -352,7 +348,7 @@ Evaluation Run::evaluate() {
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
     if (accelerator_) accelerator_->download_values();
-    CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(),
+    checkpoint::CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(),
                         optim::optimizer_kinds().name(options_.optimizer.kind),
                         options_.seed, options_.batch_size * workers_};
     auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
@@ -396,7 +392,9 @@ int Run::execute() {
                                                 (step_ + 1) % options_.checkpoint_every == 0) ||
                                                step_ + 1 == total_steps_);
             if (accelerator_) accelerator_->download_grads();
-            auto reply = ps_worker_->push_pull(lr, result.loss, stop_requested() != 0, last, checkpoint);
+            ps::PushHeader push{float(lr), float(result.loss), std::uint8_t(stop_requested() != 0), std::uint8_t(last),
+                                std::uint8_t(checkpoint)};
+            auto reply = ps_worker_->push_pull(push);
             if (accelerator_) accelerator_->upload_learned_values();
             comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
             comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);

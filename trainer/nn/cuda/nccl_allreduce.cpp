@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "trainer/comm/gradient_buckets.hpp"
 #include "trainer/nn/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
@@ -10,14 +11,10 @@ namespace trellis::nn::cuda {
 NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identity,
                              const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes)
     : context_(context), ranks_(identity.size) {
-    // Rank 0's unique id reaches every rank as raw words over the control transport.
-    static_assert(sizeof(ncclUniqueId) % sizeof(float) == 0);
+    // Rank 0's unique id reaches every rank as its bytes over the control transport.
     ncclUniqueId id{};
     if (identity.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    std::vector<float> words(sizeof id / sizeof(float));
-    std::memcpy(words.data(), &id, sizeof id);
-    from_rank0(words);
-    std::memcpy(&id, words.data(), sizeof id);
+    from_rank0(std::as_writable_bytes(std::span<ncclUniqueId, 1>(&id, 1)));
     check(ncclCommInitRank(&comm_, ranks_, id, identity.rank), "ncclCommInitRank");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL)");
     check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
@@ -26,13 +23,7 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
         check(cudaEventCreate(&done_[i]), "cudaEventCreate");
     }
 
-    std::size_t total = context_.parameters().learned_elements();
-    std::size_t per_bucket = std::max<std::size_t>(bucket_bytes / 4, 1);
-    for (std::size_t end = total; end > 0;) {
-        std::size_t begin = end > per_bucket ? end - per_bucket : 0;
-        buckets_.emplace_back(begin, end);
-        end = begin;
-    }
+    buckets_ = comm::gradient_buckets(context_.parameters().learned_elements(), bucket_bytes / sizeof(float));
 }
 
 NcclAllreduce::~NcclAllreduce() {

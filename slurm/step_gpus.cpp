@@ -1,14 +1,14 @@
-#include "topology/step_gpus.hpp"
+#include "slurm/step_gpus.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "common/error.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 namespace {
 
-std::string gpu_list(const Node& node) {
+std::string gpu_list(const topology::Node& node) {
     std::string out;
     for (const auto& gpu : node.gpus)
         out += (out.empty() ? "" : ", ") + gpu.place.address.to_string() +
@@ -17,7 +17,7 @@ std::string gpu_list(const Node& node) {
 }
 
 // The GPU behind a gres.conf device file.
-int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
+int gpu_of_file(const topology::Node& node, const std::string& file, bool minors_known) {
     int minor = device_number_of(file);
     bool amd = file.find("/dri/") != std::string::npos;
     // Render nodes count from 128 (/dev/dri/renderD128), card nodes from 0.
@@ -25,7 +25,7 @@ int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
     for (const auto& gpu : node.gpus) {
         if (minors_known ? gpu.minor == minor
                          // Without the driver's table: the N-th GPU of the vendor in PCI order.
-                         : (gpu.vendor == (amd ? GpuVendor::amd : GpuVendor::nvidia) &&
+                         : (gpu.vendor == (amd ? topology::GpuVendor::amd : topology::GpuVendor::nvidia) &&
                             gpu.vendor_index == (amd ? amd_index : minor)))
             return gpu.index;
     }
@@ -35,9 +35,9 @@ int gpu_of_file(const Node& node, const std::string& file, bool minors_known) {
 
 }  // namespace
 
-StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector<int>& gres_indices) {
+StepGpus map_step_gpus(const topology::Node& node, const GresGpus& gres, const std::vector<int>& gres_indices) {
     StepGpus step;
-    bool minors_known = std::any_of(node.gpus.begin(), node.gpus.end(), [](const Gpu& g) { return g.minor >= 0; });
+    bool minors_known = std::any_of(node.gpus.begin(), node.gpus.end(), [](const topology::Gpu& g) { return g.minor >= 0; });
     if (!minors_known && !gres.files.empty() && !gres_indices.empty())
         step.warnings.push_back("the NVIDIA driver's table of device minors is not available: /dev/nvidiaN "
                                 "is taken to be the N-th GPU in PCI order");
@@ -63,4 +63,4 @@ StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector
     return step;
 }
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

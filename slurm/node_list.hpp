@@ -7,11 +7,11 @@
 
 #include "common/error.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 
 // The first node of a node list ("n[1-4]"), expanded with libslurm's hostlist API, at the
 // address slurmctld knows it by (NodeAddr), since node names need not resolve. Throws
 // UsageError for a list that does not parse or is empty.
 std::string first_node_address(const std::string& nodelist);
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

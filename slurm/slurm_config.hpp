@@ -13,7 +13,7 @@
 
 #include "common/error.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 
 struct SlurmConfigFiles {
     std::string slurm_conf, gres_conf, cgroup_conf;
@@ -66,4 +66,4 @@ int device_number_of(const std::string& file);
 // libslurm's host list expansion, in order. Throws UsageError when it fails.
 std::vector<std::string> expand_hostlist(const std::string& list);
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

@@ -1,4 +1,4 @@
-#include "topology/slurm_config.hpp"
+#include "slurm/slurm_config.hpp"
 
 #include <glob.h>
 #include <strings.h>
@@ -16,7 +16,7 @@
 
 #include "common/error.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 namespace {
 
 // One line of a Slurm configuration file: its Key=Value pairs, keys folded to lower case
@@ -240,4 +240,4 @@ int device_number_of(const std::string& file) {
     return start == end ? -1 : std::stoi(file.substr(start));
 }
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

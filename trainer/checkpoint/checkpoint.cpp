@@ -1,4 +1,4 @@
-#include "trainer/train/checkpoint.hpp"
+#include "trainer/checkpoint/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 
 namespace fs = std::filesystem;
 
-namespace trellis::train {
+namespace trellis::checkpoint {
 
 namespace {
 
@@ -228,4 +228,4 @@ std::optional<CheckpointInfo> CheckpointStore::load_latest(const CheckpointInfo&
     return std::nullopt;
 }
 
-}  // namespace trellis::train
+}  // namespace trellis::checkpoint

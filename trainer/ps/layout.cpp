@@ -1,13 +1,13 @@
-#include "trainer/comm/ps_layout.hpp"
+#include "trainer/ps/layout.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include "common/error.hpp"
 
-namespace trellis::comm {
+namespace trellis::ps {
 
-PsLayout::PsLayout(const nn::ParameterStore& store, int world_size, int servers) : world_size_(world_size) {
+Layout::Layout(const nn::ParameterStore& store, int world_size, int servers) : world_size_(world_size) {
     if (servers < 1 || servers >= world_size)
         throw UsageError("--ps-servers " + std::to_string(servers) + " needs between 1 and " +
                                     std::to_string(world_size - 1) + " servers for " + std::to_string(world_size) +
@@ -19,7 +19,7 @@ PsLayout::PsLayout(const nn::ParameterStore& store, int world_size, int servers)
     const double total = double(store.learned_elements());
     std::size_t parameter = 0, offset = 0;
     for (int s = 0; s < servers; ++s) {
-        PsShard shard{parameter, parameter, offset, offset};
+        Shard shard{parameter, parameter, offset, offset};
         // Fill up to this server's share of the bytes, leaving one parameter for each server
         // still to come.
         double target = total * double(s + 1) / servers;
@@ -35,4 +35,4 @@ PsLayout::PsLayout(const nn::ParameterStore& store, int world_size, int servers)
     }
 }
 
-}  // namespace trellis::comm
+}  // namespace trellis::ps

@@ -16,7 +16,7 @@
 #include "trainer/nn/parameter_store.hpp"
 #include "trainer/optim/optimizer.hpp"
 
-namespace trellis::train {
+namespace trellis::checkpoint {
 
 struct CheckpointError : Error {
     using Error::Error;
@@ -57,4 +57,4 @@ private:
     int keep_;
 };
 
-}  // namespace trellis::train
+}  // namespace trellis::checkpoint

@@ -9,28 +9,28 @@
 #include "common/error.hpp"
 #include "trainer/nn/parameter_store.hpp"
 
-namespace trellis::comm {
+namespace trellis::ps {
 
-struct PsShard {
+struct Shard {
     std::size_t first_parameter = 0, end_parameter = 0;  // indices into the learned list
     std::size_t begin = 0, end = 0;                      // offsets into the flat buffers
     std::size_t size() const { return end - begin; }
 };
 
-class PsLayout {
+class Layout {
 public:
     // Throws UsageError when the world cannot hold K servers and a worker.
-    PsLayout(const nn::ParameterStore& store, int world_size, int servers);
+    Layout(const nn::ParameterStore& store, int world_size, int servers);
 
     int servers() const { return int(shards_.size()); }
     int workers() const { return world_size_ - servers(); }
     int server_rank(int server) const { return workers() + server; }
     bool is_server(int rank) const { return rank >= workers(); }
-    const PsShard& shard(int server) const { return shards_.at(std::size_t(server)); }
+    const Shard& shard(int server) const { return shards_.at(std::size_t(server)); }
 
 private:
     int world_size_;
-    std::vector<PsShard> shards_;
+    std::vector<Shard> shards_;
 };
 
-}  // namespace trellis::comm
+}  // namespace trellis::ps

@@ -10,9 +10,9 @@
 
 #include "common/error.hpp"
 #include "topology/node.hpp"
-#include "topology/slurm_config.hpp"
+#include "slurm/slurm_config.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 
 struct StepGpus {
     std::vector<int> indices;  // the node's GPU indices (PCI order) the step may use
@@ -23,6 +23,6 @@ struct StepGpus {
 // gres_indices: SLURM_STEP_GPUS parsed (empty when the step has no GPU on this node).
 // Throws UsageError when an index or its device file matches no GPU of the node,
 // naming both.
-StepGpus map_step_gpus(const Node& node, const GresGpus& gres, const std::vector<int>& gres_indices);
+StepGpus map_step_gpus(const topology::Node& node, const GresGpus& gres, const std::vector<int>& gres_indices);
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

@@ -1,4 +1,4 @@
-#include "topology/slurm_nodes.hpp"
+#include "slurm/node_list.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 
-namespace trellis::topology {
+namespace trellis::slurm {
 
 std::string first_node_address(const std::string& nodelist) {
     hostlist_t list = slurm_hostlist_create(nodelist.c_str());
@@ -27,4 +27,4 @@ std::string first_node_address(const std::string& nodelist) {
     return address.empty() ? node : address;
 }
 
-}  // namespace trellis::topology
+}  // namespace trellis::slurm

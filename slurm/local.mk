@@ -1,0 +1,18 @@
+# What Slurm gave a step, read from Slurm's own files and libslurm. (The folder's name does
+# not shadow <slurm/spank.h> or <slurm/slurm.h>: it holds no file of those names.)
+#
+# libtrellis-slurm-gres: gres.conf, slurm.conf, cgroup.conf and plugstack.conf, and the
+# step's GPUs on the topology's terms. libslurm's host lists are called but not linked here:
+# the plugin finds them in srun and slurmstepd; programs link $(SLURM_LIBS) (through
+# libtrellis-slurm-nodes).
+noinst_LTLIBRARIES += slurm/libtrellis-slurm-gres.la
+slurm_libtrellis_slurm_gres_la_SOURCES = \
+	slurm/slurm_config.cpp slurm/slurm_config.hpp \
+	slurm/step_gpus.cpp slurm/step_gpus.hpp
+slurm_libtrellis_slurm_gres_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+
+# The step's first node from a Slurm node list, with libslurm (not for the plugin).
+noinst_LTLIBRARIES += slurm/libtrellis-slurm-nodes.la
+slurm_libtrellis_slurm_nodes_la_SOURCES = slurm/node_list.cpp slurm/node_list.hpp
+slurm_libtrellis_slurm_nodes_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+slurm_libtrellis_slurm_nodes_la_LIBADD = $(SLURM_LIBS)

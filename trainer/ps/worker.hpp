@@ -1,0 +1,29 @@
+// The worker's side of the parameter server: push this step's gradients to every server and
+// pull the updated parameters back.
+#pragma once
+
+#include <vector>
+
+#include "trainer/comm/transport.hpp"
+#include "trainer/nn/parameter_store.hpp"
+#include "trainer/ps/layout.hpp"
+#include "trainer/ps/messages.hpp"
+
+namespace trellis::ps {
+
+class Worker {
+public:
+    Worker(comm::Transport& transport, const Layout& layout, nn::ParameterStore& store);
+
+    // Sends `push` with the gradients to every server; returns the first server's reply.
+    PullHeader push_pull(const PushHeader& push);
+    double bytes_per_step() const;
+
+private:
+    comm::Transport& transport_;
+    const Layout& layout_;
+    nn::ParameterStore& store_;
+    std::vector<PullHeader> replies_;
+};
+
+}  // namespace trellis::ps
