@@ -17,6 +17,7 @@
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/step_container.hpp"
+#include "common/environment.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
 #include "slurm/slurm_config.hpp"
@@ -147,7 +148,7 @@ void enter_container(spank_t sp) {
 void refuse_unhonoured_image(spank_t sp) {
     std::uint32_t job = 0, step = 0;
     if (!container_step(sp, job, step)) return;
-    if (state().choices.image.empty() && job_env(sp, "TRELLIS_IMAGE").empty()) return;
+    if (state().choices.image.empty() && job_env(sp, env::image.name).empty()) return;
     log_error("container: an image was asked for, but trellis is disabled on this node (its configuration "
               "could not be read; see slurmd's log): the task does not run outside its image");
     std::_Exit(1);
@@ -165,7 +166,7 @@ int set_container_environment(spank_t sp) {
         auto value = job_env(sp, from);
         if (!value.empty()) spank_setenv(sp, to, value.c_str(), 0);
     }
-    spank_setenv(sp, "TRELLIS_IMAGE", state().choices.image.c_str(), 1);
+    spank_setenv(sp, env::image.name, state().choices.image.c_str(), 1);
     return 0;
 }
 

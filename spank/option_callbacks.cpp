@@ -6,6 +6,7 @@
 #include <vector>
 #include <stdexcept>
 
+#include "common/environment.hpp"
 #include "common/error.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
@@ -21,15 +22,15 @@ struct OptionKind {
     bool PluginState::*given;
 };
 
-const OptionKind bind_kind{"--trellis-bind", "TRELLIS_BIND", parse_bind_option, &PluginState::bind_given};
-const OptionKind hca_kind{"--trellis-hca", "TRELLIS_HCA", parse_hca_option, &PluginState::hca_given};
-const OptionKind gpus_kind{"--trellis-gpus", "TRELLIS_GPUS", parse_gpus_option, &PluginState::gpus_given};
-const OptionKind memory_kind{"--trellis-memory", "TRELLIS_MEMORY", parse_memory_option, &PluginState::memory_given};
-const OptionKind wireup_kind{"--trellis-wireup", "TRELLIS_WIREUP", parse_wireup_option, &PluginState::wireup_given};
-const OptionKind verbose_kind{"--trellis-verbose", "TRELLIS_VERBOSE", parse_verbose_value,
+const OptionKind bind_kind{"--trellis-bind", env::bind.name, parse_bind_option, &PluginState::bind_given};
+const OptionKind hca_kind{"--trellis-hca", env::hca.name, parse_hca_option, &PluginState::hca_given};
+const OptionKind gpus_kind{"--trellis-gpus", env::gpus.name, parse_gpus_option, &PluginState::gpus_given};
+const OptionKind memory_kind{"--trellis-memory", env::memory.name, parse_memory_option, &PluginState::memory_given};
+const OptionKind wireup_kind{"--trellis-wireup", env::wireup.name, parse_wireup_option, &PluginState::wireup_given};
+const OptionKind verbose_kind{"--trellis-verbose", env::verbose.name, parse_verbose_value,
                               &PluginState::verbose_given};
-const OptionKind image_kind{"--trellis-image", "TRELLIS_IMAGE", parse_image_option, &PluginState::image_given};
-const OptionKind mounts_kind{"--trellis-mounts", "TRELLIS_MOUNTS", parse_mounts_option, &PluginState::mounts_given};
+const OptionKind image_kind{"--trellis-image", env::image.name, parse_image_option, &PluginState::image_given};
+const OptionKind mounts_kind{"--trellis-mounts", env::mounts.name, parse_mounts_option, &PluginState::mounts_given};
 
 int take_value(const OptionKind& kind, const std::string& value, bool from_env) {
     try {
@@ -145,7 +146,7 @@ void hand_on_slurm_binding() {
             gpu_bind = "per_task:" + per_task;
     }
     // Set or cleared: an srun inside a step must not inherit the outer srun's choices.
-    for (const auto& [name, value] : {std::pair{"TRELLIS_SLURM_CPU_BIND", cpu_bind}, {"TRELLIS_SLURM_GPU_BIND", gpu_bind}})
+    for (const auto& [name, value] : {std::pair{env::slurm_cpu_bind.name, cpu_bind}, {env::slurm_gpu_bind.name, gpu_bind}})
         value.empty() ? unsetenv(name) : setenv(name, value.c_str(), 1);
 }
 

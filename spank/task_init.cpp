@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "agent/binding/step_plan.hpp"
+#include "common/environment.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
 #include "topology/report.hpp"
@@ -37,7 +38,7 @@ void set_wireup(spank_t sp, const topology::TaskBinding& task) {
     layout.local_rank = task.local_rank;
     auto lookup = [&](const char* name) { return job_env(sp, name); };
     for (const auto& [name, value] : agent::wireup_env(s.wireup, layout))
-        if (name == "TRELLIS_WIREUP_SET" || !agent::set_by_user(name, lookup)) set_env(sp, name, value);
+        if (name == env::wireup_set.name || !agent::set_by_user(name, lookup)) set_env(sp, name, value);
 }
 
 }  // namespace
@@ -74,8 +75,8 @@ int bind_task(spank_t sp) {
     }
     for (const auto& [name, value] : agent::exported_env(*s.plan, *task, s.config.binding, s.user_gpu_bind))
         set_env(sp, name, value);
-    set_env(sp, "TRELLIS_LOCAL_RANK", std::to_string(task->local_rank));
-    set_env(sp, "TRELLIS_LOCAL_SIZE", std::to_string(s.plan->tasks.size()));
+    set_env(sp, env::local_rank.name, std::to_string(task->local_rank));
+    set_env(sp, env::local_size.name, std::to_string(s.plan->tasks.size()));
     set_wireup(sp, *task);
 
     if (s.choices.verbose && task->local_rank == 0) {

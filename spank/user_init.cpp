@@ -8,6 +8,7 @@
 #include <slurm/slurm.h>
 
 #include "agent/binding/step_plan.hpp"
+#include "common/environment.hpp"
 #include "common/error.hpp"
 #include "common/host.hpp"
 #include "spank/contexts.hpp"
@@ -83,8 +84,8 @@ int plan_node(spank_t sp) {
         // Set by srun when the user gave --cpu-bind or --gpu-bind (option_callbacks.cpp).
         // Slurm's own per-task GPU binding (--gpus-per-task) is followed exactly; any other
         // --gpu-bind leaves GPU visibility to Slurm.
-        s.user_cpu_bind = !job_env(sp, "TRELLIS_SLURM_CPU_BIND").empty();
-        std::string gpu_bind = job_env(sp, "TRELLIS_SLURM_GPU_BIND");
+        s.user_cpu_bind = !job_env(sp, env::slurm_cpu_bind.name).empty();
+        std::string gpu_bind = job_env(sp, env::slurm_gpu_bind.name);
         int per_task = gpu_bind.rfind("per_task:", 0) == 0 ? std::atoi(gpu_bind.c_str() + 9) : 0;
         s.user_gpu_bind = !gpu_bind.empty() && per_task <= 0;
 

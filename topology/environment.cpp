@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/environment.hpp"
+
 namespace trellis::topology {
 namespace {
 
@@ -23,35 +25,35 @@ std::map<std::string, std::string> render_environment(const TaskBinding& task, c
     auto device = [](const VisibleGpu& v) { return std::to_string(v.device); };
     if (!nvidia.empty()) {
         // The device numbers are in PCI order; CUDA numbers fastest-first unless told.
-        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-        env["CUDA_VISIBLE_DEVICES"] = join(nvidia, device);
+        env[env::cuda_device_order.name] = "PCI_BUS_ID";
+        env[env::cuda_visible_devices.name] = join(nvidia, device);
     }
-    if (!amd.empty()) env["ROCR_VISIBLE_DEVICES"] = join(amd, device);
+    if (!amd.empty()) env[env::rocr_visible_devices.name] = join(amd, device);
     if (!task.gpus.empty())
-        env["TRELLIS_GPU"] = join(task.gpus, [](const Gpu& g) { return std::to_string(g.index); });
+        env[env::gpu.name] = join(task.gpus, [](const Gpu& g) { return std::to_string(g.index); });
 
     // Libraries that take a NIC per process get the task's own.
     if (!task.hcas.empty()) {
         std::string hcas = join(task.hcas, device_port);
-        env["UCX_NET_DEVICES"] = hcas;
+        env[env::ucx_net_devices.name] = hcas;
         env["OMPI_MCA_btl_openib_if_include"] = hcas;
-        env["TRELLIS_HCA"] = hcas;
-        env["TRELLIS_DISTANCE"] = distance_name(task.distance);
+        env[env::hca.name] = hcas;
+        env[env::distance.name] = distance_name(task.distance);
     }
     // NCCL gets the node's set, the same on every rank, and only when something narrows it.
     if (plan.hcas_restricted && !plan.node_hcas.empty()) {
-        env["NCCL_IB_HCA"] = "=" + join(plan.node_hcas, device_port);  // '=': exact names, not prefixes
+        env[env::nccl_ib_hca.name] = "=" + join(plan.node_hcas, device_port);  // '=': exact names, not prefixes
         std::vector<std::string> netdevs;
         for (const auto& hca : plan.node_hcas)
             if (!hca.netdev.empty() && std::find(netdevs.begin(), netdevs.end(), hca.netdev) == netdevs.end())
                 netdevs.push_back(hca.netdev);
-        if (!netdevs.empty()) env["NCCL_SOCKET_IFNAME"] = "=" + join(netdevs, [](const std::string& n) { return n; });
+        if (!netdevs.empty()) env[env::nccl_socket_ifname.name] = "=" + join(netdevs, [](const std::string& n) { return n; });
     }
     if (!task.numa.empty())
-        env["TRELLIS_NUMA"] = join(task.numa, [](int n) { return std::to_string(n); });
+        env[env::numa.name] = join(task.numa, [](int n) { return std::to_string(n); });
     if (!task.cpus.empty()) {
-        env["TRELLIS_CPUS"] = task.cpus.to_string();
-        env["OMP_NUM_THREADS"] = std::to_string(task.cpus.size());
+        env[env::cpus.name] = task.cpus.to_string();
+        env[env::omp_num_threads.name] = std::to_string(task.cpus.size());
     }
     return env;
 }

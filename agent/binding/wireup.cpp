@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -126,19 +127,19 @@ int step_port(unsigned job_id, unsigned step_id, int first, int last) {
 std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const StepLayout& layout) {
     std::map<std::string, std::string> env;
     if (choice.torch) {
-        env["MASTER_ADDR"] = layout.master_addr;
-        env["MASTER_PORT"] = std::to_string(layout.port);
-        env["RANK"] = std::to_string(layout.rank);
-        env["WORLD_SIZE"] = std::to_string(layout.world_size);
-        env["LOCAL_RANK"] = std::to_string(layout.local_rank);
-        env["LOCAL_WORLD_SIZE"] = std::to_string(layout.local_size);
-        env["GROUP_RANK"] = env["NODE_RANK"] = std::to_string(layout.node_rank);
-        env["GROUP_WORLD_SIZE"] = std::to_string(layout.nnodes);
+        env[env::master_addr.name] = layout.master_addr;
+        env[env::master_port.name] = std::to_string(layout.port);
+        env[env::torch_rank.name] = std::to_string(layout.rank);
+        env[env::torch_world_size.name] = std::to_string(layout.world_size);
+        env[env::torch_local_rank.name] = std::to_string(layout.local_rank);
+        env[env::torch_local_world_size.name] = std::to_string(layout.local_size);
+        env[env::torch_group_rank.name] = env[env::torch_node_rank.name] = std::to_string(layout.node_rank);
+        env[env::torch_group_world_size.name] = std::to_string(layout.nnodes);
     }
-    if (choice.tf) env["TF_CONFIG"] = tf_config(choice, layout);
+    if (choice.tf) env[env::tf_config.name] = tf_config(choice, layout);
     std::string names;
     for (const auto& [name, value] : env) names += (names.empty() ? "" : ",") + name;
-    if (!names.empty()) env["TRELLIS_WIREUP_SET"] = names;
+    if (!names.empty()) env[env::wireup_set.name] = names;
     return env;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/environment.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -58,7 +59,7 @@ std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const 
 // trellis set for an enclosing step (listed in TRELLIS_WIREUP_SET).
 template <typename Lookup>
 bool set_by_user(const std::string& name, Lookup&& lookup) {
-    std::string value = lookup("TRELLIS_WIREUP_SET");
+    std::string value = lookup(env::wireup_set.name);
     if (lookup(name.c_str()).empty()) return false;
     return ("," + value + ",").find("," + name + ",") == std::string::npos;
 }

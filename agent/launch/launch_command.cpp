@@ -17,6 +17,7 @@
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/rank_launcher.hpp"
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/host.hpp"
 #include "topology/plan.hpp"
 
@@ -88,14 +89,14 @@ int launch_command(const std::vector<std::string>& args) {
         auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
         if (config.wireup.frameworks)
             for (const auto& [name, value] : wireup_env(WireupChoice{}, layout))
-                if (name == "TRELLIS_WIREUP_SET" || !set_by_user(name, lookup)) spec.env[name] = value;
-        spec.env["TRELLIS_RANK"] = std::to_string(spec.rank);
-        spec.env["TRELLIS_WORLD_SIZE"] = std::to_string(world);
-        spec.env["TRELLIS_LOCAL_RANK"] = std::to_string(local);
-        spec.env["TRELLIS_LOCAL_SIZE"] = std::to_string(options.nproc_per_node);
-        spec.env["TRELLIS_NODE_RANK"] = std::to_string(place.node_rank);
-        spec.env["TRELLIS_NNODES"] = std::to_string(place.nnodes);
-        spec.env["TRELLIS_MASTER"] = place.master;
+                if (name == env::wireup_set.name || !set_by_user(name, lookup)) spec.env[name] = value;
+        spec.env[env::rank.name] = std::to_string(spec.rank);
+        spec.env[env::world_size.name] = std::to_string(world);
+        spec.env[env::local_rank.name] = std::to_string(local);
+        spec.env[env::local_size.name] = std::to_string(options.nproc_per_node);
+        spec.env[env::node_rank.name] = std::to_string(place.node_rank);
+        spec.env[env::nnodes.name] = std::to_string(place.nnodes);
+        spec.env[env::master.name] = place.master;
         if (plan.bind_cpus && !task.cpus.empty()) spec.cpus = task.cpus;
         if (plan.bind_cpus) spec.memory = {config.binding.memory, task.numa};
         ranks.push_back(std::move(spec));

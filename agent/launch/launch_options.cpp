@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/host.hpp"
 #include "topology/plan.hpp"
 #include "slurm/node_list.hpp"
@@ -81,10 +82,10 @@ NodePlace find_node_place(const LaunchOptions& options) {
     NodePlace place;
     if (options.nnodes || options.node_rank || !options.master.empty()) {
         place = {options.nnodes.value_or(1), options.node_rank.value_or(0), options.master, "options"};
-    } else if (env_value("TRELLIS_NNODES")) {
-        place.nnodes = node_count(env_value("TRELLIS_NNODES"), "TRELLIS_NNODES", 1);
-        place.node_rank = env_value("TRELLIS_NODE_RANK") ? node_count(env_value("TRELLIS_NODE_RANK"), "TRELLIS_NODE_RANK", 0) : 0;
-        place.master = env_value("TRELLIS_MASTER") ? env_value("TRELLIS_MASTER") : "";
+    } else if (env_value(env::nnodes.name)) {
+        place.nnodes = node_count(env_value(env::nnodes.name), env::nnodes.name, 1);
+        place.node_rank = env_value(env::node_rank.name) ? node_count(env_value(env::node_rank.name), env::node_rank.name, 0) : 0;
+        place.master = env_value(env::master.name) ? env_value(env::master.name) : "";
         place.source = "environment";
     } else if (env_value("SLURM_NNODES") && env_value("SLURM_NODEID") && env_value("SLURM_JOB_ID")) {
         place.nnodes = node_count(env_value("SLURM_NNODES"), "SLURM_NNODES", 1);

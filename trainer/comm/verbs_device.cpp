@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/environment.hpp"
 #include "trainer/comm/comm_error.hpp"
 
 namespace trellis::comm {
@@ -14,7 +15,7 @@ namespace {
 // NCCL_IB_HCA is the node's set, the same for every rank, so its first is only a fallback,
 // and an exclusion list ("^mlx5_2") names nothing to use.
 bool requested_device(std::string& name, std::uint8_t& port) {
-    const char* text = std::getenv("TRELLIS_HCA");
+    const char* text = std::getenv(env::hca.name);
     if (!text || !*text) text = std::getenv("NCCL_IB_HCA");
     if (!text || !*text || text[0] == '^') return false;
     std::string first = text;
@@ -80,7 +81,7 @@ ibv_context* open_verbs_device(VerbsEndpoint& endpoint) {
     endpoint.mtu = attr.active_mtu;
     if (attr.link_layer == IBV_LINK_LAYER_ETHERNET) {
         // RoCE: a RoCE v2 GID holding an IPv4-mapped address routes over UDP/IP.
-        if (const char* index = std::getenv("TRELLIS_IB_GID_INDEX")) endpoint.gid_index = std::atoi(index);
+        if (const char* index = std::getenv(env::ib_gid_index.name)) endpoint.gid_index = std::atoi(index);
         for (int i = 0; endpoint.gid_index < 0 && i < attr.gid_tbl_len; ++i) {
             ibv_gid_entry entry{};
             if (ibv_query_gid_ex(context, endpoint.port, std::uint32_t(i), &entry, 0) != 0) continue;

@@ -1,3 +1,4 @@
+#include "common/environment.hpp"
 #include "trainer/comm/wireup.hpp"
 
 #include "common/cli.hpp"
@@ -29,8 +30,8 @@ public:
 };
 
 std::uint16_t rendezvous_port() {
-    if (const char* text = env("TRELLIS_RENDEZVOUS_PORT"))
-        return cli::parse_int<std::uint16_t>(text, "TRELLIS_RENDEZVOUS_PORT", 1);
+    if (const char* text = env(env::rendezvous_port.name))
+        return cli::parse_int<std::uint16_t>(text, env::rendezvous_port.name, 1);
     // Slurm's reserved ports for the step (MpiParams=ports=...; "FIRST-LAST") when configured;
     // otherwise a port derived from the job and step.
     if (const char* reserved = env("SLURM_STEP_RESV_PORTS"))
@@ -59,11 +60,11 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
 
 std::unique_ptr<Wireup> env_wireup(std::chrono::seconds timeout) {
     Identity identity;
-    identity.rank = env_int("TRELLIS_RANK", "env");
-    identity.size = env_int("TRELLIS_WORLD_SIZE", "env");
-    identity.local_rank = env("TRELLIS_LOCAL_RANK") ? env_int("TRELLIS_LOCAL_RANK", "env") : 0;
+    identity.rank = env_int(env::rank.name, "env");
+    identity.size = env_int(env::world_size.name, "env");
+    identity.local_rank = env(env::local_rank.name) ? env_int(env::local_rank.name, "env") : 0;
     identity.host = host_name();
-    const char* master = env("TRELLIS_MASTER");
+    const char* master = env(env::master.name);
     if (!master) throw CommError("env wireup: TRELLIS_MASTER (host:port of rank 0) is not set");
     std::string text = master;
     auto colon = text.rfind(':');
@@ -90,7 +91,7 @@ std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeou
     if (kind == WireupKind::env) return env_wireup(timeout);
     if (PmixWireup::available()) return std::make_unique<PmixWireup>();
     if (env("SLURM_PROCID") && env("SLURM_NTASKS") && env_int("SLURM_NTASKS", "slurm") > 1) return slurm_wireup(timeout);
-    if (env("TRELLIS_RANK") && env("TRELLIS_WORLD_SIZE")) return env_wireup(timeout);
+    if (env(env::rank.name) && env(env::world_size.name)) return env_wireup(timeout);
     return single_process_wireup();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/environment.hpp"
 #include "trainer/gpu/accelerator.hpp"
 
 namespace trellis::gpu {
@@ -23,7 +24,7 @@ std::string executable_folder() {
 // Where the module may be: TRELLIS_CUDA_MODULE, the installed one, and the build tree's
 // (libtool leaves it in .libs beside the programs).
 std::vector<std::string> module_candidates() {
-    if (const char* chosen = std::getenv("TRELLIS_CUDA_MODULE"); chosen && *chosen) return {chosen};
+    if (const char* chosen = std::getenv(env::cuda_module.name); chosen && *chosen) return {chosen};
     return {std::string(TRELLIS_PKGLIBDIR) + "/trellis-cuda.so", executable_folder() + "/.libs/trellis-cuda.so"};
 }
 

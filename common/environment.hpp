@@ -1,0 +1,82 @@
+// Every environment variable trellis reads or writes, declared once with its default and its
+// meaning (as NCCL declares its parameters): the producers and the consumers name them
+// through this table, and man/trellis.7's ENVIRONMENT section lists exactly these (a test
+// holds the two together).
+#pragma once
+
+#include <span>
+
+namespace trellis::env {
+
+struct Variable {
+    const char* name;
+    const char* unset;    // what holds when it is not set
+    const char* meaning;  // one line, as the man page says it
+};
+
+// The plugin's options, as srun and sbatch also take them from the environment.
+inline constexpr Variable bind{"TRELLIS_BIND", "the configuration's policy", "--trellis-bind"};
+inline constexpr Variable hca{"TRELLIS_HCA", "auto",
+                              "--trellis-hca; in a task, the HCA ports chosen for it (NAME:PORT,...)"};
+inline constexpr Variable gpus{"TRELLIS_GPUS", "own", "--trellis-gpus"};
+inline constexpr Variable memory{"TRELLIS_MEMORY", "the configuration's policy", "--trellis-memory"};
+inline constexpr Variable wireup{"TRELLIS_WIREUP", "torch, or none with [wireup] frameworks = false",
+                                 "--trellis-wireup"};
+inline constexpr Variable verbose{"TRELLIS_VERBOSE", "off", "--trellis-verbose"};
+inline constexpr Variable image{"TRELLIS_IMAGE", "no container", "--trellis-image"};
+inline constexpr Variable mounts{"TRELLIS_MOUNTS", "none", "--trellis-mounts"};
+// Set by the plugin in srun, read by it in slurmstepd.
+inline constexpr Variable slurm_cpu_bind{"TRELLIS_SLURM_CPU_BIND", "the user chose no --cpu-bind",
+                                         "the user's own --cpu-bind, which the binding then leaves alone"};
+inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "the user chose no GPU binding",
+                                         "the user's own --gpu-bind (or its per-task GPU count)"};
+// A task's binding, as the plugin and trellis-agent launch set it.
+inline constexpr Variable gpu{"TRELLIS_GPU", "no GPU", "the task's GPUs, as the node's indices in PCI order"};
+inline constexpr Variable distance{"TRELLIS_DISTANCE", "no GPU or HCA",
+                                   "the distance class between the task's GPU and HCA (PIX ... SYS)"};
+inline constexpr Variable numa{"TRELLIS_NUMA", "no binding", "the task's NUMA nodes"};
+inline constexpr Variable cpus{"TRELLIS_CPUS", "no binding", "the task's CPUs"};
+// Ranks: written by trellis-agent launch (and the plugin's local size), read by the env wireup.
+inline constexpr Variable rank{"TRELLIS_RANK", "a single process", "this process's rank in the job"};
+inline constexpr Variable local_rank{"TRELLIS_LOCAL_RANK", "0", "its rank on this node"};
+inline constexpr Variable world_size{"TRELLIS_WORLD_SIZE", "a single process", "the job's number of ranks"};
+inline constexpr Variable local_size{"TRELLIS_LOCAL_SIZE", "1", "the number of ranks on this node"};
+inline constexpr Variable nnodes{"TRELLIS_NNODES", "Slurm's, or 1", "the job's number of nodes (trellis-agent launch)"};
+inline constexpr Variable node_rank{"TRELLIS_NODE_RANK", "Slurm's, or 0", "this node's index (trellis-agent launch)"};
+inline constexpr Variable master{"TRELLIS_MASTER", "Slurm's first node, or this node",
+                                 "HOST:PORT where the ranks meet (rank 0's)"};
+inline constexpr Variable rendezvous_port{"TRELLIS_RENDEZVOUS_PORT", "derived from the job and step",
+                                          "the port of the Slurm wireup's rendezvous"};
+inline constexpr Variable wireup_set{"TRELLIS_WIREUP_SET", "none",
+                                     "the framework variables trellis set for this task (the others are the user's)"};
+// The trainer's own knobs.
+inline constexpr Variable ib_gid_index{"TRELLIS_IB_GID_INDEX", "the first RoCE v2 GID with an IPv4 address",
+                                       "the verbs transport's GID index on RoCE"};
+inline constexpr Variable cuda_module{"TRELLIS_CUDA_MODULE", "the installed trellis-cuda.so",
+                                      "the CUDA backend module trellis-train loads"};
+
+// Written for the user's frameworks and libraries.
+inline constexpr Variable cuda_visible_devices{"CUDA_VISIBLE_DEVICES", "Slurm's", "the task's NVIDIA GPUs"};
+inline constexpr Variable cuda_device_order{"CUDA_DEVICE_ORDER", "CUDA's FASTEST_FIRST",
+                                            "PCI_BUS_ID, so that CUDA numbers GPUs as trellis does"};
+inline constexpr Variable rocr_visible_devices{"ROCR_VISIBLE_DEVICES", "all", "the task's AMD GPUs"};
+inline constexpr Variable nccl_ib_hca{"NCCL_IB_HCA", "NCCL's choice", "the node's HCA ports, one set for every rank"};
+inline constexpr Variable nccl_socket_ifname{"NCCL_SOCKET_IFNAME", "NCCL's choice",
+                                             "the IP interfaces of those HCAs"};
+inline constexpr Variable ucx_net_devices{"UCX_NET_DEVICES", "UCX's choice", "the task's HCA ports"};
+inline constexpr Variable omp_num_threads{"OMP_NUM_THREADS", "the runtime's choice", "the task's number of CPUs"};
+inline constexpr Variable master_addr{"MASTER_ADDR", "unset", "PyTorch env://: rank 0's address"};
+inline constexpr Variable master_port{"MASTER_PORT", "unset", "PyTorch env://: rank 0's port"};
+inline constexpr Variable torch_rank{"RANK", "unset", "PyTorch: the rank"};
+inline constexpr Variable torch_world_size{"WORLD_SIZE", "unset", "PyTorch: the number of ranks"};
+inline constexpr Variable torch_local_rank{"LOCAL_RANK", "unset", "PyTorch: the rank on this node"};
+inline constexpr Variable torch_local_world_size{"LOCAL_WORLD_SIZE", "unset", "PyTorch: the ranks on this node"};
+inline constexpr Variable torch_group_rank{"GROUP_RANK", "unset", "PyTorch: this node's index"};
+inline constexpr Variable torch_node_rank{"NODE_RANK", "unset", "PyTorch Lightning: this node's index"};
+inline constexpr Variable torch_group_world_size{"GROUP_WORLD_SIZE", "unset", "PyTorch: the number of nodes"};
+inline constexpr Variable tf_config{"TF_CONFIG", "unset", "TensorFlow: the cluster and this task's role"};
+
+// All of the above, in this order.
+std::span<const Variable* const> all();
+
+}  // namespace trellis::env
