@@ -134,7 +134,8 @@ tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS
 
 # trellis-train end to end: learning, resuming, bad data, the command line.
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
-	tests/train/cli_test.sh tests/train/distributed_test.sh
+	tests/train/cli_test.sh tests/train/allreduce_test.sh tests/train/ps_test.sh \
+	tests/train/failures_test.sh tests/train/bench_test.sh
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
@@ -144,7 +145,7 @@ tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
 tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
 EXTRA_DIST += tests/gpu/learns_test.sh
-EXTRA_DIST += $(train_tests) tests/train/lib.sh
+EXTRA_DIST += $(train_tests) tests/train/lib.sh tests/free_port.py
 
 # The communication layer: ranks as threads over real TCP connections.
 unit_tests += tests/unit/comm_test

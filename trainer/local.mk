@@ -65,7 +65,7 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/wire_format.cpp trainer/comm/wire_format.hpp \
 	trainer/comm/wireup.cpp trainer/comm/wireup.hpp
 trainer_libtrellis_comm_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
-trainer_libtrellis_comm_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
+trainer_libtrellis_comm_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread -fopenmp-simd
 trainer_libtrellis_comm_la_LIBADD = $(PMIX_LIBS) $(IBVERBS_LIBS)
 COMM_LIBS = trainer/libtrellis-comm.la slurm/libtrellis-slurm-nodes.la common/libtrellis-common.la
 

@@ -15,33 +15,34 @@ export TRELLIS_HCA=rxe0
 B="$build"
 failures=0
 fail() { echo "FAIL: \$*"; failures=\$((failures + 1)); }
-ranks() {  # N PORT OUT COMMAND...: N ranks with the plain-environment wireup; waits for all
-    local n=\$1 port=\$2 out=\$3 status=0
-    shift 3
+ranks() {  # N OUT COMMAND...: N ranks with the plain-environment wireup at a free port; waits for all
+    local n=\$1 out=\$2 status=0 port
+    shift 2
+    port=\$(python3 "$here/../free_port.py")
     for ((r = 0; r < n; r++)); do
         TRELLIS_RANK=\$r TRELLIS_WORLD_SIZE=\$n TRELLIS_MASTER=127.0.0.1:\$port timeout 300 "\$@" >"\$out.\$r" 2>&1 &
     done
     for job in \$(jobs -p); do wait \$job || status=1; done
     return \$status
 }
-ranks 2 29701 /tmp/p2p \$B/trellis-bench p2p --transport verbs --sizes 8,64K,1M --iters 5 --json ||
+ranks 2 /tmp/p2p \$B/trellis-bench p2p --transport verbs --sizes 8,64K,1M --iters 5 --json ||
     fail "p2p over verbs: \$(cat /tmp/p2p.*)"
 [ "\$(grep -c '"transport":"verbs"' /tmp/p2p.0)" -eq 3 ] && echo "ok: p2p over verbs" || fail "p2p output: \$(cat /tmp/p2p.0)"
-ranks 3 29702 /tmp/ar \$B/trellis-bench allreduce --transport verbs --sizes 4K,1M,3M --iters 3 ||
+ranks 3 /tmp/ar \$B/trellis-bench allreduce --transport verbs --sizes 4K,1M,3M --iters 3 ||
     fail "allreduce over verbs: \$(cat /tmp/ar.*)"
 [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/ar.0)" -eq 3 ] && echo "ok: allreduce over verbs, 3 ranks, sums right" ||
     fail "allreduce output: \$(cat /tmp/ar.0)"
-ranks 4 29707 /tmp/hd \$B/trellis-bench allreduce --transport verbs --allreduce-algorithm halving-doubling --sizes 4K,1M,3M --iters 3 ||
+ranks 4 /tmp/hd \$B/trellis-bench allreduce --transport verbs --allreduce-algorithm halving-doubling --sizes 4K,1M,3M --iters 3 ||
     fail "halving-doubling allreduce over verbs: \$(cat /tmp/hd.*)"
 grep -q "halving-doubling" /tmp/hd.0 && [ "\$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' /tmp/hd.0)" -eq 3 ] &&
     echo "ok: halving-doubling allreduce over verbs, 4 ranks, sums right" || fail "halving-doubling output: \$(cat /tmp/hd.0)"
-ranks 3 29703 /tmp/ps \$B/trellis-bench ps --transport verbs --sizes 64K,1M --iters 3 ||
+ranks 3 /tmp/ps \$B/trellis-bench ps --transport verbs --sizes 64K,1M --iters 3 ||
     fail "ps over verbs: \$(cat /tmp/ps.*)"
 echo "ok: ps over verbs"
 
 common="--model resnet8 --batch-size 8 --steps 3 --threads 1 --display-every 1 --deterministic"
-ranks 2 29704 /tmp/tcp \$B/trellis-train \$common --transport tcp || fail "training over tcp: \$(tail -n 3 /tmp/tcp.*)"
-ranks 2 29705 /tmp/verbs \$B/trellis-train \$common --transport verbs || fail "training over verbs: \$(tail -n 3 /tmp/verbs.*)"
+ranks 2 /tmp/tcp \$B/trellis-train \$common --transport tcp || fail "training over tcp: \$(tail -n 3 /tmp/tcp.*)"
+ranks 2 /tmp/verbs \$B/trellis-train \$common --transport verbs || fail "training over verbs: \$(tail -n 3 /tmp/verbs.*)"
 grep -q "allreduce over verbs" /tmp/verbs.0 || fail "training did not use verbs: \$(head -n 8 /tmp/verbs.0)"
 losses() { awk -F'\t' '/^[0-9]+\timages/ {print \$1, \$3}' "\$1"; }
 [ -n "\$(losses /tmp/tcp.0)" ] && [ "\$(losses /tmp/tcp.0)" = "\$(losses /tmp/verbs.0)" ] &&

@@ -36,8 +36,9 @@ train_step pmix --mpi=pmix "$train" "${short[@]}"
 check_run pmix pmix $?
 train_step slurm --mpi=none "$train" "${short[@]}"
 check_run slurm slurm $?
+port=$("${PYTHON3:-python3}" "$here/../free_port.py")
 train_step env --mpi=none bash -c 'TRELLIS_RANK=$SLURM_PROCID TRELLIS_WORLD_SIZE=$SLURM_NTASKS \
-    TRELLIS_LOCAL_RANK=$SLURM_LOCALID TRELLIS_MASTER=127.0.0.1:'$((20000 + RANDOM % 10000))' exec "$0" --wireup env "$@"' \
+    TRELLIS_LOCAL_RANK=$SLURM_LOCALID TRELLIS_MASTER=127.0.0.1:'"$port"' exec "$0" --wireup env "$@"' \
     "$train" "${short[@]}"
 check_run env env $?
 

@@ -28,16 +28,26 @@ for line in open(sys.argv[1]):
         print(r["step"], repr(r["loss"]))' "$1"
 }
 
-# launch_ranks N PORT OUTPREFIX ARGS...: N ranks of trellis-train with the plain-environment
-# wireup on this machine, in the background; their PIDs in $rank_pids.
+free_port() { "$PYTHON3" "$(dirname "${BASH_SOURCE[0]}")/../free_port.py"; }
+
+# launch_ranks N OUTPREFIX ARGS...: N ranks of a program with the plain-environment wireup on
+# this machine, meeting at a free port, in the background; their PIDs in $rank_pids.
 launch_ranks() {
-    local n=$1 port=$2 prefix=$3
-    shift 3
+    local n=$1 prefix=$2 port
+    shift 2
+    port=$(free_port)
     rank_pids=()
     for ((r = 0; r < n; r++)); do
         TRELLIS_RANK=$r TRELLIS_WORLD_SIZE=$n TRELLIS_MASTER=127.0.0.1:$port "$@" >"$prefix.$r" 2>&1 &
         rank_pids+=($!)
     done
+}
+
+# wait_ranks OUTPREFIX WHAT: every rank of the last launch must succeed; else their output
+# and a failure naming WHAT.
+wait_ranks() {
+    local pid
+    for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$1".*; fail "a rank of $2 failed"; }; done
 }
 
 # mean_relative_difference A.jsonl B.jsonl STEPS: of the train losses of two runs.

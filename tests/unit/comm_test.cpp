@@ -1,9 +1,18 @@
 // The communication layer with real TCP connections between ranks running as threads of
-// this process: rendezvous, both allreduce schedules, bucketed gradient averaging, broadcast, and the
-// failure notice naming the rank that failed.
+// this process (they meet in memory, so no port is fixed): both allreduce schedules, bucketed
+// gradient averaging, broadcast, the failure notice naming the rank that failed, and the TCP
+// rendezvous itself.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -19,18 +28,52 @@ using namespace trellis::comm;
 
 namespace {
 
+// The ranks' all-gather through memory shared by their threads: no port is fixed, so test
+// runs side by side never meet. Each TCP transport listens on a port the kernel picks and
+// publishes it through the all-gather, as it does under every wireup.
+class InMemoryWireup : public Wireup {
+public:
+    struct Board {
+        explicit Board(int ranks) : ranks(ranks) {}
+        int ranks;
+        std::mutex mutex;
+        std::condition_variable changed;
+        std::map<int, std::vector<std::string>> rounds;
+        std::map<int, int> arrived;
+    };
+
+    InMemoryWireup(Board& board, int rank) : board_(board) {
+        identity_ = Identity{rank, board.ranks, rank, 0, "rank" + std::to_string(rank)};
+    }
+    std::string name() const override { return "in memory"; }
+    std::string reachable_address() const override { return "127.0.0.1"; }
+    std::vector<std::string> all_gather(const std::string& mine) override {
+        std::unique_lock lock(board_.mutex);
+        int round = round_++;
+        auto& slots = board_.rounds[round];
+        slots.resize(std::size_t(board_.ranks));
+        slots[std::size_t(identity_.rank)] = mine;
+        ++board_.arrived[round];
+        board_.changed.notify_all();
+        board_.changed.wait(lock, [&] { return board_.arrived[round] == board_.ranks; });
+        return slots;
+    }
+
+private:
+    Board& board_;
+    int round_ = 0;
+};
+
 // Runs body(rank, transport) on `ranks` threads, each with its own wireup and transport.
 void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int streams = 2,
                 std::chrono::seconds timeout = std::chrono::seconds(20)) {
-    static std::uint16_t port = 29700;
-    auto this_port = port++;
+    InMemoryWireup::Board board(ranks);
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> failures(static_cast<std::size_t>(ranks));
     for (int r = 0; r < ranks; ++r)
         threads.emplace_back([&, r] {
             try {
-                RendezvousWireup wireup("test", Identity{r, ranks, r, 0, "rank" + std::to_string(r)}, "127.0.0.1",
-                                        this_port, std::chrono::seconds(20));
+                InMemoryWireup wireup(board, r);
                 TcpTransport transport(wireup, {streams, 1024, timeout, ""});
                 body(r, transport);
             } catch (...) {
@@ -40,6 +83,19 @@ void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int
     for (auto& t : threads) t.join();
     for (auto& f : failures)
         if (f) std::rethrow_exception(f);
+}
+
+// A port nobody listens on now, from the kernel, for the tests of the TCP rendezvous itself.
+std::uint16_t unused_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    ::close(fd);
+    return ntohs(address.sin_port);
 }
 
 }  // namespace
@@ -160,8 +216,8 @@ TEST_CASE("a rank busy for longer than the timeout still beats, and is waited fo
 }
 
 TEST_CASE("a stray connection to the rendezvous port is ignored") {
-    static constexpr std::uint16_t port = 29698;
-    std::thread stray([] {
+    const std::uint16_t port = unused_port();
+    std::thread stray([port] {
         // Connects before the ranks and says something that is not a join request.
         auto socket = connect_to("127.0.0.1", port, Clock::now() + std::chrono::seconds(10));
         const char junk[] = "GET / HTTP/1.0\r\n\r\n";
@@ -184,8 +240,9 @@ TEST_CASE("a stray connection to the rendezvous port is ignored") {
 
 TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
     Identity identity{1, 2, 1, 0, "lonely"};
-    CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", 29699, std::chrono::seconds(1)),
-                      Catch::Contains("cannot connect to 127.0.0.1:29699"));
+    auto port = std::to_string(unused_port());
+    CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", std::uint16_t(std::stoi(port)), std::chrono::seconds(1)),
+                      Catch::Contains("cannot connect to 127.0.0.1:" + port));
 }
 
 TEST_CASE("the binding's interface gives the address to advertise") {
