@@ -42,3 +42,15 @@ trellis_agent_LDADD = agent/libtrellis-agent-launch.la
 pkglibexec_PROGRAMS = trellis-pause
 trellis_pause_SOURCES = agent/container/pause.cpp
 trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static
+
+# Its tests: its pure parts, then launching ranks natively and in containers.
+unit_tests += tests/unit/agent_test
+tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp
+tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
+tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+unit_tests += tests/unit/wireup_test
+tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
+tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
+tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+TESTS += tests/container/launch_test.sh
+EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle

@@ -16,3 +16,10 @@ noinst_LTLIBRARIES += slurm/libtrellis-slurm-nodes.la
 slurm_libtrellis_slurm_nodes_la_SOURCES = slurm/node_list.cpp slurm/node_list.hpp
 slurm_libtrellis_slurm_nodes_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 slurm_libtrellis_slurm_nodes_la_LIBADD = $(SLURM_LIBS)
+
+# Its tests.
+unit_tests += tests/unit/slurm_gpus_test
+tests_unit_slurm_gpus_test_SOURCES = tests/unit/slurm_gpus_test.cpp
+tests_unit_slurm_gpus_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
+tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la slurm/libtrellis-slurm-gres.la \
+	topology/libtrellis-topology.la $(SLURM_LIBS)

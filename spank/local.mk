@@ -37,5 +37,23 @@ uninstall-hook:
 
 trellisconfdir = $(sysconfdir)/trellis
 dist_trellisconf_DATA = etc/trellis.toml
+# The plugstack line, naming where this build installs the plugin and its configuration.
 plugstackexamplesdir = $(docdir)/examples/plugstack.conf.d
-dist_plugstackexamples_DATA = etc/plugstack.conf.d/trellis.conf
+plugstackexamples_DATA = etc/plugstack.conf.d/trellis.conf
+EXTRA_DIST += etc/plugstack.conf.d/trellis.conf.in
+CLEANFILES += etc/plugstack.conf.d/trellis.conf
+etc/plugstack.conf.d/trellis.conf: $(srcdir)/etc/plugstack.conf.d/trellis.conf.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) etc/plugstack.conf.d && \
+	sed -e 's|@PLUGIN@|$(slurm_plugindir)/spank_trellis.so|' -e 's|@CONFIG@|$(sysconfdir)/trellis/trellis.toml|' \
+		$(srcdir)/etc/plugstack.conf.d/trellis.conf.in >$@
+
+# Its tests: the configuration and option parsing.
+unit_tests += tests/unit/config_test tests/unit/spank_options_test
+tests_unit_config_test_SOURCES = tests/unit/config_test.cpp
+tests_unit_config_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+tests_unit_spank_options_test_SOURCES = tests/unit/spank_options_test.cpp
+tests_unit_spank_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+TESTS += tests/plugin_exports_test.sh
+EXTRA_DIST += tests/plugin_exports_test.sh

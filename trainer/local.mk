@@ -108,3 +108,51 @@ trellis_bench_LDADD = $(COMM_LIBS)
 # Example batch scripts, installed with the documentation.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = etc/sbatch/resnet50-allreduce.sbatch etc/sbatch/resnet50-ps.sbatch
+
+# Its tests (built with the trainer).
+# The trainer's units: layer gradients, loss, optimizers, models.
+NN_TEST_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
+unit_tests += tests/unit/layers_gradient_test
+tests_unit_layers_gradient_test_SOURCES = tests/unit/layers_gradient_test.cpp \
+	tests/unit/gradient_check.cpp tests/unit/gradient_check.hpp
+tests_unit_layers_gradient_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_layers_gradient_test_LDADD = $(NN_TEST_LDADD)
+
+unit_tests += tests/unit/loss_test tests/unit/optimizer_test tests/unit/schedule_test \
+	tests/unit/train_options_test tests/unit/checkpoint_test
+tests_unit_loss_test_SOURCES = tests/unit/loss_test.cpp
+tests_unit_loss_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_loss_test_LDADD = $(NN_TEST_LDADD)
+tests_unit_optimizer_test_SOURCES = tests/unit/optimizer_test.cpp
+tests_unit_optimizer_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_optimizer_test_LDADD = $(NN_TEST_LDADD)
+tests_unit_schedule_test_SOURCES = tests/unit/schedule_test.cpp
+tests_unit_schedule_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_schedule_test_LDADD = $(NN_TEST_LDADD)
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
+tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
+tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
+tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
+
+# trellis-train end to end: learning, resuming, bad data, the command line.
+train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
+	tests/train/cli_test.sh tests/train/allreduce_test.sh tests/train/ps_test.sh \
+	tests/train/failures_test.sh tests/train/bench_test.sh
+TESTS += $(train_tests)
+
+# The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
+check_PROGRAMS += tests/gpu/layers_test
+tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
+tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
+tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
+TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
+EXTRA_DIST += tests/gpu/learns_test.sh
+EXTRA_DIST += $(train_tests) tests/train/lib.sh tests/free_port.py
+
+# The communication layer: ranks as threads over real TCP connections.
+unit_tests += tests/unit/comm_test
+tests_unit_comm_test_SOURCES = tests/unit/comm_test.cpp
+tests_unit_comm_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_comm_test_LDADD = tests/unit/libcatch-main.la $(COMM_LIBS)

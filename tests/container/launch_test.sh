@@ -11,6 +11,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TRELLIS_BUILD:?}
+# The ranks it launches are trellis-train's.
+[ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
 agent=$build/trellis-agent train=$build/trellis-train
 work=$(mktemp -d /tmp/trellis-launch-test.XXXXXX)
 chmod 755 "$work"

@@ -6,6 +6,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TRELLIS_BUILD:?}
+[ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (qemu's 9p share of / and module loading)"; exit 77; }
 work=$(mktemp -d /tmp/trellis-verbs.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -6,6 +6,7 @@
 # USR1. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
+[ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
 train=$build/trellis-train
 python=${PYTHON3:-python3}
 
