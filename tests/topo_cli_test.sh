@@ -64,6 +64,19 @@ json_check "live plan" 'len(j["tasks"])==1 and j["bind_cpus"] is True' plan --ta
 "$topo" show --xml "$fixtures/two-level-switch-8gpu.xml" >"$out" 2>"$err" || fail "show table: $(cat "$err")"
 grep -qE '^GPU0 +X +PIX +PXB' "$out" || fail "show table lacks the GPU0 row: $(head -5 "$out")"
 grep -q '^NVLink: not known for this topology' "$out" || fail "show table does not say NVLink is unknown: $(tail -n 20 "$out")"
+# The golden plans: each fixture's plan keeps every field and value it had (fields are only
+# ever added). After a deliberate change: TRELLIS_UPDATE_GOLDEN=1 rewrites them.
+golden=$fixtures/golden
+while read -r name tasks; do
+    case $name in '#'* | '') continue ;; esac
+    # From the fixtures' folder, so that the file's name in the warnings is the same anywhere.
+    (cd "$fixtures" && "$topo" plan --tasks "$tasks" --xml "$name.xml" --json) >"$out" 2>"$err" ||
+        { fail "golden $name: $(cat "$err")"; continue; }
+    if [ -n "${TRELLIS_UPDATE_GOLDEN:-}" ]; then cp "$out" "$golden/$name.plan.json"; continue; fi
+    "$python" "$(dirname "$0")/golden_subset.py" "$golden/$name.plan.json" "$out" >"$err" ||
+        fail "the plan of $name lost or changed fields of its golden file: $(head -n 5 "$err")"
+done <"$golden/tasks"
+
 "$topo" plan --tasks 2 --xml "$fixtures/down-port-2gpu.xml" >"$out" 2>"$err" || fail "plan table: $(cat "$err")"
 grep -qE '^1 +1 +1 +mlx5_0:2 +SYS' "$out" || fail "plan table lacks task 1's row: $(cat "$out")"
 grep -q '^NCCL: every task may use all HCAs (mlx5_0:2), NCCL_IB_HCA unset' "$out" || fail "plan table lacks the NCCL line: $(cat "$out")"

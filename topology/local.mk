@@ -39,7 +39,7 @@ unit_tests += \
 	tests/unit/live_node_test \
 	tests/unit/shared_fixtures_test
 TESTS += tests/topo_cli_test.sh
-EXTRA_DIST += tests/topo_cli_test.sh tests/fixtures/topology
+EXTRA_DIST += tests/topo_cli_test.sh tests/golden_subset.py tests/fixtures/topology
 
 tests_unit_cpu_set_test_SOURCES = tests/unit/cpu_set_test.cpp
 tests_unit_cpu_set_test_CPPFLAGS = $(UNIT_CPPFLAGS)
