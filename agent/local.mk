@@ -1,4 +1,4 @@
-# The agent's library (configuration, the step binding core, containers, health), shared by
+# The agent's library (the step binding core, containers, health), shared by
 # trellis-agent, the plugin and the unit tests. No libslurm here: slurmstepd, which loads the plugin, has its
 # own copy of Slurm's symbols.
 noinst_LTLIBRARIES += agent/libtrellis-agent.la
@@ -7,7 +7,6 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/binding/step_plan.cpp agent/binding/step_plan.hpp \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
-	agent/config.cpp agent/config.hpp \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
@@ -20,9 +19,8 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/health/node_check.cpp agent/health/node_check.hpp
 agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(SLURM_CPPFLAGS) \
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
-	-DTRELLIS_AGENT_PATH='"$(bindir)/trellis-agent"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
-agent_libtrellis_agent_la_LIBADD = $(TOMLPP_LIBS) slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la
+agent_libtrellis_agent_la_LIBADD = config/libtrellis-config.la slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la
 
 # Launching ranks (libslurm for the step's node list, kept out of the plugin).
 noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la

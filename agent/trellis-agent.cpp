@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
@@ -59,7 +59,7 @@ int prepare(const std::vector<std::string>& args) {
     std::string config_path;
     prepare_table(request, config_path).parse(args);
     if (request.image.empty()) throw UsageError("prepare needs --image");
-    auto spec = checked_container_spec(request, load_agent_config(config_path));
+    auto spec = checked_container_spec(request, config::load_agent_config(config_path));
     pid_t helper = enter_container(spec);
     // "ready hold": the caller keeps this end open while the container is used (Apptainer
     // must go on running); "ready": only until it has opened the namespaces.

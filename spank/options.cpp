@@ -48,7 +48,7 @@ void parse_gpus_option(const std::string& value, UserChoices& choices) {
 }
 
 void parse_memory_option(const std::string& value, UserChoices& choices) {
-    choices.memory = agent::parse_memory_policy(value);
+    choices.memory = config::parse_memory_policy(value);
 }
 
 void parse_wireup_option(const std::string& value, UserChoices& choices) { choices.wireup = agent::parse_wireup(value); }

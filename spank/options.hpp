@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "agent/binding/wireup.hpp"
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 #include "topology/plan.hpp"
 
@@ -20,7 +20,7 @@ struct UserChoices {
     bool verbose = false;
     std::optional<std::vector<topology::HcaRequest>> hcas;   // unset: auto
     std::optional<bool> share_gpus;                          // unset: the configured choice
-    std::optional<agent::MemoryPolicy> memory;               // unset: the configured policy
+    std::optional<config::MemoryPolicy> memory;               // unset: the configured policy
     std::optional<agent::WireupChoice> wireup;               // unset: the configured default
     std::string image;                                       // empty: no container
     std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)

@@ -8,17 +8,17 @@
 #include <vector>
 
 #include "agent/binding/wireup.hpp"
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/held_container.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
 namespace trellis::spank {
 
-using agent::BindingConfig;
-using agent::Config;
-using agent::ConfigError;
-using agent::load_config;
+using config::BindingConfig;
+using config::Config;
+using config::ConfigError;
+using config::load_config;
 
 struct PluginState {
     Config config;

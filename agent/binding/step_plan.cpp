@@ -83,8 +83,8 @@ void take_slurm_cores(const topology::Node& node, const std::string& cores, topo
 
 }  // namespace
 
-topology::Plan plan_step(const Config& config, const StepRequest& step) {
-    const BindingConfig& binding = config.binding;
+topology::Plan plan_step(const config::Config& config, const StepRequest& step) {
+    const config::BindingConfig& binding = config.binding;
     topology::PlanRequest request;
     request.tasks = step.tasks;
     request.policy = step.policy.value_or(binding.policy);
@@ -110,7 +110,7 @@ topology::Plan plan_step(const Config& config, const StepRequest& step) {
 }
 
 std::map<std::string, std::string> exported_env(const topology::Plan& plan, const topology::TaskBinding& task,
-                                                const BindingConfig& config, bool slurm_binds_gpus) {
+                                                const config::BindingConfig& config, bool slurm_binds_gpus) {
     const bool gpu_visibility = !slurm_binds_gpus && !plan.gpus_left_to_slurm;
     std::map<std::string, std::string> env;
     for (const auto& [name, value] : task.env) {
@@ -134,17 +134,17 @@ void apply_cpu_affinity(const topology::CpuSet& cpus) {
         throw std::runtime_error("cannot bind to CPUs " + cpus.to_string() + ": " + std::strerror(errno));
 }
 
-void apply_memory_policy(MemoryPolicy policy, const std::vector<int>& numa) {
-    if (policy == MemoryPolicy::none || numa.empty()) return;
+void apply_memory_policy(config::MemoryPolicy policy, const std::vector<int>& numa) {
+    if (policy == config::MemoryPolicy::none || numa.empty()) return;
     unsigned long mask[16] = {};
     constexpr int bits = 8 * sizeof(long);
     // MPOL_PREFERRED takes one node: the task's first (its GPU's).
-    auto nodes = policy == MemoryPolicy::preferred ? std::vector<int>{numa.front()} : numa;
+    auto nodes = policy == config::MemoryPolicy::preferred ? std::vector<int>{numa.front()} : numa;
     for (int n : nodes)
         if (n >= 0 && n < static_cast<int>(sizeof mask * 8)) mask[n / bits] |= 1UL << (n % bits);
-    int mode = policy == MemoryPolicy::bind ? mpol_bind : mpol_preferred;
+    int mode = policy == config::MemoryPolicy::bind ? mpol_bind : mpol_preferred;
     if (syscall(SYS_set_mempolicy, mode, mask, sizeof mask * 8 + 1) != 0)
-        throw std::runtime_error("cannot " + std::string(policy == MemoryPolicy::bind ? "bind" : "prefer") +
+        throw std::runtime_error("cannot " + std::string(policy == config::MemoryPolicy::bind ? "bind" : "prefer") +
                                  " memory on NUMA " + std::to_string(nodes.front()) + ": " + std::strerror(errno));
 }
 

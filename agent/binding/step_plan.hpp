@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 #include "topology/plan.hpp"
 
@@ -41,17 +41,17 @@ struct StepRequest {
 };
 
 // Throws UsageError or topology::TopologyError naming what could not be planned.
-topology::Plan plan_step(const Config& config, const StepRequest& request);
+topology::Plan plan_step(const config::Config& config, const StepRequest& request);
 
 // The plan's variables that the configuration exports, and every TRELLIS_* one. GPU
 // visibility is left out when the plan leaves it to Slurm, or when slurm_binds_gpus (the
 // user's --gpu-bind decides it).
 std::map<std::string, std::string> exported_env(const topology::Plan& plan, const topology::TaskBinding& task,
-                                                const BindingConfig& config, bool slurm_binds_gpus = false);
+                                                const config::BindingConfig& config, bool slurm_binds_gpus = false);
 
 // This process's CPU affinity. Throws std::runtime_error naming the CPUs and the reason.
 void apply_cpu_affinity(const topology::CpuSet& cpus);
 // This process's memory policy over the NUMA nodes. Throws std::runtime_error likewise.
-void apply_memory_policy(MemoryPolicy policy, const std::vector<int>& numa);
+void apply_memory_policy(config::MemoryPolicy policy, const std::vector<int>& numa);
 
 }  // namespace trellis::agent

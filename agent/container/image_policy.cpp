@@ -91,7 +91,7 @@ void check_root_owned(const std::string& path, const std::string& what) {
     }
 }
 
-CheckedImage check_image(const std::string& image, const ContainerConfig& config) {
+CheckedImage check_image(const std::string& image, const config::ContainerConfig& config) {
     refuse_control(image, "the image path");
     if (image.empty() || image[0] != '/') throw PolicyError("image '" + image + "' is not an absolute path");
     if (image.find_first_of(",:") != std::string::npos)
@@ -137,7 +137,7 @@ void check_image_contents(const std::string& rootfs) {
                           "/tmp, /var/tmp and /dev, so the image's may be 0755)");
 }
 
-std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config) {
+std::vector<Mount> check_mounts(std::vector<Mount> mounts, const config::ContainerConfig& config) {
     for (auto& mount : mounts) {
         mount.source = canonical_or_refuse(mount.source, "mount source");
         refuse_control(mount.source, "a mount source's resolved path");

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/mount_spec.hpp"
 #include "common/error.hpp"
 
@@ -33,7 +33,7 @@ struct CheckedImage {
 // every folder above it must be root's and writable by no one else (sticky folders such as
 // /tmp excepted): no user can swap it under another user's step. Throws PolicyError saying
 // which and why.
-CheckedImage check_image(const std::string& image, const ContainerConfig& config);
+CheckedImage check_image(const std::string& image, const config::ContainerConfig& config);
 
 // An OCI bundle's rootfs is shared by every user of the image and reachable on the host, so
 // nothing in it may be changeable by a user or give privileges on the host: every entry
@@ -45,7 +45,7 @@ void check_image_contents(const std::string& rootfs);
 // Every source must exist and lie under an allowed prefix (whole path components, after
 // resolving links), with no ',' ':' or control character in its resolved path (a runtime's
 // list syntax would split it). Sources come back canonical. Throws PolicyError.
-std::vector<Mount> check_mounts(std::vector<Mount> mounts, const ContainerConfig& config);
+std::vector<Mount> check_mounts(std::vector<Mount> mounts, const config::ContainerConfig& config);
 
 // Throws PolicyError unless `path` and the folders above it belong to root and only root may
 // change them (a sticky folder may hold root's entries).

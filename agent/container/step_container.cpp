@@ -40,7 +40,7 @@ std::vector<Mount> checked_system_mounts(const std::vector<std::string>& entries
 
 }  // namespace
 
-ContainerSpec checked_container_spec(const StepContainerRequest& request, const Config& config) {
+ContainerSpec checked_container_spec(const StepContainerRequest& request, const config::Config& config) {
     ContainerSpec spec;
     spec.image = check_image(request.image, config.container);
     if (spec.image.kind == ImageKind::oci_bundle) check_image_contents(spec.image.path + "/rootfs");

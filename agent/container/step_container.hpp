@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/container_spec.hpp"
 #include "agent/container/held_container.hpp"
 #include "common/error.hpp"
@@ -24,7 +24,7 @@ struct StepContainerRequest {
 
 // The request checked against the configuration (image_policy), as the calling user.
 // Throws PolicyError (refused) or UsageError (malformed).
-ContainerSpec checked_container_spec(const StepContainerRequest& request, const Config& config);
+ContainerSpec checked_container_spec(const StepContainerRequest& request, const config::Config& config);
 
 // Makes the container around the calling process (never root's: it refuses uid 0). Returns
 // the pid of a helper that must run as long as the container is used (Apptainer, for a .sif

@@ -10,7 +10,7 @@
 #include "agent/binding/node_paths.hpp"
 #include "agent/binding/step_plan.hpp"
 #include "agent/binding/wireup.hpp"
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/step_container.hpp"
@@ -29,14 +29,14 @@ namespace {
 std::string own_program() {
     std::error_code error;
     auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-    return error ? installed_agent_path() : self.string();
+    return error ? config::installed_agent_path() : self.string();
 }
 
 }  // namespace
 
 int launch_command(const std::vector<std::string>& args) {
     auto options = parse_launch_options(args);
-    auto config = load_agent_config(options.config_path);
+    auto config = config::load_agent_config(options.config_path);
     auto place = find_node_place(options);
 
     StepRequest request;

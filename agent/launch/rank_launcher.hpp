@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "topology/cpu_set.hpp"
 
 #include "agent/container/held_container.hpp"
@@ -24,7 +24,7 @@ struct RankSpec {
     std::map<std::string, std::string> env;  // set on top of the agent's environment
     std::optional<topology::CpuSet> cpus;    // affinity, when bound
     struct Memory {
-        MemoryPolicy policy = MemoryPolicy::none;
+        config::MemoryPolicy policy = config::MemoryPolicy::none;
         std::vector<int> numa;
     } memory;
 };

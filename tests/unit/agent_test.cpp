@@ -21,6 +21,7 @@
 #include "topology/discovery.hpp"
 
 using namespace trellis::agent;
+using namespace trellis::config;
 namespace fs = std::filesystem;
 
 using trellis::test::Scratch;
@@ -59,7 +60,7 @@ TEST_CASE("images: allowed patterns, OCI bundles and .sif files, missing or odd 
     fs::create_directories(bundle / "rootfs");
     std::ofstream(scratch.path / "images" / "model.sif") << "sif";
     auto not_bundle = scratch.make("images/plain");
-    trellis::agent::ContainerConfig config;
+    trellis::config::ContainerConfig config;
     config.allowed_images = {scratch.path.string() + "/images/*"};
     auto checked = check_image(bundle.string(), config);
     CHECK(checked.kind == ImageKind::oci_bundle);
@@ -86,7 +87,7 @@ TEST_CASE("mounts: only under allowed prefixes, by whole path components, after 
     Scratch scratch;
     auto data = scratch.make("data");
     auto database = scratch.make("database");
-    trellis::agent::ContainerConfig config;
+    trellis::config::ContainerConfig config;
     config.allowed_mounts = {data.string() + "/"};
     auto mounts = check_mounts(parse_mounts(data.string() + ":/d:ro"), config);
     CHECK(mounts[0].source == data.string());

@@ -4,10 +4,11 @@
 #include <fstream>
 
 #include "fixtures.hpp"
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/binding/node_paths.hpp"
 
 using namespace trellis::agent;
+using namespace trellis::config;
 using trellis::agent::path_for_node;
 using trellis::topology::Policy;
 

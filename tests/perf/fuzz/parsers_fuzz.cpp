@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "agent/binding/wireup.hpp"
-#include "agent/config.hpp"
+#include "config/config.hpp"
 #include "agent/container/image_policy.hpp"
 #include "common/error.hpp"
 #include "spank/options.hpp"
@@ -44,9 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     refused_or_parsed([&] { agent::rank_nodes("2(x2)", text); });
     refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
     refused_or_parsed([&] { topology::HcaRequest::parse(text); });
-    refused_or_parsed([&] { agent::parse_config_text(text, "fuzz.toml"); });
+    refused_or_parsed([&] { config::parse_config_text(text, "fuzz.toml"); });
     // The container checks: against a policy that allows paths under /tmp only.
-    agent::ContainerConfig container;
+    config::ContainerConfig container;
     container.allowed_images = {"/tmp/*"};
     container.allowed_mounts = {"/tmp"};
     refused_or_parsed([&] { agent::check_destination(text); });
@@ -61,6 +61,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (space > start && text.compare(start, 7, "config=") != 0) args.push_back(text.substr(start, space - start));
         start = space + 1;
     }
-    refused_or_parsed([&] { agent::load_config(args, "/nonexistent/trellis.toml"); });
+    refused_or_parsed([&] { config::load_config(args, "/nonexistent/trellis.toml"); });
     return 0;
 }

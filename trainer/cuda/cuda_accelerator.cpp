@@ -6,11 +6,11 @@
 
 #include "common/error.hpp"
 #include "trainer/gpu/accelerator.hpp"
-#include "trainer/nn/cuda/cuda_backend.hpp"
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/device_optimizer.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
-#include "trainer/nn/cuda/nccl_allreduce.hpp"
+#include "trainer/cuda/cuda_backend.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/device_optimizer.hpp"
+#include "trainer/cuda/kernels.hpp"
+#include "trainer/cuda/nccl_allreduce.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -1,9 +1,9 @@
-#include "trainer/nn/cuda/convolution.hpp"
+#include "trainer/cuda/convolution.hpp"
 
 #include <algorithm>
 
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 

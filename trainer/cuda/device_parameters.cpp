@@ -1,10 +1,10 @@
-#include "trainer/nn/cuda/device_parameters.hpp"
+#include "trainer/cuda/device_parameters.hpp"
 
 #include <algorithm>
 
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/device_pool.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/device_pool.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 

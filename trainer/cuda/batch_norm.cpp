@@ -1,6 +1,6 @@
-#include "trainer/nn/cuda/batch_norm.hpp"
+#include "trainer/cuda/batch_norm.hpp"
 
-#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/nn/cuda/cuda_context.hpp"
+#include "trainer/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
 

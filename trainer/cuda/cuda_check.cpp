@@ -1,4 +1,4 @@
-#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
 

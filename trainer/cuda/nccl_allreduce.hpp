@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trainer/gpu/accelerator.hpp"
-#include "trainer/nn/cuda/cuda_context.hpp"
+#include "trainer/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -1,8 +1,8 @@
-#include "trainer/nn/cuda/device_optimizer.hpp"
+#include "trainer/cuda/device_optimizer.hpp"
 
 #include <cmath>
 
-#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/cuda/cuda_check.hpp"
 #include "trainer/optim/lars.hpp"
 
 namespace trellis::nn::cuda {

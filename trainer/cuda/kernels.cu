@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda::kernels {
 

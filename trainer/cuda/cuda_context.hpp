@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "trainer/nn/cuda/device_parameters.hpp"
-#include "trainer/nn/cuda/device_pool.hpp"
+#include "trainer/cuda/device_parameters.hpp"
+#include "trainer/cuda/device_pool.hpp"
 #include "trainer/nn/layer.hpp"
 
 namespace trellis::nn::cuda {

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "trainer/nn/cuda/cuda_context.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/kernels.hpp"
 #include "trainer/optim/optimizer.hpp"
 
 namespace trellis::nn::cuda {

@@ -1,9 +1,9 @@
-#include "trainer/nn/cuda/device_pool.hpp"
+#include "trainer/cuda/device_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
 
-#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -1,14 +1,14 @@
-#include "trainer/nn/cuda/cuda_backend.hpp"
+#include "trainer/cuda/cuda_backend.hpp"
 
 #include <cstring>
 
-#include "trainer/nn/cuda/batch_norm.hpp"
-#include "trainer/nn/cuda/convolution.hpp"
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
-#include "trainer/nn/cuda/linear.hpp"
-#include "trainer/nn/cuda/pooling.hpp"
-#include "trainer/nn/cuda/residual_join.hpp"
+#include "trainer/cuda/batch_norm.hpp"
+#include "trainer/cuda/convolution.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
+#include "trainer/cuda/linear.hpp"
+#include "trainer/cuda/pooling.hpp"
+#include "trainer/cuda/residual_join.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -1,7 +1,7 @@
-#include "trainer/nn/cuda/linear.hpp"
+#include "trainer/cuda/linear.hpp"
 
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/nn/cuda/cuda_context.hpp"
+#include "trainer/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
 

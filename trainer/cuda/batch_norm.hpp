@@ -5,7 +5,7 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/layer_parameters.hpp"
-#include "trainer/nn/cuda/cuda_context.hpp"
+#include "trainer/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -1,4 +1,4 @@
-#include "agent/config.hpp"
+#include "config/config.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,7 +14,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 
-namespace trellis::agent {
+namespace trellis::config {
 namespace {
 
 // A value as either source gives it: TOML has types, plugstack.conf only strings, so only
@@ -305,4 +305,4 @@ Config load_agent_config(const std::string& path) {
                        TRELLIS_CONFIG_PATH);
 }
 
-}  // namespace trellis::agent
+}  // namespace trellis::config

@@ -1,8 +1,8 @@
 #include "common/error.hpp"
-#include "trainer/nn/cuda/pooling.hpp"
+#include "trainer/cuda/pooling.hpp"
 
-#include "trainer/nn/cuda/cuda_check.hpp"
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 

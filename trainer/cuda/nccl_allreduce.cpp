@@ -1,10 +1,10 @@
-#include "trainer/nn/cuda/nccl_allreduce.hpp"
+#include "trainer/cuda/nccl_allreduce.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "trainer/comm/gradient_buckets.hpp"
-#include "trainer/nn/cuda/cuda_check.hpp"
+#include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
 

@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "topology/plan.hpp"
 
-namespace trellis::agent {
+namespace trellis::config {
 
 // The message names the file (or plugstack.conf argument), the line and the key. A bad
 // configuration is bad input (exit status 2).
@@ -83,4 +83,4 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
 // The agent's configuration: the file PATH, or the installed trellis.toml when PATH is "".
 Config load_agent_config(const std::string& path);
 
-}  // namespace trellis::agent
+}  // namespace trellis::config

@@ -1,6 +1,6 @@
-#include "trainer/nn/cuda/residual_join.hpp"
+#include "trainer/cuda/residual_join.hpp"
 
-#include "trainer/nn/cuda/kernels.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 #include "trainer/nn/layer_parameters.hpp"
 

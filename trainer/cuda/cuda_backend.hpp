@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/nn/cuda/cuda_context.hpp"
-#include "trainer/nn/cuda/device_loss.hpp"
+#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/device_loss.hpp"
 
 namespace trellis::nn::cuda {
 
