@@ -27,38 +27,22 @@ trellis_topo_SOURCES = topology/trellis-topo.cpp
 trellis_topo_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
 trellis_topo_LDADD = topology/libtrellis-topology.la
 
-# Its tests: one Catch2 binary per unit, the checks over ../shared/fixtures/topology and
+# Its tests: the units (Catch2), the checks over ../shared/fixtures/topology and
 # trellis-topo from the outside; and the planner's benchmark (make perf).
 unit_tests += \
-	tests/unit/cpu_set_test \
-	tests/unit/assignment_test \
-	tests/unit/distance_test \
-	tests/unit/discovery_test \
-	tests/unit/planner_test \
-	tests/unit/environment_test \
+	tests/unit/topology_test \
 	tests/unit/live_node_test \
 	tests/unit/shared_fixtures_test
 TESTS += tests/topo_cli_test.sh
 EXTRA_DIST += tests/topo_cli_test.sh tests/golden_subset.py tests/fixtures/topology
 
-tests_unit_cpu_set_test_SOURCES = tests/unit/cpu_set_test.cpp
-tests_unit_cpu_set_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_cpu_set_test_LDADD = $(UNIT_LDADD)
-tests_unit_assignment_test_SOURCES = tests/unit/assignment_test.cpp
-tests_unit_assignment_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_assignment_test_LDADD = $(UNIT_LDADD)
-tests_unit_distance_test_SOURCES = tests/unit/distance_test.cpp
-tests_unit_distance_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_distance_test_LDADD = $(UNIT_LDADD)
-tests_unit_discovery_test_SOURCES = tests/unit/discovery_test.cpp
-tests_unit_discovery_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_discovery_test_LDADD = $(UNIT_LDADD)
-tests_unit_planner_test_SOURCES = tests/unit/planner_test.cpp
-tests_unit_planner_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_planner_test_LDADD = $(UNIT_LDADD)
-tests_unit_environment_test_SOURCES = tests/unit/environment_test.cpp
-tests_unit_environment_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_environment_test_LDADD = $(UNIT_LDADD)
+# The units in one binary; the live machine and ../shared's real machines apart, since
+# either may skip.
+tests_unit_topology_test_SOURCES = tests/unit/cpu_set_test.cpp tests/unit/assignment_test.cpp \
+	tests/unit/distance_test.cpp tests/unit/discovery_test.cpp tests/unit/planner_test.cpp \
+	tests/unit/environment_test.cpp
+tests_unit_topology_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_topology_test_LDADD = $(UNIT_LDADD)
 tests_unit_live_node_test_SOURCES = tests/unit/live_node_test.cpp
 tests_unit_live_node_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_live_node_test_LDADD = $(UNIT_LDADD)

@@ -109,32 +109,20 @@ trellis_bench_LDADD = $(COMM_LIBS)
 examplesdir = $(docdir)/examples
 dist_examples_DATA = etc/sbatch/resnet50-allreduce.sbatch etc/sbatch/resnet50-ps.sbatch
 
-# Its tests (built with the trainer).
-# The trainer's units: layer gradients, loss, optimizers, models.
-NN_TEST_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
-unit_tests += tests/unit/layers_gradient_test
-tests_unit_layers_gradient_test_SOURCES = tests/unit/layers_gradient_test.cpp \
-	tests/unit/gradient_check.cpp tests/unit/gradient_check.hpp
-tests_unit_layers_gradient_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_layers_gradient_test_LDADD = $(NN_TEST_LDADD)
-
-unit_tests += tests/unit/loss_test tests/unit/optimizer_test tests/unit/schedule_test \
-	tests/unit/train_options_test tests/unit/checkpoint_test
-tests_unit_loss_test_SOURCES = tests/unit/loss_test.cpp
-tests_unit_loss_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_loss_test_LDADD = $(NN_TEST_LDADD)
-tests_unit_optimizer_test_SOURCES = tests/unit/optimizer_test.cpp
-tests_unit_optimizer_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_optimizer_test_LDADD = $(NN_TEST_LDADD)
-tests_unit_schedule_test_SOURCES = tests/unit/schedule_test.cpp
-tests_unit_schedule_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_schedule_test_LDADD = $(NN_TEST_LDADD)
-tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
-tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
+# Its tests (built with the trainer), each library's units in one binary linking only that
+# library and what it may use: the layers' gradients, the loss, optimizers and schedules
+# (nn); checkpoints; the options (train).
+unit_tests += tests/unit/nn_test tests/unit/checkpoint_test tests/unit/train_options_test
+tests_unit_nn_test_SOURCES = tests/unit/layers_gradient_test.cpp tests/unit/gradient_check.cpp \
+	tests/unit/gradient_check.hpp tests/unit/loss_test.cpp tests/unit/optimizer_test.cpp tests/unit/schedule_test.cpp
+tests_unit_nn_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
+tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 
 # trellis-train end to end: learning, resuming, bad data, the command line.
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \

@@ -29,56 +29,16 @@ trainer_libtrellis_data_la_LDFLAGS = $(AM_LDFLAGS) -pthread
 trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS)
 DATA_LIBS = trainer/libtrellis-data.la common/libtrellis-common.la
 
-# Its unit tests (the JPEG test calls TurboJPEG directly to make a CMYK file).
-DATA_UNIT_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS)
-DATA_UNIT_LDADD = tests/unit/libcatch-main.la $(DATA_LIBS)
-unit_tests += \
-	tests/unit/crc32c_test \
-	tests/unit/protobuf_wire_test \
-	tests/unit/tfrecord_test \
-	tests/unit/example_test \
-	tests/unit/jpeg_test \
-	tests/unit/augment_test \
-	tests/unit/batch_plan_test \
-	tests/unit/image_folder_test \
-	tests/unit/tfrecord_dataset_test \
-	tests/unit/pipeline_test \
-	tests/unit/synthetic_test
-tests_unit_crc32c_test_SOURCES = tests/unit/crc32c_test.cpp
-tests_unit_crc32c_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_crc32c_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_protobuf_wire_test_SOURCES = tests/unit/protobuf_wire_test.cpp
-tests_unit_protobuf_wire_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_protobuf_wire_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_tfrecord_test_SOURCES = tests/unit/tfrecord_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_tfrecord_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_tfrecord_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_example_test_SOURCES = tests/unit/example_test.cpp
-tests_unit_example_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_example_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_jpeg_test_SOURCES = tests/unit/jpeg_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_jpeg_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_jpeg_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_augment_test_SOURCES = tests/unit/augment_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_augment_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_augment_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_batch_plan_test_SOURCES = tests/unit/batch_plan_test.cpp
-tests_unit_batch_plan_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_batch_plan_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_image_folder_test_SOURCES = tests/unit/image_folder_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_image_folder_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_image_folder_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_tfrecord_dataset_test_SOURCES = tests/unit/tfrecord_dataset_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_tfrecord_dataset_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_tfrecord_dataset_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_pipeline_test_SOURCES = tests/unit/pipeline_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_pipeline_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_pipeline_test_CXXFLAGS = $(AM_CXXFLAGS) -pthread
-tests_unit_pipeline_test_LDFLAGS = $(AM_LDFLAGS) -pthread
-tests_unit_pipeline_test_LDADD = $(DATA_UNIT_LDADD)
-tests_unit_synthetic_test_SOURCES = tests/unit/synthetic_test.cpp
-tests_unit_synthetic_test_CPPFLAGS = $(DATA_UNIT_CPPFLAGS)
-tests_unit_synthetic_test_LDADD = $(DATA_UNIT_LDADD)
+# Its unit tests, in one binary (the JPEG test calls TurboJPEG directly to make a CMYK file).
+unit_tests += tests/unit/data_test
+tests_unit_data_test_SOURCES = tests/unit/crc32c_test.cpp tests/unit/protobuf_wire_test.cpp \
+	tests/unit/tfrecord_test.cpp tests/unit/example_test.cpp tests/unit/jpeg_test.cpp tests/unit/augment_test.cpp \
+	tests/unit/batch_plan_test.cpp tests/unit/image_folder_test.cpp tests/unit/tfrecord_dataset_test.cpp \
+	tests/unit/pipeline_test.cpp tests/unit/synthetic_test.cpp tests/unit/data_fixtures.hpp
+tests_unit_data_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS)
+tests_unit_data_test_CXXFLAGS = $(AM_CXXFLAGS) -pthread
+tests_unit_data_test_LDFLAGS = $(AM_LDFLAGS) -pthread
+tests_unit_data_test_LDADD = tests/unit/libcatch-main.la $(DATA_LIBS)
 
 # A small learnable ImageNet-shaped dataset (folder tree and TFRecord shards) for the
 # trainer's tests: make_dataset --out DIR --classes K --train-per-class N --val-per-class M --size S
