@@ -82,6 +82,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
+	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \

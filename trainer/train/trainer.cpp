@@ -16,14 +16,12 @@
 #include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/broadcast.hpp"
-#include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
-#include "trainer/ps/layout.hpp"
-#include "trainer/ps/worker.hpp"
 #include "trainer/train/data_sources.hpp"
+#include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
@@ -56,6 +54,7 @@ public:
 private:
     Evaluation evaluate();
     void save_checkpoint(std::int64_t step);
+    void report_step(const ThroughputMeter& meter, double lr, double loss, const comm::CommStats& comm);
     void open_device();
     nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
     void apply_gradients(float lr);
@@ -89,10 +88,8 @@ private:
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
-    std::unique_ptr<comm::BucketedAllreduce> gradient_allreduce_;
-    std::unique_ptr<gpu::DeviceAllreduce> device_allreduce_;  // --transport nccl
-    std::unique_ptr<ps::Layout> ps_layout_;
-    std::unique_ptr<ps::Worker> ps_worker_;
+    std::optional<SyncContext> sync_context_;
+    std::unique_ptr<GradientSync> sync_;  // how the gradients become every rank's update
 };
 
 Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport)
@@ -157,20 +154,9 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         small_sums_ = comm::make_allreduce(*transport_, options.allreduce_algorithm);
         share_initial_state();
         if (accelerator_) accelerator_->upload_values();
-        if (options.transport == Transport::nccl) {
-            if (!accelerator_) throw UsageError("--transport nccl needs a GPU: " + device_note_);
-            device_allreduce_ = accelerator_->nccl_allreduce(
-                identity_, [this](std::span<std::byte> bytes) { comm::broadcast_from_root(*transport_, bytes); },
-                std::size_t(options.bucket_mb * (1 << 20)));
-        } else if (options.strategy == Strategy::ps) {
-            ps_layout_ = std::make_unique<ps::Layout>(model_->parameters(), identity_.size, options.ps_servers);
-            ps_worker_ = std::make_unique<ps::Worker>(*transport_, *ps_layout_, model_->parameters());
-        } else {
-            gradient_allreduce_ = std::make_unique<comm::BucketedAllreduce>(
-                *transport_, model_->parameters().grads(), std::size_t(options.bucket_mb * (1 << 20)),
-                options.compress, options.allreduce_algorithm);
-        }
     }
+    sync_context_.emplace(SyncContext{options, identity_, wireup_, transport_, accelerator_.get(), model_->parameters()});
+    sync_ = make_gradient_sync(*sync_context_, device_note_);
 }
 
 void Run::share_initial_state() {
@@ -264,25 +250,10 @@ void Run::print_header() const {
     else
         std::printf("Device:      cpu (oneDNN), %d %s%s%s\n", threads_, threads_ == 1 ? "thread" : "threads",
                     device_note_.empty() ? "" : "; ", device_note_.c_str());
-    if (transport_ && ps_worker_)
-        std::printf("Strategy:    ps (%s) over %s, %d ranks (wireup %s, rank 0 on %s): %d workers, %d servers\n",
-                    ps_modes().name(options_.ps_mode).c_str(), transport_->name().c_str(), identity_.size, wireup_.c_str(),
-                    identity_.host.c_str(), workers_, ps_layout_->servers());
-    else if (transport_)
-        std::printf("Strategy:    %s over %s, %d ranks (wireup %s, rank 0 on %s), %.0f MB gradient buckets%s%s\n",
-                    strategies().name(options_.strategy).c_str(), device_allreduce_ ? "nccl (control over tcp)" : transport_->name().c_str(),
-                    identity_.size, wireup_.c_str(), identity_.host.c_str(), options_.bucket_mb,
-                    gradient_allreduce_
-                        ? (" reduced by " + comm::allreduce_algorithms().name(gradient_allreduce_->algorithm())).c_str()
-                        : "",
-                    options_.compress == comm::WireFormat::f32
-                        ? ""
-                        : (", " + comm::wire_formats().name(options_.compress) + " on the wire").c_str());
+    if (auto strategy = sync_->strategy(); !strategy.empty()) std::printf("Strategy:    %s\n", strategy.c_str());
     // Every field of the progress lines, in their order.
     std::printf("Step\tImg/sec (so far, +/- standard error of per-step rates, jitter)\ttotal_loss\tlr%s\n",
-                ps_worker_ ? "\tpush/pull time and rate"
-                : transport_ ? "\tcomm time of the gradient allreduce (time waited for it) and its busbw"
-                             : "");
+                sync_->progress_header().c_str());
     std::fflush(stdout);
 }
 
@@ -291,8 +262,8 @@ Evaluation Run::evaluate() {
     if (!sources_.open_eval) return result;
     // With parameter servers, rank 0 evaluates the whole set (the servers take no part in
     // collectives); with the allreduce, every rank its shard and the sums are combined.
-    bool shared = transport_ && !ps_worker_;
-    if (ps_worker_ && identity_.rank != 0) return result;
+    bool shared = transport_ && sync_->collective();
+    if (transport_ && !shared && identity_.rank != 0) return result;
     auto source = shared ? sources_.open_eval(identity_.rank, identity_.size) : sources_.open_eval(0, 1);
     auto batches = source->steps_per_epoch();
     const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
@@ -345,6 +316,23 @@ Evaluation Run::evaluate() {
     return result;
 }
 
+// The progress line (rank 0, every --display-every steps) and the step's metrics record.
+void Run::report_step(const ThroughputMeter& meter, double lr, double loss, const comm::CommStats& comm) {
+    if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
+        std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g%s\n", static_cast<long long>(step_),
+                    meter.total(), meter.uncertainty(), meter.jitter(), loss, lr,
+                    sync_->progress(comm, identity_.size).c_str());
+        std::fflush(stdout);
+    }
+    std::map<std::string, double> record{{"loss", loss}, {"lr", lr}, {"images_per_sec", meter.last()}};
+    if (transport_) {
+        record["comm_seconds"] = comm.seconds;
+        record["comm_wait_seconds"] = comm.wait_seconds;
+        if (sync_->collective()) record["busbw_gbs"] = comm.bus_bandwidth(identity_.size);
+    }
+    metrics_.record("train", step_, record);
+}
+
 void Run::save_checkpoint(std::int64_t step) {
     if (!checkpoints_ || identity_.rank != 0) return;
     if (accelerator_) accelerator_->download_values();
@@ -358,11 +346,11 @@ void Run::save_checkpoint(std::int64_t step) {
 int Run::execute() {
     print_header();
     ThroughputMeter meter(options_.warmup_batches);
-    bool stop_agreed = false, ps_stop = false;
+    bool stop_agreed = false;
     using clock = std::chrono::steady_clock;
     while (step_ < total_steps_) {
         // With several ranks, the decision taken together at the end of the last step counts.
-        int signal = transport_ ? (stop_agreed || ps_stop ? std::max(stop_requested(), 1) : 0) : stop_requested();
+        int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
         if (signal) {
             say("received signal %d at step %lld: %s\n", signal, static_cast<long long>(step_),
                 checkpoints_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)");
@@ -373,49 +361,16 @@ int Run::execute() {
         auto started = clock::now();
         const auto& batch = train_source_->next();
         double lr = schedule_->at(step_);
-        models::Model::GradientsReady ready;
-        if (device_allreduce_)
-            ready = [this](std::size_t offset) { device_allreduce_->ready_from(offset); };
-        else if (gradient_allreduce_ && !accelerator_)
-            ready = [this](std::size_t offset) { gradient_allreduce_->ready_from(offset); };
-        auto result = model_->train_step(batch.images, batch.labels, loss_, ready);
-        comm::CommStats comm;
-        if (ps_worker_) {
-            // The servers apply the optimizer and answer with the new parameters, the mean
-            // loss (synchronous mode) and whether any worker was asked to stop.
-            auto started_comm = clock::now();
-            // An asynchronous server waits for every worker's last push: a worker that stops
-            // early says so.
-            bool last = step_ + 1 == total_steps_ ||
-                        (options_.ps_mode == PsMode::async && (ps_stop || stop_requested() != 0));
-            bool checkpoint = checkpoints_ && ((options_.checkpoint_every > 0 &&
-                                                (step_ + 1) % options_.checkpoint_every == 0) ||
-                                               step_ + 1 == total_steps_);
-            if (accelerator_) accelerator_->download_grads();
-            ps::PushHeader push{float(lr), float(result.loss), std::uint8_t(stop_requested() != 0), std::uint8_t(last),
-                                std::uint8_t(checkpoint)};
-            auto reply = ps_worker_->push_pull(push);
-            if (accelerator_) accelerator_->upload_learned_values();
-            comm.seconds = comm.wait_seconds = std::chrono::duration<double>(clock::now() - started_comm).count();
-            comm.bytes = std::size_t(ps_worker_->bytes_per_step() / 2);
-            if (options_.ps_mode == PsMode::sync) result.loss = reply.mean_loss;
-            ps_stop = reply.stop;
-        } else {
-            if (device_allreduce_) {
-                comm = device_allreduce_->finish();
-            } else if (gradient_allreduce_ && accelerator_) {
-                // Host collectives with a GPU: the gradients make the round trip whole.
-                accelerator_->download_grads();
-                gradient_allreduce_->ready_from(0);
-                comm = gradient_allreduce_->finish();
-                accelerator_->upload_grads();
-            } else if (gradient_allreduce_) {
-                comm = gradient_allreduce_->finish();
-            }
-            apply_gradients(float(lr));
-        }
+        auto result = model_->train_step(batch.images, batch.labels, loss_, sync_->overlap());
+        StepState state{step_, step_ + 1 == total_steps_, false, stop_requested() != 0, lr, result.loss};
+        state.checkpoint_due = checkpoints_ && ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) ||
+                                                state.last);
+        auto synced = sync_->finish(state);
+        if (!synced.applied) apply_gradients(float(lr));
+        result.loss = synced.loss;
+        stop_agreed = synced.stop;
         ++step_;
-        if (transport_ && !ps_worker_) {
+        if (transport_ && sync_->collective()) {
             // One small allreduce per step: the mean loss over all ranks, and whether any rank
             // was asked to stop (a signal reaches ranks at slightly different steps; they stop
             // together so that none waits in an allreduce for a rank that has left).
@@ -432,27 +387,8 @@ int Run::execute() {
         }
         // A step is timed end to end, the shared loss and stop flag included: the rates then add
         // up to the wall clock. Evaluations and checkpoints after it are not training.
-        double seconds = std::chrono::duration<double>(clock::now() - started).count();
-        meter.add(seconds, std::int64_t(batch.size) * workers_);
-        if (identity_.rank == 0 && (step_ % options_.display_every == 0 || step_ == 1 || step_ == total_steps_)) {
-            std::printf("%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f\t%.5g", static_cast<long long>(step_),
-                        meter.total(), meter.uncertainty(), meter.jitter(), result.loss, lr);
-            if (ps_worker_)  // pushed gradients and pulled parameters, both ways counted
-                std::printf("\tpush/pull %.1f ms %.2f GB/s", comm.seconds * 1e3,
-                            comm.seconds > 0 ? ps_worker_->bytes_per_step() / comm.seconds / 1e9 : 0.0);
-            else if (transport_)
-                std::printf("\tcomm %.1f ms (waited %.1f ms) busbw %.2f GB/s", comm.seconds * 1e3,
-                            comm.wait_seconds * 1e3, comm.bus_bandwidth(identity_.size));
-            std::printf("\n");
-            std::fflush(stdout);
-        }
-        std::map<std::string, double> record{{"loss", result.loss}, {"lr", lr}, {"images_per_sec", meter.last()}};
-        if (transport_) {
-            record["comm_seconds"] = comm.seconds;
-            record["comm_wait_seconds"] = comm.wait_seconds;
-            if (!ps_worker_) record["busbw_gbs"] = comm.bus_bandwidth(identity_.size);
-        }
-        metrics_.record("train", step_, record);
+        meter.add(std::chrono::duration<double>(clock::now() - started).count(), std::int64_t(batch.size) * workers_);
+        report_step(meter, lr, result.loss, synced.comm);
         if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save_checkpoint(step_);
     }

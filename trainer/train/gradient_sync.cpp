@@ -1,0 +1,160 @@
+#include "trainer/train/gradient_sync.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "trainer/comm/broadcast.hpp"
+#include "trainer/comm/bucketed_allreduce.hpp"
+
+namespace trellis::train {
+
+namespace {
+
+std::string format(const char* pattern, auto... values) {
+    char text[512];
+    std::snprintf(text, sizeof text, pattern, values...);
+    return text;
+}
+
+// "over tcp, 4 ranks (wireup pmix, rank 0 on n1)"
+std::string over(const SyncContext& c, const std::string& carrier) {
+    return format("over %s, %d ranks (wireup %s, rank 0 on %s)", carrier.c_str(), c.identity.size, c.wireup.c_str(),
+                  c.identity.host.c_str());
+}
+
+std::size_t bucket_bytes(const TrainOptions& options) { return std::size_t(options.bucket_mb * (1 << 20)); }
+
+// One process: its gradients are the update.
+class NoSync : public GradientSync {
+public:
+    Synchronised finish(const StepState& step) override { return {{}, false, false, step.loss}; }
+    std::string strategy() const override { return ""; }
+    std::string progress_header() const override { return ""; }
+    std::string progress(const comm::CommStats&, int) const override { return ""; }
+};
+
+// The host allreduce of gradient buckets: on the CPU each bucket leaves as soon as the
+// backward pass is past it; with a GPU the gradients make the round trip whole.
+class HostAllreduce : public GradientSync {
+public:
+    explicit HostAllreduce(const SyncContext& c)
+        : context_(c),
+          reducer_(*c.transport, c.parameters.grads(), bucket_bytes(c.options), c.options.compress,
+                   c.options.allreduce_algorithm) {}
+    models::Model::GradientsReady overlap() override {
+        if (context_.accelerator) return {};
+        return [this](std::size_t offset) { reducer_.ready_from(offset); };
+    }
+    Synchronised finish(const StepState& step) override {
+        Synchronised done{{}, false, false, step.loss};
+        if (!context_.accelerator) {
+            done.comm = reducer_.finish();
+            return done;
+        }
+        context_.accelerator->download_grads();
+        reducer_.ready_from(0);
+        done.comm = reducer_.finish();
+        context_.accelerator->upload_grads();
+        return done;
+    }
+    std::string strategy() const override {
+        const auto& o = context_.options;
+        std::string wire = o.compress == comm::WireFormat::f32 ? "" : ", " + comm::wire_formats().name(o.compress) + " on the wire";
+        return format("%s %s, %.0f MB gradient buckets reduced by %s%s", strategies().name(o.strategy).c_str(),
+                      over(context_, context_.transport->name()).c_str(), o.bucket_mb,
+                      comm::allreduce_algorithms().name(reducer_.algorithm()).c_str(), wire.c_str());
+    }
+
+private:
+    const SyncContext& context_;
+    comm::BucketedAllreduce reducer_;
+};
+
+// NCCL on the GPU, bucket by bucket during the backward pass; control stays on the host
+// transport, which also hands NCCL rank 0's unique id.
+class NcclAllreduce : public GradientSync {
+public:
+    explicit NcclAllreduce(const SyncContext& c) : context_(c) {
+        auto* transport = c.transport;
+        reducer_ = c.accelerator->nccl_allreduce(
+            c.identity, [transport](std::span<std::byte> bytes) { comm::broadcast_from_root(*transport, bytes); },
+            bucket_bytes(c.options));
+    }
+    models::Model::GradientsReady overlap() override {
+        return [this](std::size_t offset) { reducer_->ready_from(offset); };
+    }
+    Synchronised finish(const StepState& step) override { return {reducer_->finish(), false, false, step.loss}; }
+    std::string strategy() const override {
+        return format("%s %s, %.0f MB gradient buckets", strategies().name(context_.options.strategy).c_str(),
+                      over(context_, "nccl (control over tcp)").c_str(), context_.options.bucket_mb);
+    }
+
+private:
+    const SyncContext& context_;
+    std::unique_ptr<gpu::DeviceAllreduce> reducer_;
+};
+
+// Parameter servers: push the gradients, pull the parameters they updated.
+class ParameterServers : public GradientSync {
+public:
+    explicit ParameterServers(const SyncContext& c)
+        : context_(c), layout_(c.parameters, c.identity.size, c.options.ps_servers),
+          worker_(*c.transport, layout_, c.parameters) {}
+    Synchronised finish(const StepState& step) override {
+        auto started = std::chrono::steady_clock::now();
+        bool async = context_.options.ps_mode == PsMode::async;
+        // An asynchronous server waits for every worker's last push: a worker that stops
+        // early says so.
+        bool last = step.last || (async && (stopping_ || step.stop_requested));
+        ps::PushHeader push{float(step.lr), float(step.loss), std::uint8_t(step.stop_requested), std::uint8_t(last),
+                            std::uint8_t(step.checkpoint_due)};
+        if (context_.accelerator) context_.accelerator->download_grads();
+        auto reply = worker_.push_pull(push);
+        if (context_.accelerator) context_.accelerator->upload_learned_values();
+        Synchronised done;
+        done.comm.seconds = done.comm.wait_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        done.comm.bytes = std::size_t(worker_.bytes_per_step() / 2);
+        done.applied = true;
+        done.stop = stopping_ = reply.stop;
+        // Synchronous servers average one push of every worker: their mean loss is the step's.
+        done.loss = async ? step.loss : reply.mean_loss;
+        return done;
+    }
+    bool collective() const override { return false; }
+    std::string strategy() const override {
+        return format("ps (%s) %s: %d workers, %d servers", ps_modes().name(context_.options.ps_mode).c_str(),
+                      over(context_, context_.transport->name()).c_str(), layout_.workers(), layout_.servers());
+    }
+    std::string progress_header() const override { return "\tpush/pull time and rate"; }
+    std::string progress(const comm::CommStats& comm, int) const override {  // both ways counted
+        return format("\tpush/pull %.1f ms %.2f GB/s", comm.seconds * 1e3,
+                      comm.seconds > 0 ? worker_.bytes_per_step() / comm.seconds / 1e9 : 0.0);
+    }
+
+private:
+    const SyncContext& context_;
+    ps::Layout layout_;
+    ps::Worker worker_;
+    bool stopping_ = false;
+};
+
+}  // namespace
+
+std::string GradientSync::progress(const comm::CommStats& comm, int ranks) const {
+    return format("\tcomm %.1f ms (waited %.1f ms) busbw %.2f GB/s", comm.seconds * 1e3, comm.wait_seconds * 1e3,
+                  comm.bus_bandwidth(ranks));
+}
+
+std::unique_ptr<GradientSync> make_gradient_sync(const SyncContext& context, const std::string& device_note) {
+    if (!context.transport) return std::make_unique<NoSync>();
+    if (context.options.transport == Transport::nccl) {
+        if (!context.accelerator) throw UsageError("--transport nccl needs a GPU: " + device_note);
+        return std::make_unique<NcclAllreduce>(context);
+    }
+    if (context.options.strategy == Strategy::ps) return std::make_unique<ParameterServers>(context);
+    return std::make_unique<HostAllreduce>(context);
+}
+
+}  // namespace trellis::train
