@@ -7,6 +7,7 @@
 
 #include "common/cli.hpp"
 #include "trainer/comm/tcp_transport.hpp"
+#include "trainer/comm/verbs_device.hpp"
 
 namespace trellis::comm {
 
@@ -14,7 +15,15 @@ enum class TransportKind { tcp, verbs, automatic };
 // Its spellings: tcp, verbs, auto.
 const cli::Choices<TransportKind>& transport_kinds();
 
+// The transports' options from the binding the plugin (or trellis-agent launch) exported, so
+// that the transports themselves never read the environment: TCP advertises the address of
+// the first interface of NCCL_SOCKET_IFNAME (the HCA's IPoIB), verbs uses the rank's own HCA
+// (TRELLIS_HCA, else the first of the node's NCCL_IB_HCA) and TRELLIS_IB_GID_INDEX.
+TcpOptions with_binding(TcpOptions tcp);
+VerbsOptions verbs_options_from_binding();
+
 // Throws CommError when it cannot be set up.
-std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp);
+std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp,
+                                          const VerbsOptions& verbs);
 
 }  // namespace trellis::comm

@@ -97,14 +97,9 @@ bool TcpTransport::silent(int peer, Clock::time_point last_progress) const {
 
 void TcpTransport::connect_mesh(Wireup& wireup) {
     Listener listener("0.0.0.0", 0);
-    // The binding's IPoIB interface (NCCL_SOCKET_IFNAME, set by the plugin) carries the
-    // traffic when this node has it; otherwise the address the wireup reached us on.
+    // The address the caller chose (the binding's IPoIB interface); otherwise the one the
+    // wireup reached us on.
     auto address = options_.interface_address;
-    if (const char* names = std::getenv("NCCL_SOCKET_IFNAME"); address.empty() && names && *names) {
-        std::string first = names;
-        first = first.substr(first[0] == '=' ? 1 : 0);
-        address = interface_ipv4(first.substr(0, first.find(',')));
-    }
     if (address.empty()) address = wireup.reachable_address();
     auto endpoints = wireup.all_gather(address + "|" + std::to_string(listener.port()) + "|" + wireup.identity().host);
     peers_.resize(std::size_t(size_));

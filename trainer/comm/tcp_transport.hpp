@@ -20,8 +20,7 @@ struct TcpOptions {
     int streams = 2;                          // per peer, for messages of split_threshold or more
     std::size_t split_threshold = 256 << 10;  // smaller messages use one stream
     std::chrono::seconds timeout{60};         // no progress for this long: the peer is lost
-    std::string interface_address;            // advertise this address; default: the IPv4
-                                              // address of NCCL_SOCKET_IFNAME (IPoIB), else the wireup's
+    std::string interface_address;            // advertise this address; default: the wireup's
 };
 
 class TcpTransport : public Transport {

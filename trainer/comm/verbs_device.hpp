@@ -1,12 +1,15 @@
-// The InfiniBand/RoCE device a rank uses: chosen from the binding (TRELLIS_HCA, or NCCL_IB_HCA
-// as the plugin sets it: "[=]NAME[:PORT][,...]", first entry), else the first device with an
-// active port; and on RoCE the GID of a RoCE v2 IPv4 address (TRELLIS_IB_GID_INDEX overrides).
+// The InfiniBand/RoCE device a rank uses: the one its caller names (from the binding), else the
+// first device with an active port; and on RoCE the GID of a RoCE v2 IPv4 address, unless
+// the caller names one.
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "trainer/comm/verbs_resources.hpp"
 
 namespace trellis::comm {
 
@@ -19,9 +22,14 @@ struct VerbsEndpoint {
     ibv_mtu mtu = IBV_MTU_1024;
 };
 
-// Opens the device (throws CommError naming the device and what is wrong). Caller owns the
-// context (ibv_close_device).
-ibv_context* open_verbs_device(VerbsEndpoint& endpoint);
+struct VerbsOptions {
+    std::string device;            // empty: the first with an active port
+    std::uint8_t port = 1;
+    std::optional<int> gid_index;  // RoCE: default, the first RoCE v2 GID with an IPv4 address
+};
+
+// Opens the device (throws CommError naming the device and what is wrong).
+VerbsContext open_verbs_device(VerbsEndpoint& endpoint, const VerbsOptions& options);
 
 // True when some RDMA device has an active port (for --transport auto).
 bool verbs_device_available();

@@ -24,29 +24,70 @@ struct QpInfo {
     std::uint8_t gid[16];
 };
 
+// A queue pair's states, one step each, as NCCL's net_ib takes them: INIT (its port and
+// access), RTR (ready to receive from its peer), RTS (ready to send).
+void to_init(ibv_qp* qp, std::uint8_t port) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.port_num = port;
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        throw CommError("verbs: queue pair to INIT failed");
+}
+
+void to_rtr(ibv_qp* qp, const VerbsEndpoint& local, const QpInfo& remote, int peer) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = local.mtu;
+    attr.dest_qp_num = remote.qpn;
+    attr.rq_psn = remote.psn;
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.port_num = local.port;
+    attr.ah_attr.dlid = remote.lid;
+    if (local.gid_index >= 0) {
+        attr.ah_attr.is_global = 1;
+        attr.ah_attr.grh.hop_limit = 64;
+        attr.ah_attr.grh.sgid_index = std::uint8_t(local.gid_index);
+        std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
+    }
+    if (ibv_modify_qp(qp, &attr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        throw CommError("verbs: queue pair to rank " + std::to_string(peer) + ": RTR failed: " + std::strerror(errno));
+}
+
+void to_rts(ibv_qp* qp, std::uint32_t psn, int peer) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = 14;  // 4.096 us x 2^14 = 67 ms per try
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;  // "infinite": the receiver always has slots posted soon
+    attr.sq_psn = psn;
+    attr.max_rd_atomic = 1;
+    if (ibv_modify_qp(qp, &attr,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                          IBV_QP_MAX_QP_RD_ATOMIC))
+        throw CommError("verbs: queue pair to rank " + std::to_string(peer) + ": RTS failed: " + std::strerror(errno));
+}
+
 }  // namespace
 
-VerbsTransport::VerbsTransport(Wireup& wireup, TcpOptions tcp) : options_(tcp) {
+VerbsTransport::VerbsTransport(Wireup& wireup, TcpOptions tcp, const VerbsOptions& verbs) : options_(tcp) {
     tcp.streams = 1;
     tcp_ = std::make_unique<TcpTransport>(wireup, tcp);
     rank_ = tcp_->rank();
     size_ = tcp_->size();
     for (int r = 0; r < size_; ++r) hosts_.push_back(tcp_->host_of(r));
-    context_ = open_verbs_device(endpoint_);
-    pd_ = ibv_alloc_pd(context_);
-    cq_ = ibv_create_cq(context_, int((slots_per_peer + send_queue_depth) * std::size_t(size_)), nullptr, nullptr, 0);
+    context_ = open_verbs_device(endpoint_, verbs);
+    pd_.reset(ibv_alloc_pd(context_.get()));
+    cq_.reset(ibv_create_cq(context_.get(), int((slots_per_peer + send_queue_depth) * std::size_t(size_)), nullptr,
+                            nullptr, 0));
     if (!pd_ || !cq_) throw CommError("verbs: " + endpoint_.device + ": cannot allocate a protection domain or CQ");
     connect(wireup);
 }
 
-VerbsTransport::~VerbsTransport() {
-    for (auto& peer : peers_)
-        if (peer.qp) ibv_destroy_qp(peer.qp);
-    for (auto& [key, mr] : registrations_) ibv_dereg_mr(mr);
-    if (cq_) ibv_destroy_cq(cq_);
-    if (pd_) ibv_dealloc_pd(pd_);
-    if (context_) ibv_close_device(context_);
-}
+VerbsTransport::~VerbsTransport() = default;
 
 void VerbsTransport::connect(Wireup&) {
     peers_.resize(std::size_t(size_));
@@ -55,18 +96,13 @@ void VerbsTransport::connect(Wireup&) {
     for (int r = 0; r < size_; ++r) {
         if (r == rank_) continue;
         ibv_qp_init_attr init{};
-        init.send_cq = init.recv_cq = cq_;
+        init.send_cq = init.recv_cq = cq_.get();
         init.qp_type = IBV_QPT_RC;
         init.cap = {send_queue_depth, std::uint32_t(slots_per_peer), 1, 1, sizeof(Notice)};
-        ibv_qp* qp = ibv_create_qp(pd_, &init);
+        auto& qp = peers_[std::size_t(r)].qp;
+        qp.reset(ibv_create_qp(pd_.get(), &init));
         if (!qp) throw CommError("verbs: " + endpoint_.device + ": cannot create a queue pair: " + std::strerror(errno));
-        peers_[std::size_t(r)].qp = qp;
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_INIT;
-        attr.port_num = endpoint_.port;
-        attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-        if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-            throw CommError("verbs: queue pair to INIT failed");
+        to_init(qp.get(), endpoint_.port);
         auto& info = mine[std::size_t(r)];
         info.qpn = qp->qp_num;
         info.psn = random() & 0xffffff;
@@ -86,37 +122,9 @@ void VerbsTransport::connect(Wireup&) {
     for (auto& peer : peers_) peer.slots.resize(slots_per_peer);
     for (int r = 0; r < size_; ++r) {
         if (r == rank_) continue;
-        auto& peer = peers_[std::size_t(r)];
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_RTR;
-        attr.path_mtu = endpoint_.mtu;
-        attr.dest_qp_num = theirs[std::size_t(r)].qpn;
-        attr.rq_psn = theirs[std::size_t(r)].psn;
-        attr.max_dest_rd_atomic = 1;
-        attr.min_rnr_timer = 12;
-        attr.ah_attr.port_num = endpoint_.port;
-        attr.ah_attr.dlid = theirs[std::size_t(r)].lid;
-        if (endpoint_.gid_index >= 0) {
-            attr.ah_attr.is_global = 1;
-            attr.ah_attr.grh.hop_limit = 64;
-            attr.ah_attr.grh.sgid_index = std::uint8_t(endpoint_.gid_index);
-            std::memcpy(attr.ah_attr.grh.dgid.raw, theirs[std::size_t(r)].gid, 16);
-        }
-        if (ibv_modify_qp(peer.qp, &attr,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-            throw CommError("verbs: queue pair to rank " + std::to_string(r) + ": RTR failed: " + std::strerror(errno));
-        attr = {};
-        attr.qp_state = IBV_QPS_RTS;
-        attr.timeout = 14;  // 4.096 us x 2^14 = 67 ms per try
-        attr.retry_cnt = 7;
-        attr.rnr_retry = 7;  // "infinite": the receiver always has slots posted soon
-        attr.sq_psn = mine[std::size_t(r)].psn;
-        attr.max_rd_atomic = 1;
-        if (ibv_modify_qp(peer.qp, &attr,
-                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                              IBV_QP_MAX_QP_RD_ATOMIC))
-            throw CommError("verbs: queue pair to rank " + std::to_string(r) + ": RTS failed: " + std::strerror(errno));
+        auto* qp = peers_[std::size_t(r)].qp.get();
+        to_rtr(qp, endpoint_, theirs[std::size_t(r)], r);
+        to_rts(qp, mine[std::size_t(r)].psn, r);
         for (std::size_t slot = 0; slot < slots_per_peer; ++slot) post_slot(r, slot);
     }
     // Everyone's receives are posted before anyone sends.
@@ -132,12 +140,11 @@ void VerbsTransport::connect(Wireup&) {
 
 ibv_mr* VerbsTransport::registered(void* data, std::size_t bytes) {
     auto key = std::make_pair(reinterpret_cast<std::uintptr_t>(data), bytes);
-    if (auto found = registrations_.find(key); found != registrations_.end()) return found->second;
-    ibv_mr* mr = ibv_reg_mr(pd_, data, std::max<std::size_t>(bytes, 1),
-                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (auto found = registrations_.find(key); found != registrations_.end()) return found->second.get();
+    MemoryRegion mr(ibv_reg_mr(pd_.get(), data, std::max<std::size_t>(bytes, 1),
+                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     if (!mr) throw CommError("verbs: cannot register " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
-    registrations_[key] = mr;
-    return mr;
+    return (registrations_[key] = std::move(mr)).get();
 }
 
 void VerbsTransport::forget(const void* data, std::size_t bytes) {
@@ -145,7 +152,6 @@ void VerbsTransport::forget(const void* data, std::size_t bytes) {
     for (auto it = registrations_.begin(); it != registrations_.end();) {
         auto [address, length] = it->first;
         if (address < end && begin < address + std::max<std::size_t>(length, 1)) {
-            ibv_dereg_mr(it->second);
             it = registrations_.erase(it);
         } else {
             ++it;
@@ -161,7 +167,7 @@ void VerbsTransport::post_slot(int peer, std::size_t slot) {
     wr.wr_id = slot_id(peer, slot);
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    if (ibv_post_recv(p.qp, &wr, &bad)) fail(peer, "cannot post a receive");
+    if (ibv_post_recv(p.qp.get(), &wr, &bad)) fail(peer, "cannot post a receive");
 }
 
 void VerbsTransport::announce(int peer, Operation& receive) {
@@ -175,7 +181,7 @@ void VerbsTransport::announce(int peer, Operation& receive) {
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-    if (ibv_post_send(peers_[std::size_t(peer)].qp, &wr, &bad)) fail(peer, "cannot post a notice");
+    if (ibv_post_send(peers_[std::size_t(peer)].qp.get(), &wr, &bad)) fail(peer, "cannot post a notice");
     peers_[std::size_t(peer)].receiving.push_back(&receive);
 }
 
@@ -205,7 +211,7 @@ void VerbsTransport::start_sends(int peer) {
             wr.send_flags = IBV_SEND_SIGNALED;
             wr.wr.rdma.remote_addr = notice.address + offset;
             wr.wr.rdma.rkey = notice.rkey;
-            if (ibv_post_send(p.qp, &wr, &bad)) fail(peer, std::string("cannot post a write: ") + std::strerror(errno));
+            if (ibv_post_send(p.qp.get(), &wr, &bad)) fail(peer, std::string("cannot post a write: ") + std::strerror(errno));
         }
     }
 }
@@ -216,7 +222,7 @@ void VerbsTransport::fail(int peer, const std::string& what) {
 
 void VerbsTransport::progress() {
     ibv_wc completions[32];
-    int n = ibv_poll_cq(cq_, 32, completions);
+    int n = ibv_poll_cq(cq_.get(), 32, completions);
     if (n < 0) throw CommError("verbs: polling the completion queue failed");
     for (int i = 0; i < n; ++i) {
         const auto& wc = completions[i];

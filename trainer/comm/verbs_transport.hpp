@@ -21,7 +21,7 @@ namespace trellis::comm {
 
 class VerbsTransport : public Transport {
 public:
-    VerbsTransport(Wireup& wireup, TcpOptions tcp);
+    VerbsTransport(Wireup& wireup, TcpOptions tcp, const VerbsOptions& verbs);
     ~VerbsTransport() override;
 
     std::string name() const override { return "verbs"; }
@@ -43,7 +43,7 @@ private:
         std::uint64_t completed_order = 0;
     };
     struct Peer {
-        ibv_qp* qp = nullptr;
+        QueuePair qp;
         std::deque<Notice> notices;              // received, for our next sends
         std::deque<Operation*> receiving;        // our receives, in the order announced
         std::deque<Operation*> sending;          // our sends, waiting for their notice
@@ -62,11 +62,13 @@ private:
     std::unique_ptr<TcpTransport> tcp_;
     TcpOptions options_;
     VerbsEndpoint endpoint_;
-    ibv_context* context_ = nullptr;
-    ibv_pd* pd_ = nullptr;
-    ibv_cq* cq_ = nullptr;
+    // Made in this order, released in reverse: the queue pairs and registrations before the
+    // completion queue, the domain and the device.
+    VerbsContext context_;
+    ProtectionDomain pd_;
+    CompletionQueue cq_;
     std::vector<Peer> peers_;
-    std::map<std::pair<std::uintptr_t, std::size_t>, ibv_mr*> registrations_;
+    std::map<std::pair<std::uintptr_t, std::size_t>, MemoryRegion> registrations_;
     std::uint64_t completions_ = 0;
 };
 

@@ -8,6 +8,7 @@ cuda_sources = \
 	trainer/cuda/cuda_backend.cpp trainer/cuda/cuda_backend.hpp \
 	trainer/cuda/cuda_check.cpp trainer/cuda/cuda_check.hpp \
 	trainer/cuda/cuda_context.cpp trainer/cuda/cuda_context.hpp \
+	trainer/cuda/cuda_handles.cpp trainer/cuda/cuda_handles.hpp \
 	trainer/cuda/device_loss.cpp trainer/cuda/device_loss.hpp \
 	trainer/cuda/device_optimizer.cpp trainer/cuda/device_optimizer.hpp \
 	trainer/cuda/device_parameters.cpp trainer/cuda/device_parameters.hpp \

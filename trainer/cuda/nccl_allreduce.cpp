@@ -15,29 +15,27 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
     ncclUniqueId id{};
     if (identity.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     from_rank0(std::as_writable_bytes(std::span<ncclUniqueId, 1>(&id, 1)));
-    check(ncclCommInitRank(&comm_, ranks_, id, identity.rank), "ncclCommInitRank");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL)");
-    check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+    stream_ = make_stream(cudaStreamNonBlocking);
+    ncclComm_t comm = nullptr;
+    check(ncclCommInitRank(&comm, ranks_, id, identity.rank), "ncclCommInitRank");
+    comm_.reset(comm);
+    ready_ = make_event(cudaEventDisableTiming);
     for (int i = 0; i < 2; ++i) {
-        check(cudaEventCreate(&started_[i]), "cudaEventCreate");
-        check(cudaEventCreate(&done_[i]), "cudaEventCreate");
+        started_[i] = make_event();
+        done_[i] = make_event();
     }
 
     buckets_ = comm::gradient_buckets(context_.parameters().learned_elements(), bucket_bytes / sizeof(float));
 }
 
 NcclAllreduce::~NcclAllreduce() {
-    if (stream_) cudaStreamSynchronize(stream_);
-    if (comm_) ncclCommDestroy(comm_);
-    for (auto event : {ready_, started_[0], started_[1], done_[0], done_[1]})
-        if (event) cudaEventDestroy(event);
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) cudaStreamSynchronize(stream_.get());
 }
 
 void NcclAllreduce::launch(std::size_t bucket) {
     auto [begin, end] = buckets_[bucket];
     float* grads = context_.parameters().grads();
-    check(ncclAllReduce(grads + begin, grads + begin, end - begin, ncclFloat32, ncclAvg, comm_, stream_),
+    check(ncclAllReduce(grads + begin, grads + begin, end - begin, ncclFloat32, ncclAvg, comm_.get(), stream_.get()),
           "ncclAllReduce of a gradient bucket");
 }
 
@@ -46,10 +44,10 @@ void NcclAllreduce::ready_from(std::size_t offset) {
     std::size_t last = next_bucket_;
     while (last < buckets_.size() && buckets_[last].first >= offset) ++last;
     if (last == next_bucket_) return;
-    check(cudaEventRecord(ready_, context_.stream()), "cudaEventRecord");
-    check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(ready_.get(), context_.stream()), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_.get(), ready_.get(), 0), "cudaStreamWaitEvent");
     if (!started_step_) {
-        check(cudaEventRecord(started_[current_], stream_), "cudaEventRecord");
+        check(cudaEventRecord(started_[current_].get(), stream_.get()), "cudaEventRecord");
         started_step_ = true;
     }
     check(ncclGroupStart(), "ncclGroupStart");
@@ -59,17 +57,17 @@ void NcclAllreduce::ready_from(std::size_t offset) {
 
 comm::CommStats NcclAllreduce::finish() {
     ready_from(0);
-    check(cudaEventRecord(done_[current_], stream_), "cudaEventRecord");
+    check(cudaEventRecord(done_[current_].get(), stream_.get()), "cudaEventRecord");
     // The optimizer, on the compute stream, reads the averaged gradients.
-    check(cudaStreamWaitEvent(context_.stream(), done_[current_], 0), "cudaStreamWaitEvent");
+    check(cudaStreamWaitEvent(context_.stream(), done_[current_].get(), 0), "cudaStreamWaitEvent");
     comm::CommStats stats;
     stats.bytes = context_.parameters().learned_elements() * 4;
     int previous = 1 - current_;
     if (timed_before_) {
         // The last step's allreduce finished before this step's loss was read.
         float ms = 0;
-        check(cudaEventSynchronize(done_[previous]), "waiting for the last gradient allreduce");
-        check(cudaEventElapsedTime(&ms, started_[previous], done_[previous]), "cudaEventElapsedTime");
+        check(cudaEventSynchronize(done_[previous].get()), "waiting for the last gradient allreduce");
+        check(cudaEventElapsedTime(&ms, started_[previous].get(), done_[previous].get()), "cudaEventElapsedTime");
         stats.seconds = ms / 1e3;
     }
     timed_before_ = true;

@@ -10,6 +10,7 @@
 
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/cuda_handles.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -27,12 +28,13 @@ private:
 
     CudaContext& context_;
     int ranks_;
-    ncclComm_t comm_ = nullptr;
-    cudaStream_t stream_ = nullptr;
-    cudaEvent_t ready_ = nullptr;
+    // Made in this order and released in reverse; the destructor first waits for the stream.
+    Stream stream_;
+    NcclComm comm_;
+    Event ready_;
     // Timing events of this step and the last: finish() reports the last step's time, whose
     // events have completed, so that the host never waits for the allreduce itself.
-    cudaEvent_t started_[2] = {nullptr, nullptr}, done_[2] = {nullptr, nullptr};
+    Event started_[2], done_[2];
     int current_ = 0;
     bool timed_before_ = false;
     std::vector<std::pair<std::size_t, std::size_t>> buckets_;  // [begin, end), last first

@@ -1,0 +1,19 @@
+#include "trainer/cuda/cuda_handles.hpp"
+
+#include "trainer/cuda/cuda_check.hpp"
+
+namespace trellis::nn::cuda {
+
+Stream make_stream(unsigned flags) {
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, flags), "cudaStreamCreate");
+    return Stream(stream);
+}
+
+Event make_event(unsigned flags) {
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreateWithFlags(&event, flags), "cudaEventCreate");
+    return Event(event);
+}
+
+}  // namespace trellis::nn::cuda
