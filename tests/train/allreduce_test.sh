@@ -17,8 +17,9 @@ tolerance=0.025
 "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/half" >/dev/null 2>&1 || fail "control run"
 launch_ranks 2 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/two"
 wait_ranks "$work/two.out" "the 2-rank run"
-grep -q "Strategy: *allreduce over tcp, 2 ranks.* reduced by halving-doubling" "$work/two.out.0" ||
-    { cat "$work/two.out.0"; fail "no allreduce strategy line naming the default schedule"; }
+fields=$(run_fields "$work/two/metrics.jsonl" strategy transport ranks allreduce_algorithm compression)
+[ "$fields" = "allreduce tcp 2 halving-doubling none" ] ||
+    fail "the run record says '$fields', not the allreduce over tcp on 2 ranks by the default schedule"
 grep -qE "comm [0-9.]+ ms .* busbw [0-9.]+ GB/s" "$work/two.out.0" || fail "no communication figures in the progress lines"
 same=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" 5)
 control=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/half/metrics.jsonl" 5)
@@ -30,7 +31,7 @@ pass "2-rank allreduce matches the doubled batch within $tolerance ($same; contr
 # bfloat16 gradients on the wire: the same training to within bfloat16's rounding.
 launch_ranks 2 "$work/bf16.out" "$TRAIN" "${common[@]}" --batch-size 16 --compress bf16 --log-dir "$work/bf16"
 wait_ranks "$work/bf16.out" "the bf16 run"
-grep -q "bf16 on the wire" "$work/bf16.out.0" || fail "no compression in the strategy line"
+[ "$(run_fields "$work/bf16/metrics.jsonl" compression)" = bf16 ] || fail "the run record does not name bf16 on the wire"
 bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
     fail "bf16 compression changes the losses by $bf16_difference"
@@ -40,7 +41,8 @@ pass "bf16 gradient compression: losses within 1% of float32 ($bf16_difference)"
 # losses are the same to the bit.
 launch_ranks 2 "$work/ring.out" "$TRAIN" "${common[@]}" --batch-size 16 --allreduce-algorithm ring --log-dir "$work/ring"
 wait_ranks "$work/ring.out" "the ring run"
-grep -q "reduced by ring" "$work/ring.out.0" || fail "the ring run's strategy line: $(grep Strategy "$work/ring.out.0")"
+[ "$(run_fields "$work/ring/metrics.jsonl" allreduce_algorithm)" = ring ] ||
+    fail "the ring run's record: $(run_fields "$work/ring/metrics.jsonl" allreduce_algorithm)"
 ring_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ring/metrics.jsonl" 5)
 [ "$ring_difference" = 0 ] || [ "$ring_difference" = 0.0 ] || fail "ring and halving-doubling differ by $ring_difference"
 pass "ring and halving-doubling allreduce: the same losses"

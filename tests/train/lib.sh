@@ -50,6 +50,15 @@ wait_ranks() {
     for pid in "${rank_pids[@]}"; do wait "$pid" || { cat "$1".*; fail "a rank of $2 failed"; }; done
 }
 
+# run_fields METRICS.jsonl FIELD...: the run record's fields, space-separated ("-" when absent).
+run_fields() {
+    "$PYTHON3" - "$@" <<'PY'
+import json, sys
+run = next((r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "run"), {})
+print(" ".join(str(run.get(field, "-")) for field in sys.argv[2:]))
+PY
+}
+
 # mean_relative_difference A.jsonl B.jsonl STEPS: of the train losses of two runs.
 mean_relative_difference() {
     "$PYTHON3" - "$1" "$2" "$3" <<'PY'

@@ -14,7 +14,8 @@ wait_ranks "$work/two.out" "the 2-rank allreduce run"
 # average of the same gradients, applied by the server: the same losses to float rounding.
 launch_ranks 3 "$work/ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"
 wait_ranks "$work/ps.out" "the PS run"
-grep -q "Strategy: *ps (sync) over tcp, 3 ranks.*2 workers, 1 servers" "$work/ps.out.0" || { cat "$work/ps.out.0"; fail "no PS strategy line"; }
+fields=$(run_fields "$work/ps/metrics.jsonl" strategy ps_mode transport ranks workers servers)
+[ "$fields" = "ps sync tcp 3 2 1" ] || fail "the run record says '$fields', not synchronous PS over tcp with 2 workers and 1 server"
 grep -q "parameter server 0 (rank 2" "$work/ps.out.2" || { cat "$work/ps.out.2"; fail "rank 2 did not serve"; }
 ps_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ps/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $ps_difference < 1e-4 else 1)" ||

@@ -23,6 +23,12 @@ std::string over(const SyncContext& c, const std::string& carrier) {
                   c.identity.host.c_str());
 }
 
+void describe_collective(const SyncContext& c, const std::string& transport, nlohmann::json& run) {
+    run["strategy"] = strategies().name(c.options.strategy);
+    run["transport"] = transport;
+    run["bucket_mb"] = c.options.bucket_mb;
+}
+
 std::size_t bucket_bytes(const TrainOptions& options) { return std::size_t(options.bucket_mb * (1 << 20)); }
 
 // One process: its gradients are the update.
@@ -30,6 +36,7 @@ class NoSync : public GradientSync {
 public:
     Synchronised finish(const StepState& step) override { return {{}, false, false, step.loss}; }
     std::string strategy() const override { return ""; }
+    void describe(nlohmann::json& run) const override { run["strategy"] = "single process"; }
     std::string progress_header() const override { return ""; }
     std::string progress(const comm::CommStats&, int) const override { return ""; }
 };
@@ -65,6 +72,11 @@ public:
                       over(context_, context_.transport->name()).c_str(), o.bucket_mb,
                       comm::allreduce_algorithms().name(reducer_.algorithm()).c_str(), wire.c_str());
     }
+    void describe(nlohmann::json& run) const override {
+        describe_collective(context_, context_.transport->name(), run);
+        run["allreduce_algorithm"] = comm::allreduce_algorithms().name(reducer_.algorithm());
+        run["compression"] = comm::wire_formats().name(context_.options.compress);
+    }
 
 private:
     const SyncContext& context_;
@@ -89,6 +101,7 @@ public:
         return format("%s %s, %.0f MB gradient buckets", strategies().name(context_.options.strategy).c_str(),
                       over(context_, "nccl (control over tcp)").c_str(), context_.options.bucket_mb);
     }
+    void describe(nlohmann::json& run) const override { describe_collective(context_, "nccl", run); }
 
 private:
     const SyncContext& context_;
@@ -123,6 +136,13 @@ public:
         return done;
     }
     bool collective() const override { return false; }
+    void describe(nlohmann::json& run) const override {
+        run["strategy"] = "ps";
+        run["ps_mode"] = ps_modes().name(context_.options.ps_mode);
+        run["transport"] = context_.transport->name();
+        run["workers"] = layout_.workers();
+        run["servers"] = layout_.servers();
+    }
     std::string strategy() const override {
         return format("ps (%s) %s: %d workers, %d servers", ps_modes().name(context_.options.ps_mode).c_str(),
                       over(context_, context_.transport->name()).c_str(), layout_.workers(), layout_.servers());

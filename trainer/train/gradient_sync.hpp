@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "trainer/comm/comm_stats.hpp"
 #include "trainer/comm/transport.hpp"
 #include "trainer/gpu/accelerator.hpp"
@@ -45,8 +47,10 @@ public:
     // Whether every rank computes and takes part in the step's collectives (not so with
     // parameter servers, which take no part in the workers' sums).
     virtual bool collective() const { return true; }
-    // The strategy line of the header, and the fields each progress line adds.
+    // The strategy line of the header, its fields in metrics.jsonl's run record, and the
+    // fields each progress line adds.
     virtual std::string strategy() const = 0;
+    virtual void describe(nlohmann::json& run) const = 0;
     virtual std::string progress_header() const {
         return "\tcomm time of the gradient allreduce (time waited for it) and its busbw";
     }

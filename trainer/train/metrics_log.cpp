@@ -81,6 +81,14 @@ void MetricsLog::record(const std::string& kind, std::int64_t step, const std::m
     tensorboard_->scalars(step, scalars);
 }
 
+void MetricsLog::describe(const nlohmann::json& run) {
+    if (!tensorboard_) return;
+    nlohmann::json line = run;
+    line["kind"] = "run";
+    line["time"] = wall_time();
+    jsonl_ << line.dump() << '\n' << std::flush;
+}
+
 void MetricsLog::flush() {
     if (!tensorboard_) return;
     jsonl_.flush();

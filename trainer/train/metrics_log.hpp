@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "trainer/data/tfrecord.hpp"
 
 namespace trellis::train {
@@ -33,6 +35,9 @@ public:
     // kind is "train" or "eval"; values become the record's fields and TensorBoard scalars
     // named "<kind>/<name>".
     void record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values);
+    // The run's description, the file's first record ("kind": "run"): what the header says,
+    // as fields that scripts and tests read instead of the banner text.
+    void describe(const nlohmann::json& run);
     void flush();
 
 private:

@@ -58,7 +58,7 @@ private:
     void open_device();
     nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
     void apply_gradients(float lr);
-    void print_header() const;
+    void print_header();
     // One line on stdout, prefixed "[rank N] " on ranks other than 0, so that lines of
     // several ranks in one log (srun's, sbatch's) tell whose they are.
     void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
@@ -234,8 +234,21 @@ void Run::say(const char* format, ...) const {
     std::fflush(stdout);
 }
 
-void Run::print_header() const {
+void Run::print_header() {
     if (identity_.rank != 0) return;
+    nlohmann::json run{{"model", config_.name},
+                       {"parameters", model_->parameters().learned_elements()},
+                       {"classes", sources_.num_classes},
+                       {"image_size", image_size_},
+                       {"global_batch", options_.batch_size * workers_},
+                       {"ranks", identity_.size},
+                       {"wireup", wireup_},
+                       {"device", accelerator_ ? "cuda" : "cpu"},
+                       {"optimizer", optimizer_->name()},
+                       {"lr_schedule", optim::schedule_kinds().name(options_.lr_schedule)},
+                       {"steps", total_steps_}};
+    sync_->describe(run);
+    metrics_.describe(run);
     auto parameters = double(model_->parameters().learned_elements()) / 1e6;
     std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
                 sources_.num_classes, image_size_, image_size_);
