@@ -33,7 +33,7 @@ struct Refused : Error {
 // 2, 3 or 1 as above (1 for anything that is not a trellis::Error).
 int exit_status(const std::exception& error);
 
-// Prints "PREFIX[TOPIC: ]MESSAGE" on stderr and returns the exit status for it.
-int report_error(const std::string& prefix, const std::exception& error);
+// Prints "PREFIX[TOPIC: ]MESSAGE[HINT]" on stderr and returns the exit status for it.
+int report_error(const std::string& prefix, const std::exception& error, const std::string& hint = "");
 
 }  // namespace trellis

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "trainer/bench/benchmarks.hpp"
+#include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
 
 int main(int argc, char** argv) {
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
             case bench::Benchmark::allreduce: break;
         }
         return bench::run_allreduce(options, *transport);
+    } catch (const comm::PeerFailure& error) {
+        return report_error("trellis-bench: ", error, error.silent ? " (--comm-timeout)" : "");
     } catch (const std::exception& error) {
         return report_error("trellis-bench: ", error);
     }

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "config.h"
+#include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
 #include "trainer/train/parameter_server.hpp"
 #include "trainer/train/trainer.hpp"
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
         if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
             return serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());
+    } catch (const trellis::comm::PeerFailure& error) {
+        return trellis::report_error(who, error, error.silent ? " (--comm-timeout)" : "");
     } catch (const std::exception& error) {
         return trellis::report_error(who, error);
     }

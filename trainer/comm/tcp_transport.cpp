@@ -36,7 +36,7 @@ void raise_open_file_limit(std::size_t needed) {
     ::setrlimit(RLIMIT_NOFILE, &limit);
     if (limit.rlim_cur < needed)
         throw CommError("tcp: " + std::to_string(needed) + " open files needed, the hard limit is " +
-                        std::to_string(limit.rlim_max) + " (lower --tcp-streams or raise ulimit -n)");
+                        std::to_string(limit.rlim_max) + " (use fewer streams per peer, or raise ulimit -n)");
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ void raise_open_file_limit(std::size_t needed) {
 TcpTransport::TcpTransport(Wireup& wireup, TcpOptions options) : options_(std::move(options)) {
     rank_ = wireup.identity().rank;
     size_ = wireup.identity().size;
-    if (options_.streams < 1) throw UsageError("--tcp-streams must be at least 1");
+    if (options_.streams < 1) throw UsageError("TCP transport: streams per peer must be at least 1");
     raise_open_file_limit(std::size_t(size_) * std::size_t(options_.streams + 1) + 64);
     connect_mesh(wireup);
     heartbeat_ = std::thread([this] { beat(); });
@@ -293,7 +293,8 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
                 if (p.left > 0 && silent(w.transfer->peer, last_progress))
                     fail(PeerFailure(w.transfer->peer, host_of(w.transfer->peer),
                                      "made no progress and sent no heartbeat for " +
-                                         std::to_string(options_.timeout.count()) + " s (--comm-timeout)"));
+                                         std::to_string(options_.timeout.count()) + " s",
+                                     true));
     }
 }
 
@@ -330,7 +331,8 @@ std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
             if (silent(t.peer, last_progress))
                 fail(PeerFailure(t.peer, host_of(t.peer),
                                  "sent nothing, not even a heartbeat, for " + std::to_string(options_.timeout.count()) +
-                                     " s (--comm-timeout)"));
+                                     " s",
+                                 true));
     }
 }
 

@@ -216,8 +216,8 @@ void VerbsTransport::start_sends(int peer) {
     }
 }
 
-void VerbsTransport::fail(int peer, const std::string& what) {
-    tcp_->fail(PeerFailure(peer, host_of(peer), what));
+void VerbsTransport::fail(int peer, const std::string& what, bool silent) {
+    tcp_->fail(PeerFailure(peer, host_of(peer), what, silent));
 }
 
 void VerbsTransport::progress() {
@@ -295,8 +295,9 @@ void VerbsTransport::exchange(std::span<const Transfer> transfers) {
         if (now - last_progress > options_.timeout)
             for (auto& op : operations)
                 if (!op.done && tcp_->silent(op.transfer.peer, last_progress))
-                    fail(op.transfer.peer, "made no progress and sent no heartbeat for " +
-                                               std::to_string(options_.timeout.count()) + " s (--comm-timeout)");
+                    fail(op.transfer.peer,
+                         "made no progress and sent no heartbeat for " + std::to_string(options_.timeout.count()) + " s",
+                         true);
         progress();
     }
 }
@@ -335,8 +336,9 @@ std::size_t VerbsTransport::exchange_first(std::span<const Transfer> receives) {
         if (now - last_progress > options_.timeout)
             for (const auto& t : receives)
                 if (tcp_->silent(t.peer, last_progress))
-                    fail(t.peer, "sent nothing, not even a heartbeat, for " + std::to_string(options_.timeout.count()) +
-                                     " s (--comm-timeout)");
+                    fail(t.peer,
+                         "sent nothing, not even a heartbeat, for " + std::to_string(options_.timeout.count()) + " s",
+                         true);
         progress();
     }
 }

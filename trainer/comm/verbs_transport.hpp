@@ -57,7 +57,7 @@ private:
     void announce(int peer, Operation& receive);
     void start_sends(int peer);
     void progress();
-    [[noreturn]] void fail(int peer, const std::string& what);
+    [[noreturn]] void fail(int peer, const std::string& what, bool silent = false);
 
     std::unique_ptr<TcpTransport> tcp_;
     TcpOptions options_;
