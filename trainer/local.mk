@@ -61,6 +61,7 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
 	trainer/comm/transport.hpp \
 	trainer/comm/verbs_device.cpp trainer/comm/verbs_device.hpp \
+	trainer/comm/verbs_resources.hpp \
 	trainer/comm/verbs_transport.cpp trainer/comm/verbs_transport.hpp \
 	trainer/comm/wire_format.cpp trainer/comm/wire_format.hpp \
 	trainer/comm/wireup.cpp trainer/comm/wireup.hpp
