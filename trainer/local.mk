@@ -138,8 +138,6 @@ tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
 tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
 tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
-EXTRA_DIST += tests/gpu/learns_test.sh
-EXTRA_DIST += $(train_tests) tests/train/lib.sh tests/free_port.py
 
 # The communication layer: ranks as threads over real TCP connections.
 unit_tests += tests/unit/comm_test

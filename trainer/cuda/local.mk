@@ -18,7 +18,6 @@ cuda_sources = \
 	trainer/cuda/nccl_allreduce.cpp trainer/cuda/nccl_allreduce.hpp \
 	trainer/cuda/pooling.cpp trainer/cuda/pooling.hpp \
 	trainer/cuda/residual_join.cpp trainer/cuda/residual_join.hpp
-EXTRA_DIST += $(cuda_sources) trainer/cuda/kernels.cu
 
 if HAVE_CUDA
 pkglib_LTLIBRARIES = trellis-cuda.la
@@ -42,4 +41,3 @@ trainer/cuda/kernels.lo: trainer/cuda/kernels.cu trainer/cuda/kernels.hpp traine
 		$(NVCC_FLAGS) -c $(srcdir)/trainer/cuda/kernels.cu -o $@
 CLEANFILES += trainer/cuda/kernels.lo trainer/cuda/.libs/kernels.o
 endif
-EXTRA_DIST += trainer/cuda/nvcc-pic
