@@ -64,6 +64,8 @@ inline constexpr Variable nccl_ib_hca{"NCCL_IB_HCA", "NCCL's choice", "the node'
 inline constexpr Variable nccl_socket_ifname{"NCCL_SOCKET_IFNAME", "NCCL's choice",
                                              "the IP interfaces of those HCAs"};
 inline constexpr Variable ucx_net_devices{"UCX_NET_DEVICES", "UCX's choice", "the task's HCA ports"};
+inline constexpr Variable ompi_openib_if_include{"OMPI_MCA_btl_openib_if_include", "Open MPI's choice",
+                                                 "the task's HCA ports, for Open MPI's openib BTL"};
 inline constexpr Variable omp_num_threads{"OMP_NUM_THREADS", "the runtime's choice", "the task's number of CPUs"};
 inline constexpr Variable master_addr{"MASTER_ADDR", "unset", "PyTorch env://: rank 0's address"};
 inline constexpr Variable master_port{"MASTER_PORT", "unset", "PyTorch env://: rank 0's port"};

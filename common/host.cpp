@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace trellis {
@@ -17,10 +18,19 @@ std::string node_name() {
     return node ? node : host_name();
 }
 
-std::uint16_t step_port(std::uint16_t base) {
-    long job = env_value("SLURM_JOB_ID") ? std::atol(env_value("SLURM_JOB_ID")) : 0;
-    long step = env_value("SLURM_STEP_ID") ? std::atol(env_value("SLURM_STEP_ID")) : 0;
-    return std::uint16_t(base + (job * 131 + step * 17) % 10000);
+int step_port(unsigned job_id, unsigned step_id, int first, int last) {
+    // A multiplicative hash spreads neighbouring job ids apart.
+    unsigned long long mixed = (job_id * 2654435761ULL) ^ (step_id * 40503ULL);
+    int span = std::max(1, last - first + 1 - 128);
+    return first + static_cast<int>(mixed % static_cast<unsigned long long>(span));
+}
+
+int step_port(int first, int last) {
+    auto id = [](const char* name) {
+        const char* text = env_value(name);
+        return text ? static_cast<unsigned>(std::strtoul(text, nullptr, 10)) : 0u;
+    };
+    return step_port(id("SLURM_JOB_ID"), id("SLURM_STEP_ID"), first, last);
 }
 
 const char* env_value(const char* name) {

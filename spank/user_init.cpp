@@ -39,7 +39,7 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     layout.local_size = static_cast<int>(item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count"));
     layout.node_rank = static_cast<int>(item(sp, S_JOB_NODEID, "node index"));
     layout.nnodes = static_cast<int>(item(sp, S_JOB_NNODES, "node count"));
-    layout.port = agent::step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"),
+    layout.port = step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"),
                                    config.wireup.port_first, config.wireup.port_last);
     auto nodes = slurm::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
     if (nodes.empty()) throw std::runtime_error("SLURM_STEP_NODELIST is empty");

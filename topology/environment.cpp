@@ -36,7 +36,7 @@ std::map<std::string, std::string> render_environment(const TaskBinding& task, c
     if (!task.hcas.empty()) {
         std::string hcas = join(task.hcas, device_port);
         env[env::ucx_net_devices.name] = hcas;
-        env["OMPI_MCA_btl_openib_if_include"] = hcas;
+        env[env::ompi_openib_if_include.name] = hcas;
         env[env::hca.name] = hcas;
         env[env::distance.name] = distance_name(task.distance);
     }

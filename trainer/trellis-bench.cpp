@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
         tcp.streams = options.tcp_streams;
         tcp.timeout = std::chrono::seconds(options.timeout_seconds);
         auto transport =
-            comm::make_transport(options.transport, *wireup, comm::with_binding(tcp), comm::verbs_options_from_binding());
+            comm::make_transport(options.transport, *wireup, comm::with_binding(tcp), comm::verbs_options_from_binding);
         if (!transport) throw UsageError("a single process has nobody to talk to: start it on several ranks");
         switch (options.benchmark) {
             case bench::Benchmark::p2p: return bench::run_p2p(options, *transport);

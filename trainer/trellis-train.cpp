@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
         tcp.timeout = timeout;
         auto transport = trellis::comm::make_transport(host_transport(options.transport), *wireup,
                                                        trellis::comm::with_binding(tcp),
-                                                       trellis::comm::verbs_options_from_binding());
+                                                       trellis::comm::verbs_options_from_binding);
         if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
             return serve_parameters(options, *wireup, *transport);
         return train(options, *wireup, transport.get());

@@ -116,14 +116,6 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
     return nodes;
 }
 
-int step_port(unsigned job_id, unsigned step_id, int first, int last) {
-    // A multiplicative hash spreads neighbouring job ids apart; TF's tasks use the ports just
-    // above, so the range leaves them room.
-    unsigned long long mixed = (job_id * 2654435761ULL) ^ (step_id * 40503ULL);
-    int span = std::max(1, last - first + 1 - 128);
-    return first + static_cast<int>(mixed % static_cast<unsigned long long>(span));
-}
-
 std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const StepLayout& layout) {
     std::map<std::string, std::string> env;
     if (choice.torch) {

@@ -46,10 +46,6 @@ std::vector<std::string> rank_addresses(const std::vector<std::string>& node_add
 // it cannot know (plane, arbitrary), naming it.
 std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string& distribution);
 
-// MASTER_PORT for a step: a fixed function of the job and step ids within the range, so that
-// every node agrees without talking and two steps on one node rarely meet.
-int step_port(unsigned job_id, unsigned step_id, int first, int last);
-
 // The variables, and TRELLIS_WIREUP_SET listing their names, so that a launch started inside
 // this step (an srun from an `srun --pty bash`, trellis-agent launch under srun) can tell
 // values trellis set for the outer step from values its user set.

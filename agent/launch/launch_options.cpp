@@ -93,8 +93,8 @@ NodePlace find_node_place(const LaunchOptions& options) {
         const char* nodes = env_value("SLURM_STEP_NODELIST") ? env_value("SLURM_STEP_NODELIST") : env_value("SLURM_JOB_NODELIST");
         if (!nodes) throw std::runtime_error("SLURM_NNODES is set but SLURM_STEP_NODELIST is not");
         // A port per job and step, so that steps sharing a node do not collide (the trainer's
-        // own rendezvous uses ports from 21000).
-        place.master = slurm::first_node_address(nodes) + ":" + std::to_string(step_port(30000));
+        // own rendezvous uses ports from 21000 to 29999).
+        place.master = slurm::first_node_address(nodes) + ":" + std::to_string(step_port(30000, 32767));
         place.source = "slurm";
     } else {
         place.master = "127.0.0.1:" + std::to_string(free_port());

@@ -96,5 +96,16 @@ TEST_CASE("the node name is Slurm's when slurmd gives one") {
     CHECK(node_name() == host_name());
     ::setenv("SLURM_JOB_ID", "12", 1);
     ::setenv("SLURM_STEP_ID", "3", 1);
-    CHECK(step_port(21000) == 21000 + (12 * 131 + 3 * 17));
+    CHECK(step_port(21000, 29999) == step_port(12, 3, 21000, 29999));
+    CHECK(step_port(21000, 29999) >= 21000);
+    CHECK(step_port(21000, 29999) <= 29871);
+}
+
+TEST_CASE("a step's port: within the range, the same on every node, different for the next step") {
+    int port = step_port(4711, 0, 20000, 29999);
+    CHECK(port >= 20000);
+    CHECK(port + 128 <= 29999);
+    CHECK(step_port(4711, 0, 20000, 29999) == port);
+    CHECK(step_port(4711, 1, 20000, 29999) != port);
+    CHECK(step_port(4712, 0, 20000, 29999) != port);
 }

@@ -34,15 +34,6 @@ TEST_CASE("ranks to nodes as Slurm distributes them") {
     CHECK_THROWS_WITH(rank_nodes("two", "block"), Catch::Contains("tasks per node"));
 }
 
-TEST_CASE("a step's port: within the range, the same on every node, different for the next step") {
-    int port = step_port(4711, 0, 20000, 29999);
-    CHECK(port >= 20000);
-    CHECK(port + 128 <= 29999);
-    CHECK(step_port(4711, 0, 20000, 29999) == port);
-    CHECK(step_port(4711, 1, 20000, 29999) != port);
-    CHECK(step_port(4712, 0, 20000, 29999) != port);
-}
-
 TEST_CASE("PyTorch's env:// variables") {
     StepLayout layout;
     layout.rank = 3, layout.world_size = 4, layout.local_rank = 1, layout.local_size = 2;

@@ -51,10 +51,10 @@ VerbsOptions verbs_options_from_binding() {
 }
 
 std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp,
-                                          const VerbsOptions& verbs) {
+                                          const std::function<VerbsOptions()>& verbs_options) {
     if (wireup.identity().size == 1) return nullptr;
     bool use_verbs = kind == TransportKind::verbs || (kind == TransportKind::automatic && verbs_device_available());
-    if (use_verbs) return std::make_unique<VerbsTransport>(wireup, tcp, verbs);
+    if (use_verbs) return std::make_unique<VerbsTransport>(wireup, tcp, verbs_options());
     return std::make_unique<TcpTransport>(wireup, tcp);
 }
 

@@ -2,6 +2,7 @@
 // port, else TCP). Null for a single process.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,8 +23,9 @@ const cli::Choices<TransportKind>& transport_kinds();
 TcpOptions with_binding(TcpOptions tcp);
 VerbsOptions verbs_options_from_binding();
 
-// Throws CommError when it cannot be set up.
+// Throws CommError when it cannot be set up. verbs_options is called only when verbs is chosen,
+// so that a setting meant for verbs (a bad TRELLIS_IB_GID_INDEX) cannot fail a TCP run.
 std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, const TcpOptions& tcp,
-                                          const VerbsOptions& verbs);
+                                          const std::function<VerbsOptions()>& verbs_options);
 
 }  // namespace trellis::comm

@@ -18,7 +18,11 @@ const char* env(const char* name) { return env_value(name); }
 int env_int(const char* name, const std::string& wireup) {
     const char* text = env(name);
     if (!text) throw CommError(wireup + " wireup: " + name + " is not set");
-    return cli::parse_int(text, name, 0);
+    try {
+        return cli::parse_int(text, name, 0);
+    } catch (const UsageError& error) {
+        throw UsageError(wireup + " wireup: " + error.what());
+    }
 }
 
 class SingleProcess : public Wireup {
@@ -36,7 +40,7 @@ std::uint16_t rendezvous_port() {
     // otherwise a port derived from the job and step.
     if (const char* reserved = env("SLURM_STEP_RESV_PORTS"))
         return cli::parse_int<std::uint16_t>(cli::split(reserved, '-').front(), "SLURM_STEP_RESV_PORTS", 1);
-    return step_port(21000);
+    return static_cast<std::uint16_t>(step_port(21000, 29999));
 }
 
 std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
