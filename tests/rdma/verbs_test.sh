@@ -49,8 +49,9 @@ losses() { awk -F'\t' '/^[0-9]+\timages/ {print \$1, \$3}' "\$1"; }
 [ -n "\$(losses /tmp/tcp.0)" ] && [ "\$(losses /tmp/tcp.0)" = "\$(losses /tmp/verbs.0)" ] &&
     echo "ok: 2-rank training over verbs has the losses of TCP" || fail "losses differ: \$(losses /tmp/tcp.0) / \$(losses /tmp/verbs.0)"
 
+port=\$(python3 "$here/../free_port.py")
 for r in 0 1; do
-    TRELLIS_RANK=\$r TRELLIS_WORLD_SIZE=2 TRELLIS_MASTER=127.0.0.1:29706 \$B/trellis-train --model resnet8 --batch-size 8 \
+    TRELLIS_RANK=\$r TRELLIS_WORLD_SIZE=2 TRELLIS_MASTER=127.0.0.1:\$port \$B/trellis-train --model resnet8 --batch-size 8 \
         --steps 100000 --threads 1 --display-every 1 --transport verbs >/tmp/kill.\$r 2>&1 &
     eval pid\$r=\$!
 done
