@@ -87,6 +87,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
+	trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
@@ -129,7 +130,8 @@ tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 # trellis-train end to end: learning, resuming, bad data, the command line.
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
 	tests/train/cli_test.sh tests/train/allreduce_test.sh tests/train/ps_test.sh \
-	tests/train/failures_test.sh tests/train/bench_test.sh
+	tests/train/failures_test.sh tests/train/bench_test.sh tests/train/evaluation_test.sh \
+	tests/train/resume_ranks_test.sh
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.

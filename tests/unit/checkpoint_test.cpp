@@ -18,9 +18,10 @@ struct Fixture {
     nn::Parameter mean{"m", tensor::Shape{2}, nn::ParameterKind::running_stat};
     nn::ParameterStore store;
     std::unique_ptr<optim::Optimizer> optimizer;
-    checkpoint::CheckpointInfo info{"resnet8", 10, 0, {}, "sgd", 1, 32};
+    checkpoint::CheckpointInfo info;
 
     Fixture() {
+        info.model = "resnet8", info.num_classes = 10, info.optimizer = "sgd", info.seed = 1, info.global_batch = 32;
         char name[] = "/tmp/trellis-checkpoint-XXXXXX";
         folder = ::mkdtemp(name);
         store.add(weight);
@@ -130,4 +131,31 @@ TEST_CASE("the checkpoint just written is kept even when older runs left higher 
     }
     CHECK(fs::exists(f.folder / "checkpoint-2.trellis"));
     CHECK(*store.newest_step() == 30);
+}
+
+TEST_CASE("the schedule and fp16's loss scale travel with the checkpoint") {
+    Fixture f;
+    checkpoint::CheckpointStore store(f.folder.string());
+    f.set(1.0f);
+    f.info.step = 3;
+    f.info.schedule = "step: lr 0.1, 100 steps";
+    f.info.loss_scale = 8192.0f;
+    f.info.loss_scale_steps = 1234;
+    store.save(f.info, f.store, *f.optimizer);
+    auto expected = f.info;
+    expected.schedule.clear(), expected.loss_scale = 0, expected.loss_scale_steps = 0;
+    auto loaded = store.load_latest(expected, f.store, *f.optimizer);
+    REQUIRE(loaded);
+    CHECK(loaded->schedule == "step: lr 0.1, 100 steps");
+    CHECK(loaded->loss_scale == 8192.0f);
+    CHECK(loaded->loss_scale_steps == 1234);
+}
+
+TEST_CASE("opening a folder removes the temporary files of unfinished saves, and only those") {
+    Fixture f;
+    std::ofstream(f.folder / ".checkpoint-40.tmp") << "cut short";
+    std::ofstream(f.folder / "notes.txt") << "the user's";
+    checkpoint::CheckpointStore store(f.folder.string());
+    CHECK_FALSE(fs::exists(f.folder / ".checkpoint-40.tmp"));
+    CHECK(fs::exists(f.folder / "notes.txt"));
 }

@@ -58,6 +58,14 @@ TEST_CASE("top-1 and top-5 hits; a label out of range is refused") {
     std::vector<float> diverged(10, std::nanf(""));
     std::vector<int> label{3};
     CHECK(loss.evaluate(diverged, label, 10, {}).top5_hits == 0);  // NaN scores are misses
+    std::vector<float> flat(10, 0.5f);
+    auto tied = loss.evaluate(flat, label, 10, {});
+    CHECK(tied.top1_hits == 0);  // every class ties with the label: a model that cannot tell
+    CHECK(tied.top5_hits == 0);  // the classes apart scores no hit
+    std::vector<float> second(10, 0.0f);
+    second[3] = 1.0f, second[7] = 1.0f;  // the label ties with one other class for first
+    CHECK(loss.evaluate(second, label, 10, {}).top1_hits == 0);
+    CHECK(loss.evaluate(second, label, 10, {}).top5_hits == 1);
     std::vector<int> bad{9, 10};
     CHECK_THROWS_WITH(loss.evaluate(logits, bad, 10, {}), Catch::Contains("label 10 outside [0, 10)"));
     CHECK_THROWS(SoftmaxCrossEntropy(1.0f));

@@ -42,3 +42,22 @@ TEST_CASE("bad schedules are refused") {
     config.base_lr = 0;
     CHECK_THROWS(Schedule(config));
 }
+
+TEST_CASE("a schedule's description names what shapes the curve, and only that") {
+    ScheduleConfig config;
+    config.base_lr = 0.4;
+    config.warmup_steps = 4;
+    config.total_steps = 100;
+    config.boundaries = {30, 50};
+    auto text = trellis::optim::describe(config);
+    CHECK(text == "step from lr 0.4, warmup 4 steps, x0.1 at 30,50");
+    config.total_steps = 200;  // a longer run on the same step curve
+    CHECK(trellis::optim::describe(config) == text);
+    config.boundaries = {30, 60};
+    CHECK(trellis::optim::describe(config) != text);
+    config.kind = trellis::optim::ScheduleKind::cosine;
+    auto cosine = trellis::optim::describe(config);
+    CHECK(cosine == "cosine from lr 0.4, warmup 4 steps, to 0 at step 200");
+    config.total_steps = 100;  // the cosine ends with the run: another curve
+    CHECK(trellis::optim::describe(config) != cosine);
+}

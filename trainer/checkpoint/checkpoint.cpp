@@ -122,6 +122,9 @@ CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const
     CheckpointInfo info = expected;
     info.step = header.at("step").get<std::int64_t>();
     info.next = {header.at("epoch").get<std::int64_t>(), header.at("batch").get<std::int64_t>()};
+    info.schedule = header.value("schedule", "");
+    info.loss_scale = header.value("loss_scale", 0.0f);
+    info.loss_scale_steps = header.value("loss_scale_steps", std::int64_t(0));
     check(info.step >= 0 && info.next.epoch >= 0 && info.next.batch >= 0, path, "negative step or data position");
     return info;
 }
@@ -140,6 +143,15 @@ CheckpointStore::CheckpointStore(std::string folder, int keep) : folder_(std::mo
     if (error || !fs::is_directory(folder_))
         throw CheckpointError("checkpoint folder " + folder_ + ": " +
                               (error ? error.message() : std::string("not a directory")));
+    for (const auto& entry : fs::directory_iterator(folder_, error)) {
+        auto name = entry.path().filename().string();
+        if (name.starts_with(".checkpoint-") && name.ends_with(".tmp")) {
+            std::error_code ignored;
+            if (fs::remove(entry.path(), ignored))
+                std::cerr << "trellis-train: removed " << entry.path().string()
+                          << ", left by a save that did not finish\n";
+        }
+    }
 }
 
 std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore& parameters,
@@ -149,6 +161,11 @@ std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore
                           {"step", info.step},         {"epoch", info.next.epoch},
                           {"batch", info.next.batch},  {"optimizer", info.optimizer},
                           {"seed", info.seed},         {"global_batch", info.global_batch}};
+    if (!info.schedule.empty()) header["schedule"] = info.schedule;
+    if (info.loss_scale > 0) {
+        header["loss_scale"] = info.loss_scale;
+        header["loss_scale_steps"] = info.loss_scale_steps;
+    }
     for (const auto& a : arrays) header["arrays"].push_back({{"name", a.name}, {"count", a.values.size()}});
     auto text = header.dump();
 

@@ -31,11 +31,19 @@ struct CheckpointInfo {
     std::string optimizer;
     std::uint64_t seed = 0;
     int global_batch = 0;
+    // The learning-rate schedule in words (optim::describe); a resume compares it with its
+    // own. Empty in checkpoints written before it was recorded.
+    std::string schedule;
+    // fp16's dynamic loss scale and its finite steps (scale 0: none).
+    float loss_scale = 0;
+    std::int64_t loss_scale_steps = 0;
 };
 
 class CheckpointStore {
 public:
-    // Creates the folder when missing; throws CheckpointError when it cannot.
+    // Creates the folder when missing, and removes the temporary files of saves that a crash
+    // cut short (a folder has one writer: rank 0, or one parameter server). Throws
+    // CheckpointError when it cannot create the folder.
     explicit CheckpointStore(std::string folder, int keep = 3);
 
     // Writes checkpoint-<step>.trellis and removes all but the newest `keep`; returns its path.

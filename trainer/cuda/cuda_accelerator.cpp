@@ -82,7 +82,15 @@ public:
         if (++finite_steps_ % growth_interval == 0) context_.loss_scale = std::min(context_.loss_scale * 2, max_loss_scale);
         return true;
     }
-    float loss_scale() const override { return context_.loss_scale; }
+    gpu::LossScale loss_scale() const override {
+        if (context_.compute_type() != tensor::DType::f16) return {};
+        return {context_.loss_scale, finite_steps_};
+    }
+    void restore_loss_scale(gpu::LossScale state) override {
+        if (context_.compute_type() != tensor::DType::f16 || state.scale <= 0) return;
+        context_.loss_scale = std::clamp(state.scale, 1.0f, max_loss_scale);
+        finite_steps_ = state.finite_steps;
+    }
 
     std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
                                                        ParameterStore& store) override {
@@ -109,7 +117,7 @@ private:
     CudaContext context_;
     CudaBackend backend_;
     int* nonfinite_ = nullptr;
-    int finite_steps_ = 0;
+    std::int64_t finite_steps_ = 0;
 };
 
 }  // namespace

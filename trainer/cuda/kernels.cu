@@ -127,7 +127,7 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int* lab
     for (int k = threadIdx.x; k < classes; k += threads) {
         sum += expf(row[k] - top);
         shifted_sum += row[k] - top;
-        above += row[k] > target_score || !isfinite(row[k]);
+        above += k != label && (row[k] >= target_score || !isfinite(row[k]));  // ties are misses
     }
     sum = block_sum(sum, reduce_f);
     shifted_sum = block_sum(shifted_sum, reduce_f);

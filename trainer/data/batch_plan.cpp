@@ -18,6 +18,19 @@ std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t se
     return order;
 }
 
+namespace {
+
+std::int64_t rank_share(std::size_t dataset_size, int rank, int world_size) {
+    auto n = static_cast<std::int64_t>(dataset_size);
+    return n > rank ? (n - rank + world_size - 1) / world_size : 0;
+}
+
+}  // namespace
+
+std::int64_t evaluation_batches(std::size_t dataset_size, int batch_size, int rank, int world_size) {
+    return (rank_share(dataset_size, rank, world_size) + batch_size - 1) / batch_size;
+}
+
 BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size,
                      bool shuffle, std::uint64_t seed)
     : dataset_size_(dataset_size),
@@ -42,8 +55,8 @@ BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int wor
                             " samples, fewer than one global batch (" + std::to_string(world_size) +
                             " ranks x " + std::to_string(batch_size) + ")");
     } else {
-        rank_samples_ = n > rank ? (n - rank + world_size - 1) / world_size : 0;
-        batches_per_epoch_ = (rank_samples_ + batch_size - 1) / batch_size;
+        rank_samples_ = rank_share(dataset_size, rank, world_size);
+        batches_per_epoch_ = evaluation_batches(dataset_size, batch_size, rank, world_size);
         if (batches_per_epoch_ == 0)
             throw DataError("the evaluation set has " + std::to_string(n) +
                             " samples, none for rank " + std::to_string(rank) + " of " +

@@ -17,6 +17,10 @@ namespace trellis::data {
 std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t seed,
                                              std::int64_t epoch);
 
+// The evaluation batches of rank `rank` of `world_size`: ceil(N_rank / B), where N_rank is its
+// share of the samples (0 when it has none). Rank 0 has the most, and others at most one fewer.
+std::int64_t evaluation_batches(std::size_t dataset_size, int batch_size, int rank, int world_size);
+
 class BatchPlan {
 public:
     // Training (`shuffle`): floor(N / (W * B)) full batches per epoch, the remainder dropped

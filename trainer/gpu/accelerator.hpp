@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -43,6 +44,12 @@ public:
     virtual comm::CommStats finish() = 0;
 };
 
+// fp16's dynamic loss scale.
+struct LossScale {
+    float scale = 0;                 // 0: no loss scaling (fp32, bf16)
+    std::int64_t finite_steps = 0;   // since the scale last changed
+};
+
 class Accelerator {
 public:
     virtual ~Accelerator() = default;
@@ -67,7 +74,10 @@ public:
     // loss scale and says whether they are finite. A step with overflowed fp16 gradients is
     // skipped and the scale halved; the scale grows again after a run of finite steps.
     virtual bool finish_gradients() = 0;
-    virtual float loss_scale() const = 0;
+    // The scale and the finite steps since it last changed: checkpoints hold them, so that a
+    // resumed fp16 run continues as the uninterrupted one would (scale 0 without fp16).
+    virtual LossScale loss_scale() const = 0;
+    virtual void restore_loss_scale(LossScale state) = 0;
 
     // An optimizer stepping the device copies; its state() reads and writes host mirrors.
     // Null when `kind` has no device implementation (the trainer then steps on the host).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <stdexcept>
 
@@ -22,6 +23,26 @@ Schedule::Schedule(ScheduleConfig config) : config_(std::move(config)) {
     if (config_.warmup_steps < 0) throw UsageError("warmup must not be negative");
     config_.total_steps = std::max<std::int64_t>(config_.total_steps, 1);
     std::sort(config_.boundaries.begin(), config_.boundaries.end());
+}
+
+std::string describe(const ScheduleConfig& c) {
+    auto number = [](double value) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.6g", value);
+        return std::string(text);
+    };
+    // The length of the run shapes only the decays that end with it: a step schedule may be
+    // extended with more steps and stay the same curve.
+    std::string text = schedule_kinds().name(c.kind) + " from lr " + number(c.base_lr) + ", warmup " +
+                       std::to_string(c.warmup_steps) + " steps";
+    if (c.kind == ScheduleKind::step && !c.boundaries.empty()) {
+        text += ", x" + number(c.decay) + " at ";
+        for (std::size_t i = 0; i < c.boundaries.size(); ++i) text += (i ? "," : "") + std::to_string(c.boundaries[i]);
+    }
+    if (c.kind == ScheduleKind::poly) text += ", power " + number(c.power);
+    if (c.kind == ScheduleKind::cosine || c.kind == ScheduleKind::poly)
+        text += ", to " + number(c.end_lr) + " at step " + std::to_string(c.total_steps);
+    return text;
 }
 
 double Schedule::at(std::int64_t step) const {

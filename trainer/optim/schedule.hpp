@@ -26,6 +26,10 @@ struct ScheduleConfig {
     double end_lr = 0.0;                // where cosine and poly end
 };
 
+// The schedule in words, every number that shapes the curve and no other, for the checkpoint
+// and for comparing two runs: "step from lr 0.1, warmup 50 steps, x0.1 at 300,600".
+std::string describe(const ScheduleConfig& config);
+
 class Schedule {
 public:
     // Throws UsageError on inconsistent numbers.

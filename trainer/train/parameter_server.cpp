@@ -9,6 +9,7 @@
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/ps/server.hpp"
 #include "trainer/train/data_sources.hpp"
+#include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/trainer.hpp"
 
@@ -30,8 +31,8 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     auto& store = model.parameters();
     comm::broadcast_from_root(transport, store.values());
     comm::broadcast_from_root(transport, store.statistic_values());
-    std::int64_t step = 0;
-    comm::broadcast_value_from_root(transport, step);
+    RunStart start;  // the servers need only the step: they resume their own shards of it
+    share_run_start(transport, start);
     ps::Layout layout(store, transport.size(), options.ps_servers);
     int server = wireup.identity().rank - layout.workers();
     const auto& shard = layout.shard(server);
@@ -40,9 +41,10 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
                 wireup.identity().rank, server, wireup.identity().rank, wireup.identity().host.c_str(),
                 shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, ps_modes().name(options.ps_mode).c_str());
     std::fflush(stdout);
-    checkpoint::CheckpointInfo info{config.name, sources.num_classes, step, {},
-                        optim::optimizer_kinds().name(options.optimizer.kind),
-                        options.seed, options.batch_size * layout.workers()};
+    checkpoint::CheckpointInfo info;
+    info.model = config.name, info.num_classes = sources.num_classes, info.step = start.step;
+    info.optimizer = optim::optimizer_kinds().name(options.optimizer.kind);
+    info.seed = options.seed, info.global_batch = options.batch_size * layout.workers();
     ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume};
     auto outcome = ps::Server(serving, transport, layout, server, store, info).run();
     return outcome == ps::Server::Outcome::stopped ? exit_stopped_early : 0;

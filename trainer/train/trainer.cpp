@@ -16,6 +16,7 @@
 #include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/broadcast.hpp"
+#include "trainer/data/batch_plan.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
@@ -23,6 +24,7 @@
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
+#include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
 
@@ -53,7 +55,11 @@ public:
 
 private:
     Evaluation evaluate();
-    void save_checkpoint(std::int64_t step);
+    // Called by every rank at the same points: averages the statistics, then rank 0 saves.
+    void checkpoint(std::int64_t step);
+    void agree_statistics();
+    void resume(RunStart& start);
+    checkpoint::CheckpointInfo checkpoint_info(std::int64_t step) const;
     void report_step(const ThroughputMeter& meter, double lr, double loss, const comm::CommStats& comm);
     void open_device();
     nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
@@ -62,7 +68,7 @@ private:
     // One line on stdout, prefixed "[rank N] " on ranks other than 0, so that lines of
     // several ranks in one log (srun's, sbatch's) tell whose they are.
     void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
-    void share_initial_state();
+    void share_initial_state(RunStart& start);
     void sum_over_ranks(std::span<float> values);
     optim::ScheduleConfig schedule_config() const;
 
@@ -84,7 +90,10 @@ private:
     nn::SoftmaxCrossEntropy loss_;
     std::unique_ptr<data::BatchSource> train_source_;
     std::int64_t steps_per_epoch_ = 1, total_steps_ = 0, step_ = 0;
-    std::optional<checkpoint::CheckpointStore> checkpoints_;
+    bool checkpointing_;                                 // --checkpoint-dir given
+    std::optional<checkpoint::CheckpointStore> checkpoints_;  // rank 0's: the only one that reads and writes
+    std::optional<checkpoint::CheckpointInfo> resumed_;      // what rank 0 resumed from
+    std::int64_t statistics_agreed_at_ = -1;             // the step at which they were last averaged
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
@@ -103,6 +112,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
       image_size_(options.image_size.value_or(config_.default_image_size)),
       sources_(open_data_sources(options, image_size_, identity_.rank, workers_)),
       loss_(float(options.label_smoothing)),
+      checkpointing_(!options.checkpoint_dir.empty()),
       metrics_(identity_.rank == 0 ? options.log_dir : std::string()) {
     // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
     // count is set explicitly so that --threads and the report agree.
@@ -120,26 +130,20 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     }
     if (!optimizer_) optimizer_ = optim::make_optimizer(options.optimizer, model_->parameters());
 
-    data::Position start;
-    if (!options.checkpoint_dir.empty()) checkpoints_.emplace(options.checkpoint_dir);
-    if (checkpoints_ && !options.resume && identity_.rank == 0)
-        if (auto newest = checkpoints_->newest_step())
-            throw checkpoint::CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
-                                  std::to_string(*newest) + "): add --resume to continue it, or use another folder");
-    if (options.resume) {
-        checkpoint::CheckpointInfo expected{config_.name, sources_.num_classes, 0, {}, optim::optimizer_kinds().name(options.optimizer.kind), options.seed,
-                                options.batch_size * workers_};
-        if (auto info = checkpoints_->load_latest(expected, model_->parameters(), *optimizer_)) {
-            step_ = info->step;
-            start = info->next;
-            say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
-                static_cast<long long>(step_), static_cast<long long>(start.epoch), static_cast<long long>(start.batch));
-            if (accelerator_) accelerator_->upload_values();
-        } else {
-            say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
-        }
+    RunStart start;
+    if (checkpointing_ && identity_.rank == 0) resume(start);
+    if (transport_) {
+        // Built here, whatever carries the gradients, so that a schedule that cannot run on
+        // this many ranks is refused at the start on every rank.
+        small_sums_ = comm::make_allreduce(*transport_, options.allreduce_algorithm);
+        share_initial_state(start);
     }
-    train_source_ = sources_.open_train(start);
+    step_ = start.step;
+    if (accelerator_) {
+        accelerator_->upload_values();
+        accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
+    }
+    train_source_ = sources_.open_train(start.next);
     steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch(), 1);
     if (options.steps)
         total_steps_ = *options.steps;
@@ -148,29 +152,43 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     else
         total_steps_ = 100;
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
-    if (transport_) {
-        // Built here, whatever carries the gradients, so that a schedule that cannot run on
-        // this many ranks is refused at the start on every rank.
-        small_sums_ = comm::make_allreduce(*transport_, options.allreduce_algorithm);
-        share_initial_state();
-        if (accelerator_) accelerator_->upload_values();
-    }
+    if (resumed_ && !resumed_->schedule.empty() && resumed_->schedule != optim::describe(schedule_->config()))
+        say("warning: the learning-rate schedule changed on resuming: the checkpoint's was %s; this run's is %s\n",
+            resumed_->schedule.c_str(), optim::describe(schedule_->config()).c_str());
     sync_context_.emplace(SyncContext{options, identity_, wireup_, transport_, accelerator_.get(), model_->parameters()});
     sync_ = make_gradient_sync(*sync_context_, device_note_);
 }
 
-void Run::share_initial_state() {
+// Rank 0 alone reads the checkpoint folder: the others receive what it resumed from.
+void Run::resume(RunStart& start) {
+    checkpoints_.emplace(options_.checkpoint_dir);
+    if (!options_.resume) {
+        if (auto newest = checkpoints_->newest_step())
+            throw checkpoint::CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
+                                              std::to_string(*newest) + "): add --resume to continue it, or use another folder");
+        return;
+    }
+    resumed_ = checkpoints_->load_latest(checkpoint_info(0), model_->parameters(), *optimizer_);
+    if (!resumed_) {
+        say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
+        return;
+    }
+    start = {resumed_->step, resumed_->next, resumed_->loss_scale, resumed_->loss_scale_steps};
+    say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
+        static_cast<long long>(start.step), static_cast<long long>(start.next.epoch),
+        static_cast<long long>(start.next.batch));
+}
+
+void Run::share_initial_state(RunStart& start) {
     // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
-    // optimizer state), whatever the others initialised or read.
+    // optimizer state), whatever the others initialised, and at rank 0's step and data
+    // position. Parameter servers keep the optimizer state themselves (they load their own
+    // shards of the step they are told).
     comm::broadcast_from_root(*transport_, model_->parameters().values());
     comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
-    // Parameter servers keep the optimizer state themselves, and learn the step to start
-    // from (a resumed one: they load their shards of it).
-    if (options_.strategy != Strategy::ps) {
+    if (options_.strategy != Strategy::ps)
         for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
-    } else {
-        comm::broadcast_value_from_root(*transport_, step_);
-    }
+    share_run_start(*transport_, start);
 }
 
 void Run::open_device() {
@@ -201,7 +219,7 @@ void Run::apply_gradients(float lr) {
     if (accelerator_ && !accelerator_->finish_gradients()) {
         if (identity_.rank == 0)
             std::printf("step %lld: fp16 gradients overflowed, step skipped, loss scale now %g\n",
-                        static_cast<long long>(step_ + 1), double(accelerator_->loss_scale()));
+                        static_cast<long long>(step_ + 1), double(accelerator_->loss_scale().scale));
         return;
     }
     if (optimizer_on_host_) accelerator_->download_grads();
@@ -277,8 +295,14 @@ Evaluation Run::evaluate() {
     // collectives); with the allreduce, every rank its shard and the sums are combined.
     bool shared = transport_ && sync_->collective();
     if (transport_ && !shared && identity_.rank != 0) return result;
-    auto source = shared ? sources_.open_eval(identity_.rank, identity_.size) : sources_.open_eval(0, 1);
-    auto batches = source->steps_per_epoch();
+    agree_statistics();
+    int rank = shared ? identity_.rank : 0, ranks = shared ? identity_.size : 1;
+    // Shards may differ by one batch (or a rank may have none): every rank takes as many turns
+    // as rank 0, which has the most, so that each turn's vote meets the same vote everywhere.
+    auto set_size = sources_.eval_set->size();
+    auto batches = data::evaluation_batches(set_size, options_.batch_size, 0, ranks);
+    auto mine = data::evaluation_batches(set_size, options_.batch_size, rank, ranks);
+    auto source = mine > 0 ? sources_.open_eval(rank, ranks) : nullptr;
     const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
     std::vector<float> images(std::size_t(model_->batch()) * image_floats);
     std::vector<int> labels(std::size_t(model_->batch()));
@@ -292,6 +316,7 @@ Evaluation Run::evaluate() {
             if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
             return {};
         }
+        if (b >= mine) continue;
         const auto& batch = source->next();
         // Score only real samples: copies standing in for unreadable ones are left out, and
         // a short last batch is padded.
@@ -324,7 +349,8 @@ Evaluation Run::evaluate() {
                     static_cast<long long>(result.examples), result.loss);
         std::fflush(stdout);
     }
-    metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss}});
+    metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss},
+                                    {"examples", double(result.examples)}});
     metrics_.flush();
     return result;
 }
@@ -346,13 +372,40 @@ void Run::report_step(const ThroughputMeter& meter, double lr, double loss, cons
     metrics_.record("train", step_, record);
 }
 
-void Run::save_checkpoint(std::int64_t step) {
-    if (!checkpoints_ || identity_.rank != 0) return;
+checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
+    checkpoint::CheckpointInfo info;
+    info.model = config_.name, info.num_classes = sources_.num_classes, info.step = step;
+    info.optimizer = optim::optimizer_kinds().name(options_.optimizer.kind);
+    info.seed = options_.seed, info.global_batch = options_.batch_size * workers_;
+    if (train_source_) info.next = train_source_->position();
+    if (schedule_) info.schedule = optim::describe(schedule_->config());
+    if (accelerator_) {
+        auto scale = accelerator_->loss_scale();
+        info.loss_scale = scale.scale, info.loss_scale_steps = scale.finite_steps;
+    }
+    return info;
+}
+
+// Each rank's running batch-norm statistics come from its own batches. Before an evaluation
+// or a checkpoint they are averaged over the ranks (as the weights already are), so that
+// every rank evaluates the same model and the checkpoint holds it. Training itself uses the
+// batch's statistics and is not affected. Parameter servers: rank 0's statistics are used.
+void Run::agree_statistics() {
+    if (!transport_ || !sync_->collective() || statistics_agreed_at_ == step_) return;
     if (accelerator_) accelerator_->download_values();
-    checkpoint::CheckpointInfo info{config_.name, sources_.num_classes, step, train_source_->position(),
-                        optim::optimizer_kinds().name(options_.optimizer.kind),
-                        options_.seed, options_.batch_size * workers_};
-    auto path = checkpoints_->save(info, model_->parameters(), *optimizer_);
+    auto statistics = model_->parameters().statistic_values();
+    sum_over_ranks(statistics);
+    for (float& value : statistics) value /= float(identity_.size);
+    if (accelerator_) accelerator_->upload_values();
+    statistics_agreed_at_ = step_;
+}
+
+void Run::checkpoint(std::int64_t step) {
+    if (!checkpointing_) return;
+    agree_statistics();
+    if (!checkpoints_) return;  // ranks other than 0
+    if (accelerator_) accelerator_->download_values();
+    auto path = checkpoints_->save(checkpoint_info(step), model_->parameters(), *optimizer_);
     say("checkpoint saved: %s\n", path.c_str());
 }
 
@@ -366,8 +419,8 @@ int Run::execute() {
         int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
         if (signal) {
             say("received signal %d at step %lld: %s\n", signal, static_cast<long long>(step_),
-                checkpoints_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)");
-            if (checkpoints_) save_checkpoint(step_);
+                checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)");
+            checkpoint(step_);
             metrics_.flush();
             return exit_stopped_early;
         }
@@ -376,7 +429,7 @@ int Run::execute() {
         double lr = schedule_->at(step_);
         auto result = model_->train_step(batch.images, batch.labels, loss_, sync_->overlap());
         StepState state{step_, step_ + 1 == total_steps_, false, stop_requested() != 0, lr, result.loss};
-        state.checkpoint_due = checkpoints_ && ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) ||
+        state.checkpoint_due = checkpointing_ && ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) ||
                                                 state.last);
         auto synced = sync_->finish(state);
         if (!synced.applied) apply_gradients(float(lr));
@@ -403,7 +456,7 @@ int Run::execute() {
         meter.add(std::chrono::duration<double>(clock::now() - started).count(), std::int64_t(batch.size) * workers_);
         report_step(meter, lr, result.loss, synced.comm);
         if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
-        if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) save_checkpoint(step_);
+        if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) checkpoint(step_);
     }
     if (identity_.rank == 0) {
         std::printf("----------------------------------------------------------------\n");
@@ -417,7 +470,7 @@ int Run::execute() {
     if (accelerator_) totals["peak_gpu_memory_mib"] = double(accelerator_->peak_memory_bytes()) / (1 << 20);
     metrics_.record("train", step_, totals);
     // Saved before the final evaluation, which may be long: a preemption then loses nothing.
-    if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) save_checkpoint(step_);
+    if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
     evaluate();
     metrics_.flush();
     return 0;

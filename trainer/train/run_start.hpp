@@ -1,0 +1,25 @@
+// Where a run starts, decided by rank 0 and broadcast to every rank (parameter servers
+// included), so that ranks that see different checkpoint folders (a node-local disk, a stale
+// NFS listing) still start at the same step, data position and fp16 loss scale.
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/comm/broadcast.hpp"
+#include "trainer/data/batch.hpp"
+
+namespace trellis::train {
+
+struct RunStart {
+    std::int64_t step = 0;     // steps completed
+    data::Position next;       // the next batch
+    float loss_scale = 0;      // fp16's loss scale (0: none saved)
+    std::int64_t loss_scale_steps = 0;
+};
+
+// Every rank calls it at the same point of its start-up; rank 0's `start` wins.
+inline void share_run_start(comm::Transport& transport, RunStart& start) {
+    comm::broadcast_value_from_root(transport, start);
+}
+
+}  // namespace trellis::train
