@@ -117,7 +117,8 @@ dist_examples_DATA = etc/sbatch/resnet50-allreduce.sbatch etc/sbatch/resnet50-ps
 # (nn); checkpoints; the options (train).
 unit_tests += tests/unit/nn_test tests/unit/checkpoint_test tests/unit/train_options_test
 tests_unit_nn_test_SOURCES = tests/unit/layers_gradient_test.cpp tests/unit/gradient_check.cpp \
-	tests/unit/gradient_check.hpp tests/unit/loss_test.cpp tests/unit/optimizer_test.cpp tests/unit/schedule_test.cpp
+	tests/unit/gradient_check.hpp tests/unit/loss_test.cpp tests/unit/optimizer_test.cpp tests/unit/schedule_test.cpp \
+	tests/unit/model_test.cpp
 tests_unit_nn_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
@@ -131,7 +132,7 @@ tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
 	tests/train/cli_test.sh tests/train/allreduce_test.sh tests/train/ps_test.sh \
 	tests/train/failures_test.sh tests/train/bench_test.sh tests/train/evaluation_test.sh \
-	tests/train/resume_ranks_test.sh
+	tests/train/resume_ranks_test.sh tests/train/accumulate_test.sh
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.

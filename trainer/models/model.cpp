@@ -1,5 +1,6 @@
 #include "trainer/models/model.hpp"
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 
@@ -46,10 +47,26 @@ tensor::Tensor Model::wrap(std::span<const float> images) const {
 }
 
 nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
-                                 const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready) {
+                                 const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready, StepPart part) {
+    if (part.count > 1 && backend_.device_loss())
+        throw UsageError("--accumulate: adding the gradients of several batches runs on the CPU backend only");
+    bool last = part.index + 1 == part.count;
+    auto grads = store_.grads();
     auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::train);
     std::function<void(std::size_t)> after;
-    if (ready) after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
+    std::size_t held_from = grads.size();  // [held_from, end) has the earlier parts added
+    if (part.count > 1 && last) {
+        // Layers finish back to front: each callback makes the gradients from its offset to
+        // the previous one final, and they are completed before anyone is told.
+        after = [&](std::size_t layer) {
+            std::size_t offset = layer_offsets_[layer];
+            for (std::size_t i = offset; i < held_from; ++i) grads[i] += held_grads_[i];
+            held_from = std::min(held_from, offset);
+            if (ready) ready(offset);
+        };
+    } else if (ready && last) {
+        after = [&](std::size_t layer) { ready(layer_offsets_[layer]); };
+    }
     if (auto* device = backend_.device_loss()) {
         // The backward pass is queued behind the loss; waiting for the loss leaves it running.
         auto grad = device->start(logits, labels, int(labels.size()), loss, true);
@@ -58,9 +75,18 @@ nn::LossResult Model::train_step(std::span<const float> images, std::span<const 
     }
     auto values = backend_.to_plain(logits);
     auto result = loss.evaluate(values, labels, num_classes_, logits_grad_);
-    if (float scale = backend_.gradient_scale(); scale != 1.0f)
+    // The mean over the parts: each part's loss gradient is already a mean over its batch.
+    if (float scale = backend_.gradient_scale() / float(part.count); scale != 1.0f)
         for (auto& g : logits_grad_) g *= scale;
     network_->backward(backend_.from_plain(logits_grad_, {logits.shape(), nullptr}), after);
+    if (part.count == 1) return result;
+    if (last) {
+        for (std::size_t i = 0; i < held_from; ++i) grads[i] += held_grads_[i];  // layers with no callback
+    } else if (part.index == 0) {
+        held_grads_.assign(grads.begin(), grads.end());
+    } else {
+        for (std::size_t i = 0; i < grads.size(); ++i) held_grads_[i] += grads[i];
+    }
     return result;
 }
 

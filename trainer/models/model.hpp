@@ -12,6 +12,11 @@
 
 namespace trellis::models {
 
+// Which of a step's batches this is, when a step adds the gradients of several.
+struct StepPart {
+    int index = 0, count = 1;
+};
+
 class Model {
 public:
     // `images` passed to the steps are batch x size x size x 3 floats (NHWC), the pipeline's
@@ -28,9 +33,13 @@ public:
     // they are final for this step.
     using GradientsReady = std::function<void(std::size_t offset)>;
 
-    // Forward, loss and backward: the parameters' gradients are this batch's afterwards.
+    // Forward, loss and backward: the parameters' gradients are this batch's afterwards; with
+    // a step of several parts, after the last part they are the mean over the parts (the
+    // earlier parts' are held aside), and `ready` is called during the last part only.
+    // Several parts need the CPU backend (UsageError otherwise).
     nn::LossResult train_step(std::span<const float> images, std::span<const int> labels,
-                              const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready = {});
+                              const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready = {},
+                              StepPart part = {});
     // Inference with running statistics; only the first `count` images are scored (a final
     // partial batch is padded by the caller).
     nn::LossResult evaluate(std::span<const float> images, std::span<const int> labels, int count,
@@ -46,6 +55,7 @@ private:
     nn::TensorSpec input_spec_;
     nn::ParameterStore store_;
     std::vector<float> logits_grad_;
+    std::vector<float> held_grads_;           // the sum of a step's earlier parts
     std::vector<std::size_t> layer_offsets_;  // where each top-level layer's gradients start
 };
 

@@ -56,6 +56,9 @@ cli::OptionTable option_table(TrainOptions& o) {
                [&](auto& v) { o.model = v; })
         .value("--batch-size", "B", "images per step and process (default 32)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })
+        .value("--accumulate", "N",
+               "add the gradients of N batches before each update, so that a\nstep learns from N x B images per process (default 1)",
+               [&](auto& v) { o.accumulate = cli::parse_int(v, "--accumulate", 1, 1024); })
         .value("--image-size", "S", "input size (default 224, 32 for the small models)",
                [&](auto& v) { o.image_size = positive("--image-size", v); })
         .value("--num-classes", "K", "output classes (default: the dataset's, 1000 for synthetic)",

@@ -35,7 +35,8 @@ comm::TransportKind host_transport(Transport transport);
 
 struct TrainOptions {
     std::string model = "resnet50";
-    int batch_size = 32;                 // per process
+    int batch_size = 32;                 // per process and forward pass
+    int accumulate = 1;                  // forward/backward passes per step (gradient accumulation)
     std::optional<int> image_size;       // default: the model's
     std::optional<int> num_classes;      // default: the dataset's, or 1000
     bool zero_init_residual = false;

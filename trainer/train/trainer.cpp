@@ -77,6 +77,7 @@ private:
     std::string wireup_;
     comm::Transport* transport_;  // null: a single process
     int workers_;                 // ranks that compute: all, or all but the parameter servers
+    int global_batch_;            // images per step over all workers
     int threads_;
     const models::ResNetConfig& config_;
     int image_size_;
@@ -107,6 +108,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
       wireup_(wireup.name()),
       transport_(transport),
       workers_(options.strategy == Strategy::ps && transport ? identity_.size - options.ps_servers : identity_.size),
+      global_batch_(options.batch_size * options.accumulate * workers_),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
       config_(models::find_resnet(options.model)),
       image_size_(options.image_size.value_or(config_.default_image_size)),
@@ -120,6 +122,9 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (options.deterministic) omp_set_dynamic(0);
 
     open_device();
+    if (accelerator_ && options.accumulate > 1)
+        throw UsageError("--accumulate " + std::to_string(options.accumulate) +
+                         ": adding the gradients of several batches runs on the CPU backend only (--device cpu)");
     models::ResNetOptions model_options{sources_.num_classes, options.zero_init_residual};
     model_ = std::make_unique<models::Model>(backend(), config_, model_options, options.batch_size, image_size_,
                                              options.seed);
@@ -144,7 +149,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
     }
     train_source_ = sources_.open_train(start.next);
-    steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch(), 1);
+    steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch() / options.accumulate, 1);
     if (options.steps)
         total_steps_ = *options.steps;
     else if (options.epochs)
@@ -235,7 +240,7 @@ void Run::sum_over_ranks(std::span<float> values) {
 optim::ScheduleConfig Run::schedule_config() const {
     optim::ScheduleConfig config;
     config.kind = options_.lr_schedule;
-    config.base_lr = options_.lr * double(options_.batch_size * workers_) / 256.0;
+    config.base_lr = options_.lr * double(global_batch_) / 256.0;
     config.warmup_steps = std::llround(options_.warmup_epochs * double(steps_per_epoch_));
     config.total_steps = total_steps_;
     for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * double(steps_per_epoch_)));
@@ -258,7 +263,8 @@ void Run::print_header() {
                        {"parameters", model_->parameters().learned_elements()},
                        {"classes", sources_.num_classes},
                        {"image_size", image_size_},
-                       {"global_batch", options_.batch_size * workers_},
+                       {"global_batch", global_batch_},
+                       {"accumulate", options_.accumulate},
                        {"ranks", identity_.size},
                        {"wireup", wireup_},
                        {"device", accelerator_ ? "cuda" : "cpu"},
@@ -271,8 +277,10 @@ void Run::print_header() {
     std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
                 sources_.num_classes, image_size_, image_size_);
     std::printf("Data:        %s\n", sources_.description.c_str());
-    std::printf("Batch size:  %d global, %d per worker, %d %s\n", options_.batch_size * workers_, options_.batch_size,
+    std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
                 workers_, workers_ == 1 ? "worker" : "workers");
+    if (options_.accumulate > 1) std::printf(" (%d batches of %d added per step)", options_.accumulate, options_.batch_size);
+    std::printf("\n");
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, optim::schedule_kinds().name(options_.lr_schedule).c_str(),
                 static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
@@ -376,7 +384,7 @@ checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
     checkpoint::CheckpointInfo info;
     info.model = config_.name, info.num_classes = sources_.num_classes, info.step = step;
     info.optimizer = optim::optimizer_kinds().name(options_.optimizer.kind);
-    info.seed = options_.seed, info.global_batch = options_.batch_size * workers_;
+    info.seed = options_.seed, info.global_batch = global_batch_;
     if (train_source_) info.next = train_source_->position();
     if (schedule_) info.schedule = optim::describe(schedule_->config());
     if (accelerator_) {
@@ -425,9 +433,16 @@ int Run::execute() {
             return exit_stopped_early;
         }
         auto started = clock::now();
-        const auto& batch = train_source_->next();
         double lr = schedule_->at(step_);
-        auto result = model_->train_step(batch.images, batch.labels, loss_, sync_->overlap());
+        nn::LossResult result;
+        std::int64_t images = 0;
+        for (int part = 0; part < options_.accumulate; ++part) {
+            const auto& batch = train_source_->next();
+            auto scored = model_->train_step(batch.images, batch.labels, loss_, sync_->overlap(),
+                                             {part, options_.accumulate});
+            result.loss += scored.loss / double(options_.accumulate);
+            images += batch.size;
+        }
         StepState state{step_, step_ + 1 == total_steps_, false, stop_requested() != 0, lr, result.loss};
         state.checkpoint_due = checkpointing_ && ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) ||
                                                 state.last);
@@ -453,7 +468,7 @@ int Run::execute() {
         }
         // A step is timed end to end, the shared loss and stop flag included: the rates then add
         // up to the wall clock. Evaluations and checkpoints after it are not training.
-        meter.add(std::chrono::duration<double>(clock::now() - started).count(), std::int64_t(batch.size) * workers_);
+        meter.add(std::chrono::duration<double>(clock::now() - started).count(), images * workers_);
         report_step(meter, lr, result.loss, synced.comm);
         if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) checkpoint(step_);
