@@ -128,11 +128,7 @@ tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 
-# trellis-train end to end: learning, resuming, bad data, the command line.
-train_tests = tests/train/learns_test.sh tests/train/resume_test.sh tests/train/data_errors_test.sh \
-	tests/train/cli_test.sh tests/train/allreduce_test.sh tests/train/ps_test.sh \
-	tests/train/failures_test.sh tests/train/bench_test.sh tests/train/evaluation_test.sh \
-	tests/train/resume_ranks_test.sh tests/train/accumulate_test.sh
+# trellis-train end to end (the list is in Makefile.am, so that every tarball has them).
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
