@@ -1,5 +1,5 @@
 # libtrellis-data: the trainer's input pipeline: datasets (ImageNet folder tree, TFRecord
-# shards, synthetic), JPEG decoding, augmentation and the prefetching pipeline. Its protobuf
+# shards, IDX files, synthetic), JPEG decoding, augmentation and the prefetching pipeline. Its protobuf
 # wire helpers also serve the TensorBoard event writer.
 noinst_LTLIBRARIES += trainer/libtrellis-data.la
 trainer_libtrellis_data_la_SOURCES = \
@@ -12,6 +12,9 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/data_error.hpp \
 	trainer/data/dataset.hpp \
 	trainer/data/example.cpp trainer/data/example.hpp \
+	trainer/data/grey_transform.cpp trainer/data/grey_transform.hpp \
+	trainer/data/idx_dataset.cpp trainer/data/idx_dataset.hpp \
+	trainer/data/idx_file.cpp trainer/data/idx_file.hpp \
 	trainer/data/image_folder.cpp trainer/data/image_folder.hpp \
 	trainer/data/jpeg.cpp trainer/data/jpeg.hpp \
 	trainer/data/pipeline.cpp trainer/data/pipeline.hpp \
@@ -22,11 +25,11 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/tfrecord.cpp trainer/data/tfrecord.hpp \
 	trainer/data/tfrecord_dataset.cpp trainer/data/tfrecord_dataset.hpp \
 	trainer/data/warning.cpp trainer/data/warning.hpp
-trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS)
+trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS) $(ZLIB_CFLAGS)
 trainer_libtrellis_data_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
 # libtool passes -pthread on to whatever links the library (inherited_linker_flags).
 trainer_libtrellis_data_la_LDFLAGS = $(AM_LDFLAGS) -pthread
-trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS)
+trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS) $(ZLIB_LIBS)
 DATA_LIBS = trainer/libtrellis-data.la common/libtrellis-common.la
 
 # Its unit tests, in one binary (the JPEG test calls TurboJPEG directly to make a CMYK file).
@@ -34,11 +37,11 @@ unit_tests += tests/unit/data_test
 tests_unit_data_test_SOURCES = tests/unit/crc32c_test.cpp tests/unit/protobuf_wire_test.cpp \
 	tests/unit/tfrecord_test.cpp tests/unit/example_test.cpp tests/unit/jpeg_test.cpp tests/unit/augment_test.cpp \
 	tests/unit/batch_plan_test.cpp tests/unit/image_folder_test.cpp tests/unit/tfrecord_dataset_test.cpp \
-	tests/unit/pipeline_test.cpp tests/unit/synthetic_test.cpp tests/unit/data_fixtures.hpp
-tests_unit_data_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS)
+	tests/unit/pipeline_test.cpp tests/unit/synthetic_test.cpp tests/unit/data_fixtures.hpp tests/unit/idx_test.cpp
+tests_unit_data_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TURBOJPEG_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_data_test_CXXFLAGS = $(AM_CXXFLAGS) -pthread
 tests_unit_data_test_LDFLAGS = $(AM_LDFLAGS) -pthread
-tests_unit_data_test_LDADD = tests/unit/libcatch-main.la $(DATA_LIBS)
+tests_unit_data_test_LDADD = tests/unit/libcatch-main.la $(DATA_LIBS) $(ZLIB_LIBS)
 
 # A small learnable ImageNet-shaped dataset (folder tree and TFRecord shards) for the
 # trainer's tests: make_dataset --out DIR --classes K --train-per-class N --val-per-class M --size S

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "trainer/data/data_error.hpp"
+#include "trainer/data/grey_transform.hpp"
 #include "trainer/data/jpeg.hpp"
 #include "trainer/data/rng.hpp"
 
@@ -46,7 +47,8 @@ Pipeline::Pipeline(PipelineConfig config)
       plan_(config_.dataset->size(), config_.batch_size, config_.rank, config_.world_size,
             config_.transform == TransformKind::training, config_.seed),
       steps_per_epoch_(plan_.batches_per_epoch()),
-      image_floats_(static_cast<std::size_t>(config_.image_size) * config_.image_size * 3) {
+      image_floats_(static_cast<std::size_t>(config_.image_size) * config_.image_size * 3),
+      statistics_(config_.dataset->statistics()) {
     config_.warn = or_stderr(config_.warn);
     if (config_.start.epoch < 0 || config_.start.batch < 0 ||
         config_.start.batch >= steps_per_epoch_)
@@ -141,8 +143,12 @@ void Pipeline::decode_samples(JpegDecoder& decoder, RgbImage& scratch) {
         std::exception_ptr failure;
         try {
             EncodedSample sample = config_.dataset->load(index);
-            transform_jpeg(sample.bytes, sample.source, config_.transform, config_.image_size,
-                           mix_seed({config_.seed, epoch, index}), decoder, scratch, out);
+            auto seed = mix_seed({config_.seed, epoch, index});
+            auto transform = config_.augment ? config_.transform : TransformKind::evaluation;
+            if (sample.encoding == SampleEncoding::grey)
+                transform_grey(sample, transform, config_.image_size, seed, statistics_, out);
+            else
+                transform_jpeg(sample.bytes, sample.source, transform, config_.image_size, seed, decoder, scratch, out);
             label = sample.label;
         } catch (const DataError& error) {
             problem = error.what();

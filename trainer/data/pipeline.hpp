@@ -33,6 +33,7 @@ struct PipelineConfig {
     int batch_size = 32;
     int image_size = 224;
     TransformKind transform = TransformKind::training;  // evaluation: no shuffle, no flip
+    bool augment = true;  // false: training shuffles but transforms as evaluation does
     std::uint64_t seed = 0;
     int rank = 0;
     int world_size = 1;
@@ -82,6 +83,7 @@ private:
     BatchPlan plan_;
     std::int64_t steps_per_epoch_;
     std::size_t image_floats_;
+    ChannelStatistics statistics_;  // the dataset's, for grey images
 
     mutable std::mutex mutex_;
     std::condition_variable work_available_;

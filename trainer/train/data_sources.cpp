@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "trainer/data/data_error.hpp"
+#include "trainer/data/idx_dataset.hpp"
 #include "trainer/data/image_folder.hpp"
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
@@ -22,6 +23,7 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
     config.batch_size = options.batch_size;
     config.image_size = image_size;
     config.transform = transform;
+    config.augment = options.augment;
     config.seed = options.seed;
     config.rank = rank;
     config.world_size = world_size;
@@ -56,7 +58,16 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         };
         return sources;
     }
-    if (spec.rfind("tfrecord:", 0) == 0) {
+    if (spec.starts_with("idx:")) {
+        auto folder = spec.substr(4);
+        auto train = std::make_shared<data::IdxDataset>(folder, "train");
+        sources.train_set = train;
+        if (std::filesystem::exists(data::idx_images_path(folder, "t10k"))) {
+            auto eval = std::make_shared<data::IdxDataset>(folder, "t10k", train->num_classes());
+            eval->use_statistics(train->statistics());
+            sources.eval_set = eval;
+        }
+    } else if (spec.rfind("tfrecord:", 0) == 0) {
         auto train_glob = spec.substr(9);
         auto train = std::make_shared<data::TfRecordDataset>(train_glob);
         sources.train_set = train;
@@ -69,7 +80,7 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         }
     } else {
         if (!std::filesystem::is_directory(spec))
-            throw UsageError("--data " + spec + ": not a folder (expected synthetic, DIR or tfrecord:GLOB)");
+            throw UsageError("--data " + spec + ": not a folder (expected synthetic, DIR, tfrecord:GLOB or idx:DIR)");
         sources.train_set = std::make_shared<data::ImageFolderDataset>(spec, "train");
         if (std::filesystem::is_directory(std::filesystem::path(spec) / "val"))
             sources.eval_set = std::make_shared<data::ImageFolderDataset>(spec, "val");

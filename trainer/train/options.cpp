@@ -68,11 +68,14 @@ cli::OptionTable option_table(TrainOptions& o) {
     t.section("Data")
         .value("--data", "D",
                "synthetic | DIR (DIR/train/<class>/*.JPEG, DIR/val/...) |\n"
-               "tfrecord:GLOB (TensorFlow ImageNet shards) (default synthetic)",
+               "tfrecord:GLOB (TensorFlow ImageNet shards) |\n"
+               "idx:DIR (MNIST-style IDX files, e.g. Fashion-MNIST) (default synthetic)",
                [&](auto& v) {
-                   if (v.empty()) cli::refuse("--data", v, "synthetic, DIR or tfrecord:GLOB");
+                   if (v.empty()) cli::refuse("--data", v, "synthetic, DIR, tfrecord:GLOB or idx:DIR");
                    o.data = v;
                })
+        .flag("--no-augment", "train on the images as evaluation sees them (no random crops or\nflips; the order is still shuffled)",
+              [&] { o.augment = false; })
         .value("--eval-data", "GLOB",
                "validation shards for tfrecord data (default: GLOB with\n\"train\" replaced by \"validation\")",
                [&](auto& v) { o.eval_data = v; })

@@ -41,7 +41,8 @@ struct TrainOptions {
     std::optional<int> num_classes;      // default: the dataset's, or 1000
     bool zero_init_residual = false;
 
-    std::string data = "synthetic";      // synthetic | DIR | tfrecord:GLOB
+    std::string data = "synthetic";      // synthetic | DIR | tfrecord:GLOB | idx:DIR
+    bool augment = true;                 // training images: random crops and flips
     std::string eval_data;               // tfrecord: validation shards (default derived)
     std::optional<double> epochs;
     std::optional<std::int64_t> steps;
