@@ -45,3 +45,24 @@ grep -q "$work/empty" "$work/out" || { cat "$work/out"; fail "empty dataset: mes
 grep -q "Step" "$work/out" && fail "empty dataset: training started"
 "$TRAIN" "${short[@]}" --data "tfrecord:$work/none-*" >"$work/out" 2>&1 && fail "a glob matching nothing was accepted"
 pass "missing and empty datasets refused before training"
+
+# IDX files: a truncated image file and a missing label file are refused before training,
+# naming the file and what was expected.
+mkdir -p "$work/idx"
+"$PYTHON3" - "$work/idx" <<'PY'
+import gzip, struct, sys
+folder = sys.argv[1]
+with gzip.open(folder + "/train-images-idx3-ubyte.gz", "wb") as f:  # 100 images announced, 10 present
+    f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, 100, 28, 28) + bytes(10 * 28 * 28))
+PY
+"$TRAIN" "${short[@]}" --data "idx:$work/idx" >"$work/out" 2>&1
+[ $? -eq 1 ] && grep -q "train-images-idx3-ubyte.gz: truncated: 7840 of the 78400 values" "$work/out" ||
+    { cat "$work/out"; fail "a truncated IDX file: $(tail -n 1 "$work/out")"; }
+"$PYTHON3" -c "
+import gzip, struct, sys
+with gzip.open('$work/idx/train-images-idx3-ubyte.gz', 'wb') as f:
+    f.write(struct.pack('>BBBBIII', 0, 0, 8, 3, 10, 28, 28) + bytes(10 * 28 * 28))"
+"$TRAIN" "${short[@]}" --data "idx:$work/idx" >"$work/out" 2>&1
+[ $? -eq 1 ] && grep -q "train-labels-idx1-ubyte.gz: cannot open" "$work/out" ||
+    { cat "$work/out"; fail "a missing IDX label file: $(tail -n 1 "$work/out")"; }
+pass "a truncated IDX file and a missing label file are refused, naming the file"

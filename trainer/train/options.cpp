@@ -148,6 +148,11 @@ cli::OptionTable option_table(TrainOptions& o) {
     t.section("Running")
         .value("--eval-every", "K", "evaluate every K steps (default: at the end only)",
                [&](auto& v) { o.eval_every = count("--eval-every", v); })
+        .value("--eval-every-epochs", "E", "evaluate every E epochs (a fraction allowed)",
+               [&](auto& v) { o.eval_every_epochs = above_zero("--eval-every-epochs", v); })
+        .value("--target-accuracy", "A",
+               "stop once an evaluation's top-1 accuracy reaches A (0-1); the\ntime-to-accuracy table says when each level was reached",
+               [&](auto& v) { o.target_accuracy = cli::parse_real(v, "--target-accuracy", 0, true, 1); })
         .value("--display-every", "K", "progress line every K steps (default 10)",
                [&](auto& v) { o.display_every = positive("--display-every", v); })
         .value("--warmup-batches", "N", "steps left out of \"total images/sec\" (default 2)",
@@ -201,6 +206,12 @@ void check_combination(const TrainOptions& o) {
         throw UsageError("--precision " + gpu::precisions().name(o.precision) +
                          " needs the GPU (the CPU backend computes fp32)");
     if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+    if (o.eval_every > 0 && o.eval_every_epochs) throw UsageError("give --eval-every or --eval-every-epochs, not both");
+    if (o.target_accuracy && o.strategy == Strategy::ps)
+        throw UsageError("--target-accuracy needs --strategy allreduce (with parameter servers only rank 0 "
+                         "evaluates, and the others could not stop with it)");
+    if (o.target_accuracy && o.eval_every == 0 && !o.eval_every_epochs)
+        throw UsageError("--target-accuracy needs --eval-every or --eval-every-epochs (it is checked at each evaluation)");
 }
 
 }  // namespace

@@ -71,6 +71,8 @@ struct TrainOptions {
     comm::WireFormat compress = comm::WireFormat::f32;  // gradients on the wire
 
     std::int64_t eval_every = 0;         // steps; 0: only at the end
+    std::optional<double> eval_every_epochs;
+    std::optional<double> target_accuracy;  // top-1: stop when an evaluation reaches it
     std::string log_dir;
     std::string checkpoint_dir;
     std::int64_t checkpoint_every = 0;   // steps; 0: at the end and on SIGTERM/SIGUSR1

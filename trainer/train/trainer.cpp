@@ -27,6 +27,7 @@
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
+#include "trainer/train/time_to_accuracy.hpp"
 
 namespace trellis::train {
 
@@ -95,6 +96,10 @@ private:
     std::optional<checkpoint::CheckpointStore> checkpoints_;  // rank 0's: the only one that reads and writes
     std::optional<checkpoint::CheckpointInfo> resumed_;      // what rank 0 resumed from
     std::int64_t statistics_agreed_at_ = -1;             // the step at which they were last averaged
+    std::int64_t eval_every_steps_ = 0;                  // 0: only at the end
+    std::int64_t evaluated_at_ = -1;                     // the step of the last evaluation
+    std::chrono::steady_clock::time_point started_;      // the first step's start
+    TimeToAccuracy time_to_accuracy_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
     std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
@@ -156,6 +161,10 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         total_steps_ = std::max<std::int64_t>(1, std::llround(*options.epochs * double(steps_per_epoch_)));
     else
         total_steps_ = 100;
+    if (options.eval_every > 0)
+        eval_every_steps_ = options.eval_every;
+    else if (options.eval_every_epochs)
+        eval_every_steps_ = std::max<std::int64_t>(1, std::llround(*options.eval_every_epochs * double(steps_per_epoch_)));
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
     if (resumed_ && !resumed_->schedule.empty() && resumed_->schedule != optim::describe(schedule_->config()))
         say("warning: the learning-rate schedule changed on resuming: the checkpoint's was %s; this run's is %s\n",
@@ -352,13 +361,18 @@ Evaluation Run::evaluate() {
         result.top1 /= double(result.examples);
         result.top5 /= double(result.examples);
     }
+    evaluated_at_ = step_;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     if (identity_.rank == 0) {
         std::printf("Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples] (loss %.4f)\n", result.top1, result.top5,
                     static_cast<long long>(result.examples), result.loss);
         std::fflush(stdout);
     }
     metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss},
-                                    {"examples", double(result.examples)}});
+                                    {"examples", double(result.examples)}, {"seconds", seconds},
+                                    {"epoch", double(step_) / double(steps_per_epoch_)}});
+    for (const auto& reached : time_to_accuracy_.observe(seconds, step_, result.top1, result.top5))
+        metrics_.record("time_to_accuracy", reached.step, {{reached.metric + "_level", reached.level}, {"seconds", reached.seconds}});
     metrics_.flush();
     return result;
 }
@@ -422,6 +436,7 @@ int Run::execute() {
     ThroughputMeter meter(options_.warmup_batches);
     bool stop_agreed = false;
     using clock = std::chrono::steady_clock;
+    started_ = clock::now();
     while (step_ < total_steps_) {
         // With several ranks, the decision taken together at the end of the last step counts.
         int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
@@ -470,7 +485,15 @@ int Run::execute() {
         // up to the wall clock. Evaluations and checkpoints after it are not training.
         meter.add(std::chrono::duration<double>(clock::now() - started).count(), images * workers_);
         report_step(meter, lr, result.loss, synced.comm);
-        if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && step_ < total_steps_) evaluate();
+        if (eval_every_steps_ > 0 && step_ % eval_every_steps_ == 0 && step_ < total_steps_) {
+            // Every rank has the same sums, so all stop at the same step.
+            auto evaluation = evaluate();
+            if (options_.target_accuracy && evaluation.top1 >= *options_.target_accuracy) {
+                say("top-1 accuracy %.4f reached the target %.4f at step %lld: stopping\n", evaluation.top1,
+                    *options_.target_accuracy, static_cast<long long>(step_));
+                total_steps_ = step_;
+            }
+        }
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) checkpoint(step_);
     }
     if (identity_.rank == 0) {
@@ -486,7 +509,11 @@ int Run::execute() {
     metrics_.record("train", step_, totals);
     // Saved before the final evaluation, which may be long: a preemption then loses nothing.
     if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
-    evaluate();
+    if (evaluated_at_ != step_) evaluate();
+    if (auto table = time_to_accuracy_.table(); identity_.rank == 0 && !table.empty()) {
+        std::fputs(table.c_str(), stdout);
+        std::fflush(stdout);
+    }
     metrics_.flush();
     return 0;
 }
