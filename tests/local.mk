@@ -20,11 +20,16 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 	tests/perf/trainer_vs_pytorch tests/perf/pytorch_resnet.py tests/perf/container_vs_native \
 	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
-	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py
+	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
+	tests/perf/time_to_accuracy tests/perf/pytorch_fashion_mnist.py
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
-.PHONY: perf
+# The long benchmarks, too slow for every run: Fashion-MNIST trained to accuracy (about an hour
+# for each of trellis and PyTorch on 2 cores).
+perf-long: all
+	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
+.PHONY: perf perf-long
 
 # The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge). The
 # PMIx probe is built with the trainer (which needs PMIx); without it, its checks skip.
