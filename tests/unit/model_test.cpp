@@ -3,6 +3,7 @@
 // the last part are already complete.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -54,4 +55,24 @@ TEST_CASE("two parts of the same batch give the batch's gradients, complete when
     std::size_t differing = 0;
     for (std::size_t i = 0; i < grads.size(); ++i) differing += grads[i] != Approx(expected[i]).margin(1e-6);
     CHECK(differing == 0);
+}
+
+TEST_CASE("ResNet-50 v1 and v1.5: the same parameters, the published multiply-accumulates") {
+    nn::cpu::CpuBackend backend;
+    const auto& v15 = models::find_resnet("resnet50");
+    const auto& v1 = models::find_resnet("resnet50_v1");
+    CHECK(v15.version() == "v1.5");
+    CHECK(v1.version() == "v1");
+    CHECK(models::find_resnet("resnet20").version().empty());
+    // 4.09 and 3.86 GMACs at 224x224 with 1000 classes (tf_cnn_benchmarks' and torchvision's figures).
+    CHECK(models::multiply_accumulates(v15, 224, 1000) / 1e9 == Approx(4.09).margin(0.01));
+    CHECK(models::multiply_accumulates(v1, 224, 1000) / 1e9 == Approx(3.86).margin(0.01));
+    models::Model a(backend, v15, {10, false}, 1, 64, 1), b(backend, v1, {10, false}, 1, 64, 1);
+    CHECK(a.parameters().learned_elements() == b.parameters().learned_elements());
+    // Both build and run (the stride moves, the shapes of the outputs do not).
+    std::vector<float> image(64 * 64 * 3, 0.1f);
+    std::vector<int> label{3};
+    nn::SoftmaxCrossEntropy loss;
+    CHECK(std::isfinite(a.evaluate(image, label, 1, loss).loss));
+    CHECK(std::isfinite(b.evaluate(image, label, 1, loss).loss));
 }

@@ -9,11 +9,18 @@ namespace trellis::models {
 
 const std::vector<ResNetConfig>& resnet_configs() {
     static const std::vector<ResNetConfig> configs{
-        {"resnet18", false, false, {2, 2, 2, 2}, 224},   {"resnet34", false, false, {3, 4, 6, 3}, 224},
-        {"resnet50", true, false, {3, 4, 6, 3}, 224},    {"resnet101", true, false, {3, 4, 23, 3}, 224},
-        {"resnet152", true, false, {3, 8, 36, 3}, 224},  {"resnet8", false, true, {1, 1, 1}, 32},
-        {"resnet20", false, true, {3, 3, 3}, 32},        {"resnet32", false, true, {5, 5, 5}, 32},
-        {"resnet56", false, true, {9, 9, 9}, 32},
+        {"resnet18", false, false, {2, 2, 2, 2}, 224, false},
+        {"resnet34", false, false, {3, 4, 6, 3}, 224, false},
+        {"resnet50", true, false, {3, 4, 6, 3}, 224, false},
+        {"resnet101", true, false, {3, 4, 23, 3}, 224, false},
+        {"resnet152", true, false, {3, 8, 36, 3}, 224, false},
+        {"resnet50_v1", true, false, {3, 4, 6, 3}, 224, true},
+        {"resnet101_v1", true, false, {3, 4, 23, 3}, 224, true},
+        {"resnet152_v1", true, false, {3, 8, 36, 3}, 224, true},
+        {"resnet8", false, true, {1, 1, 1}, 32, false},
+        {"resnet20", false, true, {3, 3, 3}, 32, false},
+        {"resnet32", false, true, {5, 5, 5}, 32, false},
+        {"resnet56", false, true, {9, 9, 9}, 32, false},
     };
     return configs;
 }
@@ -31,7 +38,8 @@ namespace {
 
 class Builder {
 public:
-    Builder(nn::Backend& backend, const ResNetOptions& options) : backend_(backend), options_(options) {}
+    Builder(nn::Backend& backend, const ResNetOptions& options, bool stride_on_first)
+        : backend_(backend), options_(options), stride_on_first_(stride_on_first) {}
 
     void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride,
                    bool relu, bool last_of_branch = false) {
@@ -44,8 +52,9 @@ public:
         int out = bottleneck ? width * 4 : width;
         auto main = std::make_unique<nn::Sequential>();
         if (bottleneck) {
-            conv_norm(*main, name + ".1", in, width, 1, 1, true);
-            conv_norm(*main, name + ".2", width, width, 3, stride, true);  // v1.5: stride here
+            int first = stride_on_first_ ? stride : 1;  // v1 strides on the 1x1, v1.5 on the 3x3
+            conv_norm(*main, name + ".1", in, width, 1, first, true);
+            conv_norm(*main, name + ".2", width, width, 3, stride / first, true);
             conv_norm(*main, name + ".3", width, out, 1, 1, false, true);
         } else {
             conv_norm(*main, name + ".1", in, width, 3, stride, true);
@@ -60,14 +69,52 @@ public:
 private:
     nn::Backend& backend_;
     const ResNetOptions& options_;
+    bool stride_on_first_;
 };
 
 }  // namespace
 
+double multiply_accumulates(const ResNetConfig& config, int image_size, int num_classes) {
+    double total = 0;
+    int size = image_size;
+    // A convolution with padding kernel/2 on a size x size input; returns the output size.
+    auto conv = [&total](int in_size, int in, int out, int kernel, int stride) {
+        int out_size = (in_size + 2 * (kernel / 2) - kernel) / stride + 1;
+        total += double(out_size) * out_size * in * out * kernel * kernel;
+        return out_size;
+    };
+    int channels;
+    std::vector<int> widths;
+    if (config.cifar) {
+        channels = 16, widths = {16, 32, 64};
+        size = conv(size, 3, channels, 3, 1);
+    } else {
+        channels = 64, widths = {64, 128, 256, 512};
+        size = conv(size, 3, channels, 7, 2);
+        size = (size + 2 - 3) / 2 + 1;  // max pooling 3x3, stride 2, padding 1
+    }
+    for (std::size_t stage = 0; stage < config.blocks.size(); ++stage)
+        for (int b = 0; b < config.blocks[stage]; ++b) {
+            int stride = (b == 0 && stage > 0) ? 2 : 1, width = widths[stage];
+            int out = config.bottleneck ? width * 4 : width;
+            if (stride != 1 || channels != out) conv(size, channels, out, 1, stride);
+            if (config.bottleneck) {
+                int first = config.stride_on_first ? stride : 1;
+                int inner = conv(size, channels, width, 1, first);
+                inner = conv(inner, width, width, 3, stride / first);
+                size = conv(inner, width, out, 1, 1);
+            } else {
+                size = conv(conv(size, channels, width, 3, stride), width, out, 3, 1);
+            }
+            channels = out;
+        }
+    return total + double(channels) * num_classes;
+}
+
 std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetConfig& config,
                                              const ResNetOptions& options) {
     if (options.num_classes < 2) throw UsageError("--num-classes must be at least 2");
-    Builder builder(backend, options);
+    Builder builder(backend, options, config.stride_on_first);
     auto net = std::make_unique<nn::Sequential>();
     int channels;
     std::vector<int> widths;

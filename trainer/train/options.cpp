@@ -52,7 +52,7 @@ double fraction(const std::string& what, const std::string& value) { return cli:
 cli::OptionTable option_table(TrainOptions& o) {
     cli::OptionTable t("trellis-train --help");
     t.section("Model")
-        .value("--model", "M", "resnet18|34|50|101|152 (ImageNet), resnet8|20|32|56 (32x32)\n(default resnet50)",
+        .value("--model", "M", "resnet18|34|50|101|152 (ImageNet; v1.5), resnet50_v1|101_v1|152_v1\n(tf_cnn_benchmarks' v1), resnet8|20|32|56 (32x32) (default resnet50)",
                [&](auto& v) { o.model = v; })
         .value("--batch-size", "B", "images per step and process (default 32)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })

@@ -269,6 +269,8 @@ void Run::say(const char* format, ...) const {
 void Run::print_header() {
     if (identity_.rank != 0) return;
     nlohmann::json run{{"model", config_.name},
+                       {"model_version", config_.version()},
+                       {"gmacs_per_image", models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9},
                        {"parameters", model_->parameters().learned_elements()},
                        {"classes", sources_.num_classes},
                        {"image_size", image_size_},
@@ -283,7 +285,10 @@ void Run::print_header() {
     sync_->describe(run);
     metrics_.describe(run);
     auto parameters = double(model_->parameters().learned_elements()) / 1e6;
-    std::printf("Model:       %s (%.2fM parameters, %d classes, %dx%d images)\n", config_.name.c_str(), parameters,
+    auto version = config_.version();
+    std::printf("Model:       %s%s%s%s (%.2fM parameters, %.2f GMACs per image, %d classes, %dx%d images)\n",
+                config_.name.c_str(), version.empty() ? "" : " (ResNet ", version.c_str(), version.empty() ? "" : ")",
+                parameters, models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9,
                 sources_.num_classes, image_size_, image_size_);
     std::printf("Data:        %s\n", sources_.description.c_str());
     std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
