@@ -1,6 +1,6 @@
 #!/bin/bash
 # The parameter server on this machine with the plain-environment wireup: the synchronous one
-# equals the allreduce and resumes from its checkpoints (the servers' shards beside rank 0's)
+# equals the allreduce (its server never opens the dataset) and resumes from its checkpoints (the servers' shards beside rank 0's)
 # to the same losses; the asynchronous one learns.
 . "$(dirname "$0")/lib.sh"
 make_learnable_dataset "$work/data"
@@ -12,8 +12,11 @@ wait_ranks "$work/two.out" "the 2-rank allreduce run"
 
 # Synchronous parameter server (2 workers, 1 server) against the 2-rank allreduce: the same
 # average of the same gradients, applied by the server: the same losses to float rounding.
-launch_ranks 3 "$work/ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"
-wait_ranks "$work/ps.out" "the PS run"
+# The server (rank 2) is given a dataset that does not exist, as on a node without the
+# workers' file systems: servers never open the data.
+where_data=(sh -c 'if [ "$TRELLIS_RANK" = 2 ]; then exec "$0" "$@" --data /nonexistent; else exec "$0" "$@"; fi' "$TRAIN")
+launch_ranks 3 "$work/ps.out" "${where_data[@]}" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"
+wait_ranks "$work/ps.out" "the PS run (its server without the dataset)"
 fields=$(run_fields "$work/ps/metrics.jsonl" strategy ps_mode transport ranks workers servers)
 [ "$fields" = "ps sync tcp 3 2 1" ] || fail "the run record says '$fields', not synchronous PS over tcp with 2 workers and 1 server"
 grep -q "parameter server 0 (rank 2" "$work/ps.out.2" || { cat "$work/ps.out.2"; fail "rank 2 did not serve"; }

@@ -8,7 +8,6 @@
 #include "trainer/models/model.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/ps/server.hpp"
-#include "trainer/train/data_sources.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/trainer.hpp"
@@ -16,18 +15,20 @@
 namespace trellis::train {
 
 int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport& transport) {
-    // The same model as the workers (the same classes, so the same parameters), built only
-    // for its parameter descriptions and rank 0's initial values.
+    // The same model as the workers (rank 0's number of classes, so the same parameters), built
+    // only for its parameter descriptions and rank 0's initial values: the servers never open
+    // the dataset.
     omp_set_num_threads(1);
     // Slurm signals every task of a preempted step: the servers keep serving until the
     // workers, told by the same signal, have pushed their last step.
     install_stop_handlers();
     const auto& config = models::find_resnet(options.model);
     int image_size = options.image_size.value_or(config.default_image_size);
-    auto sources = open_data_sources(options, image_size, 0, 1);
+    int classes = 0;
+    comm::broadcast_value_from_root(transport, classes);
     nn::cpu::CpuBackend backend;
-    models::Model model(backend, config, {sources.num_classes, options.zero_init_residual}, options.batch_size,
-                        image_size, options.seed);
+    models::Model model(backend, config, {classes, options.zero_init_residual}, options.batch_size, image_size,
+                        options.seed);
     auto& store = model.parameters();
     comm::broadcast_from_root(transport, store.values());
     comm::broadcast_from_root(transport, store.statistic_values());
@@ -42,7 +43,7 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
                 shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, ps_modes().name(options.ps_mode).c_str());
     std::fflush(stdout);
     checkpoint::CheckpointInfo info;
-    info.model = config.name, info.num_classes = sources.num_classes, info.step = start.step;
+    info.model = config.name, info.num_classes = classes, info.step = start.step;
     info.optimizer = optim::optimizer_kinds().name(options.optimizer.kind);
     info.seed = options.seed, info.global_batch = options.batch_size * options.accumulate * layout.workers();
     ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume};

@@ -194,6 +194,14 @@ void Run::resume(RunStart& start) {
 }
 
 void Run::share_initial_state(RunStart& start) {
+    // First the number of classes: parameter servers build their model from it, as they open no
+    // dataset, and a worker whose dataset has another number is refused.
+    int classes = sources_.num_classes;
+    comm::broadcast_value_from_root(*transport_, classes);
+    if (classes != sources_.num_classes)
+        throw UsageError("the dataset has " + std::to_string(sources_.num_classes) + " classes here but " +
+                         std::to_string(classes) + " on rank 0 (" + sources_.description +
+                         "): every rank must read the same dataset");
     // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
     // optimizer state), whatever the others initialised, and at rank 0's step and data
     // position. Parameter servers keep the optimizer state themselves (they load their own
