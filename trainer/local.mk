@@ -106,8 +106,9 @@ trellis_train_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \
 	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
-	trainer/bench/benchmarks.hpp trainer/bench/p2p_benchmark.cpp trainer/bench/ps_benchmark.cpp
-trellis_bench_LDADD = $(COMM_LIBS)
+	trainer/bench/benchmarks.hpp trainer/bench/data_benchmark.cpp trainer/bench/p2p_benchmark.cpp \
+	trainer/bench/ps_benchmark.cpp
+trellis_bench_LDADD = $(COMM_LIBS) $(DATA_LIBS)
 
 # Example batch scripts, installed with the documentation.
 examplesdir = $(docdir)/examples

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
             std::fputs(bench::bench_usage().c_str(), stdout);
             return 0;
         }
+        // The input pipeline runs in one process: no wireup, no transport.
+        if (options.benchmark == bench::Benchmark::data) return bench::run_data(options);
         auto wireup = comm::make_wireup(options.wireup, std::chrono::seconds(options.timeout_seconds));
         comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;

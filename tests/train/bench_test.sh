@@ -18,3 +18,16 @@ wait_ranks "$work/psb.out" "trellis-bench ps"
 [ "$(grep -c '"benchmark":"ps","transport":"tcp","workers":2,"servers":1' "$work/psb.out.0")" -eq 2 ] ||
     { cat "$work/psb.out.0"; fail "ps JSON incomplete"; }
 pass "trellis-bench allreduce (3 ranks, sums checked), p2p and ps (JSON)"
+
+# The input pipeline alone: one JSON line per thread count; --data is required.
+make_learnable_dataset "$work/data"
+"$BENCH" data --data "$work/data/folder" --image-size 32 --batch-size 16 --threads 1,2 --iters 3 --json >"$work/data.out" ||
+    { cat "$work/data.out"; fail "trellis-bench data"; }
+"$PYTHON3" - "$work/data.out" <<'PY' || { cat "$work/data.out"; fail "trellis-bench data JSON"; }
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+assert [r["threads"] for r in lines] == [1, 2] and all(r["images_per_sec"] > 0 for r in lines), lines
+PY
+"$BENCH" data >"$work/nodata.out" 2>&1
+[ $? -eq 2 ] && grep -q "needs --data" "$work/nodata.out" || { cat "$work/nodata.out"; fail "data without --data"; }
+pass "trellis-bench data: images/sec per thread count (JSON); --data is required"

@@ -7,7 +7,7 @@ namespace trellis::bench {
 namespace {
 
 const cli::Choices<Benchmark> benchmarks{
-    {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}}};
+    {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}, {"data", Benchmark::data}}};
 
 int positive(const std::string& what, const std::string& value) { return cli::parse_int(value, what, 1); }
 
@@ -40,7 +40,18 @@ cli::OptionTable option_table(BenchOptions& o) {
         .value("--algorithm", "A", "the former spelling of --allreduce-algorithm", algorithm)
         .value("--comm-timeout", "S", "seconds without progress before a peer counts as lost (default 60)",
                [&](auto& v) { o.timeout_seconds = positive("--comm-timeout", v); })
-        .flag("--json", "one JSON object per size instead of the table", [&] { o.json = true; });
+        .value("--data", "D", "data: DIR | tfrecord:GLOB | idx:DIR, as trellis-train's --data",
+               [&](auto& v) { o.data = v; })
+        .value("--image-size", "S", "data: output images S x S (default 224)",
+               [&](auto& v) { o.image_size = positive("--image-size", v); })
+        .value("--batch-size", "B", "data: images per batch (default 64)",
+               [&](auto& v) { o.batch_size = positive("--batch-size", v); })
+        .value("--threads", "LIST", "data: decode thread counts to measure, e.g. 1,2 (default 1\nand the CPUs this process may use)",
+               [&](auto& v) {
+                   o.threads.clear();
+                   for (const auto& item : cli::split(v)) o.threads.push_back(cli::parse_int(item, "--threads", 1, 1024));
+               })
+        .flag("--json", "one JSON object per size (or thread count) instead of the table", [&] { o.json = true; });
     return t;
 }
 
@@ -62,7 +73,9 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         named = true;
         rest.erase(rest.begin());
     }
-    if (!named) throw UsageError("name a benchmark: p2p, allreduce or ps");
+    if (!named) throw UsageError("name a benchmark: p2p, allreduce, ps or data");
+    if (options.benchmark == Benchmark::data && options.data.empty())
+        throw UsageError("the data benchmark needs --data DIR, tfrecord:GLOB or idx:DIR");
     if (options.sizes.empty())
         options.sizes = options.benchmark == Benchmark::p2p
                             ? std::vector<std::size_t>{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20}
@@ -85,6 +98,8 @@ or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port)
   ps                      parameter-server rounds: workers push a buffer split over the
                           servers (the last --ps-servers ranks, default 1), servers sum
                           and send back; push/pull rate per worker and aggregate bandwidth
+  data                    the input pipeline alone, in one process: decoded, augmented
+                          training batches per second from --data, by decode thread count
 
 )" + option_table(ignored).help() +
            "  -h, --help\n";

@@ -12,7 +12,7 @@
 
 namespace trellis::bench {
 
-enum class Benchmark { p2p, allreduce, ps };
+enum class Benchmark { p2p, allreduce, ps, data };
 
 struct BenchOptions {
     Benchmark benchmark = Benchmark::allreduce;
@@ -27,6 +27,11 @@ struct BenchOptions {
     int tcp_streams = 2;
     int timeout_seconds = 60;
     bool json = false;
+    // data: the input pipeline alone
+    std::string data;                   // --data, as trellis-train's
+    int image_size = 224;
+    int batch_size = 64;
+    std::vector<int> threads;           // decode threads to try (default 1 and the usable CPUs)
 };
 
 // Throws UsageError naming the bad option; `help` is set for -h/--help.

@@ -13,5 +13,8 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport);
 int run_allreduce(const BenchOptions& options, comm::Transport& transport);
 // Synchronous push/pull rounds between workers and the last --ps-servers ranks.
 int run_ps(const BenchOptions& options, comm::Transport& transport);
+// The input pipeline (decode, augment, batch) of --data, for each --threads count: one
+// process, no network.
+int run_data(const BenchOptions& options);
 
 }  // namespace trellis::bench

@@ -17,6 +17,7 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/idx_file.cpp trainer/data/idx_file.hpp \
 	trainer/data/image_folder.cpp trainer/data/image_folder.hpp \
 	trainer/data/jpeg.cpp trainer/data/jpeg.hpp \
+	trainer/data/open_dataset.cpp trainer/data/open_dataset.hpp \
 	trainer/data/pipeline.cpp trainer/data/pipeline.hpp \
 	trainer/data/protobuf_wire.cpp trainer/data/protobuf_wire.hpp \
 	trainer/data/read_only_file.cpp trainer/data/read_only_file.hpp \

@@ -1,15 +1,11 @@
 #include "trainer/train/data_sources.hpp"
 
-#include <filesystem>
 #include <stdexcept>
 
 #include "common/error.hpp"
-#include "trainer/data/data_error.hpp"
-#include "trainer/data/idx_dataset.hpp"
-#include "trainer/data/image_folder.hpp"
+#include "trainer/data/open_dataset.hpp"
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
-#include "trainer/data/tfrecord_dataset.hpp"
 
 namespace trellis::train {
 
@@ -34,14 +30,6 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
     return std::make_unique<data::Pipeline>(config);
 }
 
-bool has_shards(const std::string& pattern) {
-    try {
-        return !data::match_shards(pattern).empty();
-    } catch (const data::DataError&) {
-        return false;
-    }
-}
-
 }  // namespace
 
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size) {
@@ -58,33 +46,9 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         };
         return sources;
     }
-    if (spec.starts_with("idx:")) {
-        auto folder = spec.substr(4);
-        auto train = std::make_shared<data::IdxDataset>(folder, "train");
-        sources.train_set = train;
-        if (std::filesystem::exists(data::idx_images_path(folder, "t10k"))) {
-            auto eval = std::make_shared<data::IdxDataset>(folder, "t10k", train->num_classes());
-            eval->use_statistics(train->statistics());
-            sources.eval_set = eval;
-        }
-    } else if (spec.rfind("tfrecord:", 0) == 0) {
-        auto train_glob = spec.substr(9);
-        auto train = std::make_shared<data::TfRecordDataset>(train_glob);
-        sources.train_set = train;
-        auto eval_glob = options.eval_data.empty() ? data::validation_glob_for(train_glob) : options.eval_data;
-        if (!eval_glob.empty() && (!options.eval_data.empty() || has_shards(eval_glob))) {
-            data::TfRecordDatasetOptions eval_options;
-            eval_options.label_offset = train->label_offset();
-            eval_options.num_classes = train->num_classes();
-            sources.eval_set = std::make_shared<data::TfRecordDataset>(eval_glob, eval_options);
-        }
-    } else {
-        if (!std::filesystem::is_directory(spec))
-            throw UsageError("--data " + spec + ": not a folder (expected synthetic, DIR, tfrecord:GLOB or idx:DIR)");
-        sources.train_set = std::make_shared<data::ImageFolderDataset>(spec, "train");
-        if (std::filesystem::is_directory(std::filesystem::path(spec) / "val"))
-            sources.eval_set = std::make_shared<data::ImageFolderDataset>(spec, "val");
-    }
+    auto sets = data::open_datasets(spec, options.eval_data);
+    sources.train_set = sets.train;
+    sources.eval_set = sets.eval;
     sources.num_classes = options.num_classes.value_or(sources.train_set->num_classes());
     if (sources.num_classes < sources.train_set->num_classes())
         throw UsageError("--num-classes " + std::to_string(sources.num_classes) + " is fewer than the " +
