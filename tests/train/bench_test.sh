@@ -1,6 +1,7 @@
 #!/bin/bash
 # trellis-bench on this machine with the plain-environment wireup: allreduce checks its sums
-# on 3 ranks and prints nccl-tests' table; p2p and ps print their JSON records.
+# on 3 ranks and prints nccl-tests' table; p2p and ps print their JSON records; data (the input
+# pipeline, one process) one JSON record per thread count.
 . "$(dirname "$0")/lib.sh"
 BENCH="$TRELLIS_BUILD/trellis-bench"
 

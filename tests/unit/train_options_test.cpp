@@ -1,6 +1,11 @@
 // trellis-train's command line: defaults, both value forms, and the refusals.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
+#include <algorithm>
+
+#include "trainer/train/data_sources.hpp"
 #include "trainer/train/options.hpp"
 
 using namespace trellis::train;
@@ -37,4 +42,25 @@ TEST_CASE("bad values name the option and what is accepted") {
     CHECK_THROWS_WITH(parse({"--lr", "nan"}), Catch::Contains("'nan'"));
     CHECK_THROWS_WITH(parse({"--epochs", "inf"}), Catch::Contains("'inf'"));
     CHECK(parse({"--optimizer", "momentum"}).optimizer.kind == trellis::optim::OptimizerKind::sgd);
+}
+
+TEST_CASE("decoding threads: as given, else the affinity mask's CPUs for a GPU and at most 2 on the CPU") {
+    cpu_set_t set;
+    REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+    int cpus = CPU_COUNT(&set);
+    CHECK(data_threads_for(parse({"--data-threads", "5"})) == 5);
+    CHECK(data_threads_for(parse({"--device", "cpu"})) == std::min(2, cpus));
+    CHECK(data_threads_for(parse({"--device", "cuda"})) == cpus);
+}
+
+TEST_CASE("accumulation, evaluation by epochs and the accuracy target, and what they need") {
+    auto o = parse({"--accumulate", "4", "--eval-every-epochs", "0.5", "--target-accuracy", "0.9"});
+    CHECK(o.accumulate == 4);
+    CHECK(*o.eval_every_epochs == 0.5);
+    CHECK(*o.target_accuracy == 0.9);
+    CHECK_THROWS_WITH(parse({"--accumulate", "0"}), Catch::Contains("--accumulate"));
+    CHECK_THROWS_WITH(parse({"--eval-every", "10", "--eval-every-epochs", "1"}), Catch::Contains("not both"));
+    CHECK_THROWS_WITH(parse({"--target-accuracy", "0.9"}), Catch::Contains("needs --eval-every"));
+    CHECK_THROWS_WITH(parse({"--target-accuracy", "0.9", "--eval-every", "5", "--strategy", "ps"}),
+                      Catch::Contains("needs --strategy allreduce"));
 }

@@ -1,11 +1,15 @@
 #include "trainer/train/data_sources.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/error.hpp"
 #include "trainer/data/open_dataset.hpp"
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
+#include "trainer/gpu/accelerator.hpp"
 
 namespace trellis::train {
 
@@ -23,7 +27,7 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
     config.seed = options.seed;
     config.rank = rank;
     config.world_size = world_size;
-    config.threads = options.data_threads;
+    config.threads = data_threads_for(options);
     config.prefetch = options.prefetch;
     config.strict = options.strict_data;
     config.start = start;
@@ -31,6 +35,14 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
 }
 
 }  // namespace
+
+int data_threads_for(const TrainOptions& options) {
+    if (options.data_threads > 0) return options.data_threads;
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    bool gpu = options.device == Device::cuda || (options.device == Device::automatic && gpu::nvidia_driver_loaded());
+    return gpu ? cpus : std::min(2, cpus);
+}
 
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size) {
     DataSources sources;

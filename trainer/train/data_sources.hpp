@@ -28,4 +28,10 @@ struct DataSources {
 // is reported before any training. Throws data::DataError or UsageError.
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size);
 
+// The decoding threads of a run: --data-threads when given; else, when it may train on a GPU
+// (--device cuda, or auto with the NVIDIA driver loaded), one per CPU of the affinity mask
+// (the binding gives the rank its cores, and a GPU needs thousands of images per second);
+// else 2, at most the CPUs, which the compute threads also use.
+int data_threads_for(const TrainOptions& options);
+
 }  // namespace trellis::train

@@ -81,7 +81,7 @@ cli::OptionTable option_table(TrainOptions& o) {
                [&](auto& v) { o.eval_data = v; })
         .value("--epochs", "E", "train for E epochs (or --steps)", [&](auto& v) { o.epochs = above_zero("--epochs", v); })
         .value("--steps", "N", "train for N steps (default 100)", [&](auto& v) { o.steps = positive("--steps", v); })
-        .value("--data-threads", "T", "decoding threads (default 2)",
+        .value("--data-threads", "T", "decoding threads (default: the CPUs the binding gives the\nrank when it trains on a GPU; 2 on the CPU, where they share\nthem with the compute threads)",
                [&](auto& v) { o.data_threads = positive("--data-threads", v); })
         .value("--prefetch", "N", "batches decoded ahead (default 2)",
                [&](auto& v) { o.prefetch = positive("--prefetch", v); })

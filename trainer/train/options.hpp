@@ -46,7 +46,7 @@ struct TrainOptions {
     std::string eval_data;               // tfrecord: validation shards (default derived)
     std::optional<double> epochs;
     std::optional<std::int64_t> steps;
-    int data_threads = 2;
+    int data_threads = 0;                // 0: from the binding (see data_threads_for)
     int prefetch = 2;
     bool strict_data = false;
 

@@ -298,7 +298,11 @@ void Run::print_header() {
                 config_.name.c_str(), version.empty() ? "" : " (ResNet ", version.c_str(), version.empty() ? "" : ")",
                 parameters, models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9,
                 sources_.num_classes, image_size_, image_size_);
-    std::printf("Data:        %s\n", sources_.description.c_str());
+    if (int decoders = data_threads_for(options_); sources_.train_set)
+        std::printf("Data:        %s, %d decoding %s\n", sources_.description.c_str(), decoders,
+                    decoders == 1 ? "thread" : "threads");
+    else
+        std::printf("Data:        %s\n", sources_.description.c_str());
     std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
                 workers_, workers_ == 1 ? "worker" : "workers");
     if (options_.accumulate > 1) std::printf(" (%d batches of %d added per step)", options_.accumulate, options_.batch_size);
