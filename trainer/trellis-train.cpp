@@ -8,6 +8,7 @@
 #include "config.h"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
+#include "trainer/train/data_sources.hpp"
 #include "trainer/train/parameter_server.hpp"
 #include "trainer/train/trainer.hpp"
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     const auto& options = command.options;
     std::string who = "trellis-train: ";
     try {
+        if (options.write_index) return write_tfrecord_indexes(options);
         auto timeout = std::chrono::seconds(options.comm_timeout);
         auto wireup = trellis::comm::make_wireup(options.wireup, timeout);
         const auto& identity = wireup->identity();

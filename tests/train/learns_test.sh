@@ -20,3 +20,17 @@ done
 ls "$work/log"/events.out.tfevents.* >/dev/null 2>&1 || fail "no TensorBoard event file"
 grep -q '"kind":"eval"' "$work/log/metrics.jsonl" || fail "no evaluation record in metrics.jsonl"
 pass "metrics.jsonl and TensorBoard events written"
+
+# TFRecord index files: --write-index writes one per shard (training and validation) and exits;
+# the next run reads them instead of the shards' framing, and learns the same.
+"$TRAIN" --data "tfrecord:$work/data/tfrecord/train-*" --write-index >"$work/index.out" 2>&1 ||
+    { cat "$work/index.out"; fail "--write-index"; }
+[ "$(ls "$work/data/tfrecord/"*.idx | wc -l)" -eq "$(ls "$work/data/tfrecord/" | grep -vc '\.idx$')" ] ||
+    fail "not one index per shard: $(ls "$work/data/tfrecord/")"
+grep -q "index files written" "$work/index.out" || fail "no summary: $(cat "$work/index.out")"
+"$TRAIN" --model resnet8 --image-size 32 --batch-size 32 --data "tfrecord:$work/data/tfrecord/train-*" --steps 3 \
+    >"$work/indexed.out" 2>&1 || { cat "$work/indexed.out"; fail "training with index files"; }
+grep -q "4 shards indexed by .idx files" "$work/indexed.out" || fail "the index files were not used: $(grep Data "$work/indexed.out")"
+"$TRAIN" --data "$work/data/folder" --write-index >"$work/index.out" 2>&1
+[ $? -eq 2 ] && grep -q "is for --data tfrecord:GLOB" "$work/index.out" || fail "--write-index on a folder: $(cat "$work/index.out")"
+pass "TFRecord index files written by --write-index and used at start-up"

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "data_fixtures.hpp"
 #include "trainer/data/data_error.hpp"
@@ -8,6 +9,7 @@
 #include "trainer/data/read_only_file.hpp"
 #include "trainer/data/tfrecord.hpp"
 #include "trainer/data/tfrecord_dataset.hpp"
+#include "trainer/data/tfrecord_index.hpp"
 
 using namespace trellis::data;
 using trellis::test::TempDir;
@@ -123,4 +125,37 @@ TEST_CASE("the validation glob replaces the last 'train'") {
     CHECK(validation_glob_for("/data/imagenet/train-*-of-01024") ==
           "/data/imagenet/validation-*-of-01024");
     CHECK(validation_glob_for("/data/shards-*").empty());
+}
+
+TEST_CASE("index files: written in DALI's format, read in place of the framing, ignored when stale") {
+    TempDir dir;
+    std::vector<std::string> paths = write_shards(dir, "train", 2, 3, 1);
+    std::vector<std::string> written;
+    CHECK(write_missing_indexes(dir / "train-*", [&](const std::string& p) { written.push_back(p); }) == 2);
+    CHECK(written == std::vector<std::string>{paths[0] + ".idx", paths[1] + ".idx"});
+    CHECK(write_missing_indexes(dir / "train-*", [](const std::string&) {}) == 0);  // current: left alone
+    std::string why_not;
+    auto offsets = read_index(paths[0], why_not);
+    REQUIRE(offsets);
+    CHECK(offsets->size() == 3);
+    CHECK(offsets->front() == 0);
+    CHECK(offsets == TfRecordReader(paths[0]).scan_framing().offsets);
+
+    WarningLog log;
+    TfRecordDatasetOptions options;
+    options.warn = log.sink();
+    TfRecordDataset indexed(dir / "train-*", options);
+    CHECK(indexed.size() == 6);
+    CHECK(indexed.load(4).bytes == trellis::test::test_jpeg(8, 8, 101));
+    CHECK_THAT(indexed.describe(), Catch::Contains("2 shards indexed by .idx files"));
+    CHECK(log.lines().empty());
+
+    // An index that does not describe its shard is passed over, with the reason.
+    std::ofstream(paths[1] + ".idx") << "0 10\n";
+    TfRecordDataset scanned(dir / "train-*", options);
+    CHECK(scanned.size() == 6);
+    CHECK_THAT(scanned.describe(), Catch::Contains("1 shards indexed"));
+    REQUIRE(log.lines().size() == 1);
+    CHECK_THAT(log.lines()[0], Catch::Contains(paths[1] + ".idx: record 0 at byte 0 of size 10") &&
+                                    Catch::Contains("reading the shard's framing instead"));
 }

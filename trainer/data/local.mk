@@ -25,6 +25,7 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/synthetic.cpp trainer/data/synthetic.hpp \
 	trainer/data/tfrecord.cpp trainer/data/tfrecord.hpp \
 	trainer/data/tfrecord_dataset.cpp trainer/data/tfrecord_dataset.hpp \
+	trainer/data/tfrecord_index.cpp trainer/data/tfrecord_index.hpp \
 	trainer/data/warning.cpp trainer/data/warning.hpp
 trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS) $(ZLIB_CFLAGS)
 trainer_libtrellis_data_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread

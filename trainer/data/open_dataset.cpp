@@ -10,18 +10,6 @@
 
 namespace trellis::data {
 
-namespace {
-
-bool has_shards(const std::string& pattern) {
-    try {
-        return !match_shards(pattern).empty();
-    } catch (const DataError&) {
-        return false;
-    }
-}
-
-}  // namespace
-
 Datasets open_datasets(const std::string& spec, const std::string& eval_glob) {
     Datasets sets;
     if (spec.starts_with("idx:")) {

@@ -8,6 +8,7 @@
 #include "trainer/data/data_error.hpp"
 #include "trainer/data/example.hpp"
 #include "trainer/data/tfrecord.hpp"
+#include "trainer/data/tfrecord_index.hpp"
 
 namespace trellis::data {
 
@@ -15,8 +16,11 @@ std::vector<std::string> match_shards(const std::string& pattern) {
     glob_t matches{};
     int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
     std::vector<std::string> shards;
+    // Index files beside the shards (SHARD.idx, and a SHARD.idx.tmp being written) are not shards.
     if (status == 0)
-        for (std::size_t i = 0; i < matches.gl_pathc; ++i) shards.emplace_back(matches.gl_pathv[i]);
+        for (std::size_t i = 0; i < matches.gl_pathc; ++i)
+            if (std::string path = matches.gl_pathv[i]; !path.ends_with(".idx") && !path.ends_with(".idx.tmp"))
+                shards.push_back(path);
     ::globfree(&matches);
     if (status == GLOB_ABORTED)
         throw DataError("tfrecord:" + pattern + ": a folder of the pattern cannot be read");
@@ -28,10 +32,30 @@ std::vector<std::string> match_shards(const std::string& pattern) {
     return shards;
 }
 
+bool has_shards(const std::string& pattern) {
+    try {
+        return !match_shards(pattern).empty();
+    } catch (const DataError&) {
+        return false;
+    }
+}
+
 std::string validation_glob_for(const std::string& train_glob) {
     auto at = train_glob.rfind("train");
     if (at == std::string::npos) return {};
     return train_glob.substr(0, at) + "validation" + train_glob.substr(at + 5);
+}
+
+std::size_t write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say) {
+    std::size_t written = 0;
+    for (const auto& shard : match_shards(pattern)) {
+        std::string why_not;
+        if (read_index(shard, why_not)) continue;
+        write_index(shard, TfRecordReader(shard).scan_framing());
+        say(index_path_for(shard) + (why_not.empty() ? "" : " (replacing one that " + why_not + ")"));
+        ++written;
+    }
+    return written;
 }
 
 TfRecordDataset::TfRecordDataset(const std::string& glob_pattern, TfRecordDatasetOptions options)
@@ -45,6 +69,13 @@ TfRecordDataset::TfRecordDataset(const std::string& glob_pattern, TfRecordDatase
 }
 
 void TfRecordDataset::index_shard(std::uint32_t shard, const WarningSink& warn) {
+    std::string why_not;
+    if (auto offsets = read_index(shards_[shard], why_not)) {
+        for (std::uint64_t offset : *offsets) records_.push_back({offset, shard});
+        ++indexed_shards_;
+        return;
+    }
+    if (!why_not.empty()) warn(why_not + ": reading the shard's framing instead");
     TfRecordScan scan = TfRecordReader(shards_[shard]).scan_framing();
     for (std::uint64_t offset : scan.offsets) records_.push_back({offset, shard});
     if (!scan.damage.empty())
@@ -116,7 +147,8 @@ EncodedSample TfRecordDataset::load(std::size_t index) const {
 std::string TfRecordDataset::describe() const {
     return "tfrecord:" + pattern_ + ": " + std::to_string(shards_.size()) + " shards, " +
            std::to_string(records_.size()) + " records, " + std::to_string(num_classes_) +
-           " classes (label offset " + std::to_string(label_offset_) + ")";
+           " classes (label offset " + std::to_string(label_offset_) + "; " + std::to_string(indexed_shards_) +
+           " shards indexed by .idx files)";
 }
 
 }  // namespace trellis::data

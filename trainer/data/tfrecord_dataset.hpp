@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,12 @@
 
 namespace trellis::data {
 
-// The files that glob(3) matches, sorted. Throws DataError when none match.
+// The files that glob(3) matches, sorted, index files (*.idx) left out. Throws DataError when
+// none match.
 std::vector<std::string> match_shards(const std::string& pattern);
+
+// Whether glob(3) matches any file (no error when it does not).
+bool has_shards(const std::string& pattern);
 
 // "…/train-*" -> "…/validation-*": the last "train" in the pattern replaced. Empty when the
 // pattern has no "train" (the caller must then be given the validation glob explicitly).
@@ -35,10 +40,14 @@ struct TfRecordDatasetOptions {
     WarningSink warn;  // truncated shards; stderr when empty
 };
 
+// Writes SHARD.idx (see tfrecord_index.hpp) for every shard of the pattern that lacks a
+// usable one, telling `say` each file written; returns how many. Throws DataError.
+std::size_t write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say);
+
 class TfRecordDataset : public Dataset {
 public:
-    // Matches the shards and indexes every complete record by walking the framing (length
-    // CRCs checked, data not read). A shard whose tail is truncated or whose framing breaks
+    // Matches the shards and indexes every complete record: from SHARD.idx when a current one
+    // is there, else by walking the framing (length CRCs checked, data not read). A shard whose tail is truncated or whose framing breaks
     // is warned about with its file and byte offset; its records before that point are kept.
     // Throws DataError when no shard matches or no shard holds a record.
     explicit TfRecordDataset(const std::string& glob_pattern, TfRecordDatasetOptions options = {});
@@ -67,6 +76,7 @@ private:
     std::vector<RecordLocation> records_;
     int label_offset_ = 1;
     int num_classes_ = 0;
+    std::size_t indexed_shards_ = 0;  // read from their index files
 };
 
 }  // namespace trellis::data

@@ -3,12 +3,14 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "common/error.hpp"
 #include "trainer/data/open_dataset.hpp"
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
+#include "trainer/data/tfrecord_dataset.hpp"
 #include "trainer/gpu/accelerator.hpp"
 
 namespace trellis::train {
@@ -42,6 +44,17 @@ int data_threads_for(const TrainOptions& options) {
     int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     bool gpu = options.device == Device::cuda || (options.device == Device::automatic && gpu::nvidia_driver_loaded());
     return gpu ? cpus : std::min(2, cpus);
+}
+
+int write_tfrecord_indexes(const TrainOptions& options) {
+    auto train = options.data.substr(std::string("tfrecord:").size());
+    auto eval = options.eval_data.empty() ? data::validation_glob_for(train) : options.eval_data;
+    auto say = [](const std::string& path) { std::printf("wrote %s\n", path.c_str()); };
+    std::size_t written = data::write_missing_indexes(train, say);
+    if (!eval.empty() && (!options.eval_data.empty() || data::has_shards(eval)))
+        written += data::write_missing_indexes(eval, say);
+    std::printf("%zu index files written; shards with a current index were left as they were\n", written);
+    return 0;
 }
 
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size) {

@@ -34,4 +34,8 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
 // else 2, at most the CPUs, which the compute threads also use.
 int data_threads_for(const TrainOptions& options);
 
+// --write-index: SHARD.idx for the training shards and the evaluation shards (when they
+// exist) that lack a current one; prints each file written and a summary. Returns 0.
+int write_tfrecord_indexes(const TrainOptions& options);
+
 }  // namespace trellis::train

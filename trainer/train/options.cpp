@@ -74,6 +74,9 @@ cli::OptionTable option_table(TrainOptions& o) {
                    if (v.empty()) cli::refuse("--data", v, "synthetic, DIR, tfrecord:GLOB or idx:DIR");
                    o.data = v;
                })
+        .flag("--write-index",
+              "write SHARD.idx beside each TFRecord shard of --data (and the\nevaluation shards) that lacks a current one, then exit",
+              [&] { o.write_index = true; })
         .flag("--no-augment", "train on the images as evaluation sees them (no random crops or\nflips; the order is still shuffled)",
               [&] { o.augment = false; })
         .value("--eval-data", "GLOB",
@@ -206,6 +209,8 @@ void check_combination(const TrainOptions& o) {
         throw UsageError("--precision " + gpu::precisions().name(o.precision) +
                          " needs the GPU (the CPU backend computes fp32)");
     if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+    if (o.write_index && !o.data.starts_with("tfrecord:"))
+        throw UsageError("--write-index is for --data tfrecord:GLOB, not '" + o.data + "'");
     if (o.eval_every > 0 && o.eval_every_epochs) throw UsageError("give --eval-every or --eval-every-epochs, not both");
     if (o.target_accuracy && o.strategy == Strategy::ps)
         throw UsageError("--target-accuracy needs --strategy allreduce (with parameter servers only rank 0 "

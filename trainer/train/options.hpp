@@ -42,7 +42,8 @@ struct TrainOptions {
     bool zero_init_residual = false;
 
     std::string data = "synthetic";      // synthetic | DIR | tfrecord:GLOB | idx:DIR
-    bool augment = true;                 // training images: random crops and flips
+    bool augment = true;
+    bool write_index = false;            // write TFRecord index files and exit                 // training images: random crops and flips
     std::string eval_data;               // tfrecord: validation shards (default derived)
     std::optional<double> epochs;
     std::optional<std::int64_t> steps;
