@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
             case bench::Benchmark::p2p: return bench::run_p2p(options, *transport);
             case bench::Benchmark::ps: return bench::run_ps(options, *transport);
             case bench::Benchmark::allreduce: break;
+            case bench::Benchmark::data: break;  // ran above, without a transport
         }
         return bench::run_allreduce(options, *transport);
     } catch (const comm::PeerFailure& error) {

@@ -137,3 +137,29 @@ TEST_CASE("decoding with DCT scaling gives nearly the full-size result") {
     for (std::size_t i = 0; i < a.size(); ++i) difference += std::fabs(a[i] - b[i]);
     CHECK(difference / a.size() < 0.05);  // in normalised units: about 3 grey levels
 }
+
+TEST_CASE("decoding only the crop's region renders what a whole decode renders") {
+    RgbImage original = test_pattern(500, 375, 9);
+    Bytes jpeg = JpegEncoder().encode(original, 90);  // 4:2:0, as photographs are
+    JpegDecoder decoder;
+    Rng rng(3);
+    std::size_t differing = 0, total = 0, smaller = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+        TransformPlan plan = plan_transform(TransformKind::training, {500, 375}, 64, rng);
+        JpegSize needed = min_decoded_size({500, 375}, plan.box, 64);
+        RgbImage whole, part;
+        DctScale whole_scale = decoder.decode(jpeg, "whole", whole, needed.width, needed.height);
+        PixelRegion region{int(std::floor(plan.box.x)), int(std::floor(plan.box.y)),
+                           int(std::ceil(plan.box.x + plan.box.width)) - int(std::floor(plan.box.x)),
+                           int(std::ceil(plan.box.y + plan.box.height)) - int(std::floor(plan.box.y))};
+        DctScale part_scale = decoder.decode_region(jpeg, "part", part, needed.width, needed.height, region);
+        REQUIRE(part_scale == whole_scale);
+        smaller += part.pixels.size() < whole.pixels.size();
+        std::vector<float> a(64 * 64 * 3), b(64 * 64 * 3);
+        render_crop(whole, whole_scale, plan, 64, a.data());
+        render_crop(part, part_scale, plan, 64, b.data());
+        for (std::size_t i = 0; i < a.size(); ++i, ++total) differing += std::fabs(a[i] - b[i]) > 1e-5f;
+    }
+    CHECK(smaller > 30);  // most crops decode fewer pixels
+    CHECK(differing == 0);
+}

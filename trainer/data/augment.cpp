@@ -46,10 +46,12 @@ TransformPlan plan_transform(TransformKind kind, JpegSize image, int size, Rng& 
 void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size,
                  float* out) {
     double factor = static_cast<double>(scale.num) / scale.denom;
+    // Positions in the decoded pixels, which start at (decoded.x, decoded.y) of the scaled
+    // image when only a region was decoded.
     AxisSamples columns =
-        sample_axis(plan.box.x * factor, plan.box.width * factor, decoded.width, size);
+        sample_axis(plan.box.x * factor - decoded.x, plan.box.width * factor, decoded.width, size);
     AxisSamples rows =
-        sample_axis(plan.box.y * factor, plan.box.height * factor, decoded.height, size);
+        sample_axis(plan.box.y * factor - decoded.y, plan.box.height * factor, decoded.height, size);
     // value * gain + bias == (value / 255 - mean) / std
     float gain[3], bias[3];
     for (int c = 0; c < 3; ++c) {
@@ -83,7 +85,10 @@ void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind
     Rng rng(seed);
     TransformPlan plan = plan_transform(kind, image, size, rng);
     JpegSize needed = min_decoded_size(image, plan.box, size);
-    DctScale scale = decoder.decode(jpeg, source, scratch, needed.width, needed.height);
+    PixelRegion region{int(std::floor(plan.box.x)), int(std::floor(plan.box.y)),
+                       int(std::ceil(plan.box.x + plan.box.width)) - int(std::floor(plan.box.x)),
+                       int(std::ceil(plan.box.y + plan.box.height)) - int(std::floor(plan.box.y))};
+    DctScale scale = decoder.decode_region(jpeg, source, scratch, needed.width, needed.height, region);
     render_crop(scratch, scale, plan, size, out);
 }
 

@@ -1,5 +1,5 @@
-// The per-sample image transform: choose a crop from the JPEG header, decode with DCT
-// scaling, resample the crop bilinearly to size x size (mirrored when flipped), and
+// The per-sample image transform: choose a crop from the JPEG header, decode only the crop's
+// region with DCT scaling, resample the crop bilinearly to size x size (mirrored when flipped), and
 // normalise with the ImageNet channel statistics into float32 HWC.
 #pragma once
 

@@ -2,7 +2,12 @@
 
 #include <turbojpeg.h>
 
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
 #include <new>
+
+#include <jpeglib.h>
 
 #include "trainer/data/data_error.hpp"
 
@@ -52,6 +57,59 @@ JpegHeader read_jpeg_header(void* handle, ByteView jpeg, const std::string& sour
     return header;
 }
 
+// libjpeg reports errors through a callback that must not return: it jumps back to
+// decode_rows, whose frames between setjmp and longjmp hold nothing with a destructor.
+struct ErrorJump {
+    jpeg_error_mgr manager;
+    std::jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+};
+
+extern "C" void jump_on_error(j_common_ptr info) {
+    auto* errors = reinterpret_cast<ErrorJump*>(info->err);
+    (*info->err->format_message)(info, errors->message);
+    std::longjmp(errors->jump, 1);
+}
+
+// Warnings (extraneous bytes, a truncated scan) are tolerated, as decode() tolerates them.
+extern "C" void ignore_message(j_common_ptr, int) {}
+
+// Rows [first_row, end_row) of the image decoded at `scale`, columns from `first_column` for
+// `columns` (widened by libjpeg-turbo to whole blocks), into `out`. False with the reason
+// in `error` when libjpeg fails.
+bool decode_rows(ByteView jpeg, DctScale scale, int first_column, int columns, int first_row, int end_row,
+                 RgbImage& out, char* error) {
+    jpeg_decompress_struct info;
+    ErrorJump errors;
+    info.err = jpeg_std_error(&errors.manager);
+    errors.manager.error_exit = jump_on_error;
+    errors.manager.emit_message = ignore_message;
+    if (setjmp(errors.jump)) {
+        std::snprintf(error, JMSG_LENGTH_MAX, "%s", errors.message);
+        jpeg_destroy_decompress(&info);
+        return false;
+    }
+    jpeg_create_decompress(&info);
+    jpeg_mem_src(&info, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+    jpeg_read_header(&info, TRUE);
+    info.scale_num = static_cast<unsigned>(scale.num);
+    info.scale_denom = static_cast<unsigned>(scale.denom);
+    info.out_color_space = JCS_RGB;
+    jpeg_start_decompress(&info);
+    auto x = static_cast<JDIMENSION>(first_column), width = static_cast<JDIMENSION>(columns);
+    jpeg_crop_scanline(&info, &x, &width);
+    out.x = int(x), out.y = first_row, out.width = int(width), out.height = end_row - first_row;
+    out.pixels.resize(std::size_t(out.width) * std::size_t(out.height) * 3);
+    if (first_row > 0) jpeg_skip_scanlines(&info, static_cast<JDIMENSION>(first_row));
+    while (info.output_scanline < static_cast<JDIMENSION>(end_row)) {
+        JSAMPROW row = out.pixels.data() + std::size_t(info.output_scanline - first_row) * width * 3;
+        jpeg_read_scanlines(&info, &row, 1);
+    }
+    jpeg_abort_decompress(&info);  // the rows below the region are never decoded
+    jpeg_destroy_decompress(&info);
+    return true;
+}
+
 }  // namespace
 
 int scaled_dimension(int dimension, DctScale scale) {
@@ -98,6 +156,7 @@ DctScale JpegDecoder::decode(ByteView jpeg, const std::string& source, RgbImage&
     JpegSize full = header.size;
     DctScale scale = min_width > 0 || min_height > 0 ? choose_dct_scale(full, min_width, min_height)
                                                      : DctScale{};
+    out.x = 0, out.y = 0;
     out.width = scaled_dimension(full.width, scale);
     out.height = scaled_dimension(full.height, scale);
     bool cmyk = header.colorspace == TJCS_CMYK || header.colorspace == TJCS_YCCK;
@@ -118,6 +177,27 @@ DctScale JpegDecoder::decode(ByteView jpeg, const std::string& source, RgbImage&
                         std::to_string(full.height) + ", " + std::to_string(jpeg.size()) +
                         " bytes): " + turbojpeg_error(handle_));
     if (cmyk) cmyk_to_rgb(cmyk_pixels, out);
+    return scale;
+}
+
+DctScale JpegDecoder::decode_region(ByteView jpeg, const std::string& source, RgbImage& out, int min_width,
+                                    int min_height, PixelRegion region) {
+    JpegHeader header = read_jpeg_header(handle_, jpeg, source);
+    if (header.colorspace == TJCS_CMYK || header.colorspace == TJCS_YCCK)
+        return decode(jpeg, source, out, min_width, min_height);
+    JpegSize full = header.size;
+    DctScale scale = choose_dct_scale(full, min_width, min_height);
+    int width = scaled_dimension(full.width, scale), height = scaled_dimension(full.height, scale);
+    // The region in scaled pixels, with one more pixel on each side for the resampler's
+    // neighbours, so that the result equals a whole decode's.
+    auto low = [&](int value) { return std::max(0, value * scale.num / scale.denom - 1); };
+    auto high = [&](int value, int limit) { return std::min(limit, (value * scale.num + scale.denom - 1) / scale.denom + 1); };
+    int x0 = low(region.x), x1 = high(region.x + region.width, width);
+    int y0 = low(region.y), y1 = high(region.y + region.height, height);
+    char error[JMSG_LENGTH_MAX] = {};
+    if (!decode_rows(jpeg, scale, x0, x1 - x0, y0, y1, out, error))
+        throw DataError(source + ": corrupt JPEG (" + std::to_string(full.width) + "x" + std::to_string(full.height) +
+                        ", " + std::to_string(jpeg.size()) + " bytes): " + error);
     return scale;
 }
 

@@ -1,5 +1,6 @@
-// JPEG decoding and encoding through libjpeg-turbo's TurboJPEG API. A decoder owns one
-// TurboJPEG handle, which is not thread-safe: each loader thread keeps its own.
+// JPEG decoding and encoding through libjpeg-turbo: its TurboJPEG API, and its libjpeg API
+// where TurboJPEG 2 cannot decode part of an image. A decoder owns one TurboJPEG handle,
+// which is not thread-safe: each loader thread keeps its own.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,14 @@ struct RgbImage {
     int width = 0;
     int height = 0;
     std::vector<std::uint8_t> pixels;
+    // Where these pixels start in the whole (scaled) image: 0, 0 unless only a region of it
+    // was decoded.
+    int x = 0, y = 0;
+};
+
+// A rectangle of pixels: columns [x, x + width), rows [y, y + height).
+struct PixelRegion {
+    int x = 0, y = 0, width = 0, height = 0;
 };
 
 // A DCT scaling factor num/denom (libjpeg-turbo offers n/8 for n = 1..16).
@@ -57,6 +66,14 @@ public:
     // Returns the scale used: decoded pixel (x, y) covers full-size (x, y) / scale.
     DctScale decode(ByteView jpeg, const std::string& source, RgbImage& out, int min_width = 0,
                     int min_height = 0);
+
+    // The same, but only the rows of `region` (given in full-size pixels) and its columns
+    // widened to whole DCT blocks, as libjpeg-turbo can crop: rows below the region are not
+    // decoded at all, rows above are skipped without their colour work, and columns outside
+    // it are left out. out.x and out.y say where the decoded pixels sit in the scaled image;
+    // they equal those of a whole decode. CMYK images are decoded whole.
+    DctScale decode_region(ByteView jpeg, const std::string& source, RgbImage& out, int min_width, int min_height,
+                           PixelRegion region);
 
 private:
     void* handle_;

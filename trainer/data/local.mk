@@ -27,11 +27,11 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/tfrecord_dataset.cpp trainer/data/tfrecord_dataset.hpp \
 	trainer/data/tfrecord_index.cpp trainer/data/tfrecord_index.hpp \
 	trainer/data/warning.cpp trainer/data/warning.hpp
-trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS) $(ZLIB_CFLAGS)
+trainer_libtrellis_data_la_CPPFLAGS = $(AM_CPPFLAGS) $(TURBOJPEG_CFLAGS) $(LIBJPEG_CFLAGS) $(ZLIB_CFLAGS)
 trainer_libtrellis_data_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread
 # libtool passes -pthread on to whatever links the library (inherited_linker_flags).
 trainer_libtrellis_data_la_LDFLAGS = $(AM_LDFLAGS) -pthread
-trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS) $(ZLIB_LIBS)
+trainer_libtrellis_data_la_LIBADD = $(TURBOJPEG_LIBS) $(LIBJPEG_LIBS) $(ZLIB_LIBS)
 DATA_LIBS = trainer/libtrellis-data.la common/libtrellis-common.la
 
 # Its unit tests, in one binary (the JPEG test calls TurboJPEG directly to make a CMYK file).
