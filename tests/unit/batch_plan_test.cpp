@@ -59,6 +59,29 @@ TEST_CASE("positions advance across epochs") {
     CHECK(plan.advance({2, 9}, 25) == Position{5, 4});
 }
 
+TEST_CASE("a position carried to another batch size continues at the first sample not seen") {
+    // Batches of 4 on 2 ranks (8 samples a step) against 2 on 2 ranks (another --accumulate):
+    // batch 5 of the first starts where batch 10 of the second does, on every rank.
+    BatchPlan eights(100, 4, 0, 2, true, 3), fours(100, 2, 0, 2, true, 3);
+    auto carried = carry_position({1, 5}, 8, 4, fours.batches_per_epoch());
+    CHECK(carried.position == Position{1, 10});
+    CHECK(carried.skipped == 0);
+    std::vector<std::size_t> big, small;
+    eights.batch_indices({1, 5}, big);
+    fours.batch_indices(carried.position, small);
+    CHECK(small == std::vector<std::size_t>(big.begin(), big.begin() + 2));
+
+    // 32 samples seen, batches of 12: the next whole batch starts at 36, passing over 4.
+    carried = carry_position({0, 4}, 8, 12, 8);
+    CHECK(carried.position == Position{0, 3});
+    CHECK(carried.skipped == 4);
+    // No whole batch left in the epoch: the next one starts.
+    CHECK(carry_position({0, 24}, 4, 8, 12).position == Position{1, 0});
+    carried = carry_position({0, 23}, 4, 8, 12);
+    CHECK(carried.position == Position{1, 0});
+    CHECK(carried.skipped == 4);
+}
+
 TEST_CASE("a dataset smaller than one global batch is refused") {
     CHECK_THROWS_WITH(BatchPlan(15, 8, 0, 2, true, 0),
                       Catch::Contains("fewer than one global batch"));

@@ -133,7 +133,7 @@ TEST_CASE("the checkpoint just written is kept even when older runs left higher 
     CHECK(*store.newest_step() == 30);
 }
 
-TEST_CASE("the schedule and fp16's loss scale travel with the checkpoint") {
+TEST_CASE("the schedule, the batch of the data position and fp16's loss scale travel with the checkpoint") {
     Fixture f;
     checkpoint::CheckpointStore store(f.folder.string());
     f.set(1.0f);
@@ -141,14 +141,16 @@ TEST_CASE("the schedule and fp16's loss scale travel with the checkpoint") {
     f.info.schedule = "step: lr 0.1, 100 steps";
     f.info.loss_scale = 8192.0f;
     f.info.loss_scale_steps = 1234;
+    f.info.batch_samples = 96;
     store.save(f.info, f.store, *f.optimizer);
     auto expected = f.info;
-    expected.schedule.clear(), expected.loss_scale = 0, expected.loss_scale_steps = 0;
+    expected.schedule.clear(), expected.loss_scale = 0, expected.loss_scale_steps = 0, expected.batch_samples = 48;
     auto loaded = store.load_latest(expected, f.store, *f.optimizer);
     REQUIRE(loaded);
     CHECK(loaded->schedule == "step: lr 0.1, 100 steps");
     CHECK(loaded->loss_scale == 8192.0f);
     CHECK(loaded->loss_scale_steps == 1234);
+    CHECK(loaded->batch_samples == 96);
 }
 
 TEST_CASE("opening a folder removes the temporary files of unfinished saves, and only those") {

@@ -122,10 +122,12 @@ CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const
     CheckpointInfo info = expected;
     info.step = header.at("step").get<std::int64_t>();
     info.next = {header.at("epoch").get<std::int64_t>(), header.at("batch").get<std::int64_t>()};
+    info.batch_samples = header.value("batch_samples", std::int64_t(0));
     info.schedule = header.value("schedule", "");
     info.loss_scale = header.value("loss_scale", 0.0f);
     info.loss_scale_steps = header.value("loss_scale_steps", std::int64_t(0));
-    check(info.step >= 0 && info.next.epoch >= 0 && info.next.batch >= 0, path, "negative step or data position");
+    check(info.step >= 0 && info.next.epoch >= 0 && info.next.batch >= 0 && info.batch_samples >= 0, path,
+          "negative step, data position or batch size");
     return info;
 }
 
@@ -161,6 +163,7 @@ std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore
                           {"step", info.step},         {"epoch", info.next.epoch},
                           {"batch", info.next.batch},  {"optimizer", info.optimizer},
                           {"seed", info.seed},         {"global_batch", info.global_batch}};
+    if (info.batch_samples > 0) header["batch_samples"] = info.batch_samples;
     if (!info.schedule.empty()) header["schedule"] = info.schedule;
     if (info.loss_scale > 0) {
         header["loss_scale"] = info.loss_scale;

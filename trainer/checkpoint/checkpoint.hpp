@@ -28,6 +28,10 @@ struct CheckpointInfo {
     int num_classes = 0;
     std::int64_t step = 0;        // steps completed
     data::Position next;          // where the data continues
+    // The samples one batch of `next` stands for over all workers (per-worker batch x workers):
+    // a run that resumes with another --accumulate counts batches of another size.
+    // 0 in checkpoints written before it was recorded.
+    std::int64_t batch_samples = 0;
     std::string optimizer;
     std::uint64_t seed = 0;
     int global_batch = 0;

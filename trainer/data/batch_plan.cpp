@@ -31,6 +31,15 @@ std::int64_t evaluation_batches(std::size_t dataset_size, int batch_size, int ra
     return (rank_share(dataset_size, rank, world_size) + batch_size - 1) / batch_size;
 }
 
+CarriedPosition carry_position(Position position, std::int64_t from_samples, std::int64_t to_samples,
+                               std::int64_t to_batches_per_epoch) {
+    std::int64_t seen = position.batch * from_samples;
+    std::int64_t batch = (seen + to_samples - 1) / to_samples;
+    if (batch >= to_batches_per_epoch)
+        return {{position.epoch + 1, 0}, std::max<std::int64_t>(0, to_batches_per_epoch * to_samples - seen)};
+    return {{position.epoch, batch}, batch * to_samples - seen};
+}
+
 BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size,
                      bool shuffle, std::uint64_t seed)
     : dataset_size_(dataset_size),

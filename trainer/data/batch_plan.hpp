@@ -21,6 +21,20 @@ std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t se
 // share of the samples (0 when it has none). Rank 0 has the most, and others at most one fewer.
 std::int64_t evaluation_batches(std::size_t dataset_size, int batch_size, int rank, int world_size);
 
+// A training position carried over to another batch geometry. Training batches of every rank
+// together take the epoch's permutation in order: after k batches of B samples on each of W
+// ranks, exactly the first k*B*W permuted samples have been seen, whatever W. So a position
+// counted in batches of `from_samples` (B*W) becomes one counted in batches of `to_samples`
+// (B'*W') at the first sample not yet seen, rounded up to a whole batch; `skipped` says how
+// many samples of the epoch that passes over (0 when the sizes divide). When no whole batch
+// of the epoch is left, it moves to the start of the next epoch.
+struct CarriedPosition {
+    Position position;
+    std::int64_t skipped = 0;
+};
+CarriedPosition carry_position(Position position, std::int64_t from_samples, std::int64_t to_samples,
+                               std::int64_t to_batches_per_epoch);
+
 class BatchPlan {
 public:
     // Training (`shuffle`): floor(N / (W * B)) full batches per epoch, the remainder dropped

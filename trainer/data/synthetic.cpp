@@ -11,6 +11,10 @@
 
 namespace trellis::data {
 
+std::int64_t SyntheticConfig::steps_per_epoch() const {
+    return std::max<std::int64_t>(1, epoch_size / (static_cast<std::int64_t>(world_size) * batch_size));
+}
+
 SyntheticBatches::SyntheticBatches(SyntheticConfig config) : position_(config.start) {
     if (config.batch_size <= 0 || config.image_size <= 0 || config.num_classes <= 0 ||
         config.world_size <= 0)
@@ -18,8 +22,7 @@ SyntheticBatches::SyntheticBatches(SyntheticConfig config) : position_(config.st
             "synthetic data: batch size " + std::to_string(config.batch_size) + ", image size " +
             std::to_string(config.image_size) + ", " + std::to_string(config.num_classes) +
             " classes, " + std::to_string(config.world_size) + " ranks (expected all >= 1)");
-    steps_per_epoch_ = std::max<std::int64_t>(
-        1, config.epoch_size / (static_cast<std::int64_t>(config.world_size) * config.batch_size));
+    steps_per_epoch_ = config.steps_per_epoch();
     Rng rng(mix_seed({config.seed, 0x73796e746865746cull}));
     std::size_t pixels =
         static_cast<std::size_t>(config.batch_size) * config.image_size * config.image_size;

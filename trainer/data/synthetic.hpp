@@ -19,6 +19,9 @@ struct SyntheticConfig {
     std::int64_t epoch_size = 1281167;
     int world_size = 1;
     Position start;
+
+    // floor(epoch_size / (world_size x batch_size)), at least 1.
+    std::int64_t steps_per_epoch() const;
 };
 
 class SyntheticBatches : public BatchSource {

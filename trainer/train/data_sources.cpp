@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/error.hpp"
+#include "trainer/data/batch_plan.hpp"
 #include "trainer/data/open_dataset.hpp"
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
@@ -65,6 +66,7 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         sources.description = "synthetic";
         auto config = data::SyntheticConfig{options.batch_size, image_size, sources.num_classes,
                                             options.seed + std::uint64_t(rank), 1281167, world_size, {}};
+        sources.train_batches_per_epoch = config.steps_per_epoch();
         sources.open_train = [config](data::Position start) mutable {
             config.start = start;
             return std::make_unique<data::SyntheticBatches>(config);
@@ -80,6 +82,9 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
                                     std::to_string(sources.train_set->num_classes()) + " classes of " +
                                     sources.train_set->describe());
     sources.description = sources.train_set->describe();
+    sources.train_batches_per_epoch =
+        data::BatchPlan(sources.train_set->size(), options.batch_size, rank, world_size, true, options.seed)
+            .batches_per_epoch();
     sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start) {
         return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start);
     };

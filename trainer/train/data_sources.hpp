@@ -17,6 +17,8 @@ struct DataSources {
     int num_classes = 1000;
     std::string description;
 
+    std::int64_t train_batches_per_epoch = 0;  // of each rank
+
     // A training source positioned at `start`.
     std::function<std::unique_ptr<data::BatchSource>(data::Position start)> open_train;
     // One pass over rank `rank` of `world`'s shard of the evaluation set (null when there is

@@ -60,6 +60,7 @@ private:
     void checkpoint(std::int64_t step);
     void agree_statistics();
     void resume(RunStart& start);
+    void carry_data_position(data::Position& next) const;
     checkpoint::CheckpointInfo checkpoint_info(std::int64_t step) const;
     void report_step(const ThroughputMeter& meter, double lr, double loss, const comm::CommStats& comm);
     void open_device();
@@ -191,6 +192,23 @@ void Run::resume(RunStart& start) {
     say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
         static_cast<long long>(start.step), static_cast<long long>(start.next.epoch),
         static_cast<long long>(start.next.batch));
+    carry_data_position(start.next);
+}
+
+// The global batch is checked on loading, but --accumulate may have changed, and with it the
+// samples per batch of the data position: it is carried over in samples.
+void Run::carry_data_position(data::Position& next) const {
+    std::int64_t saved = resumed_->batch_samples, mine = std::int64_t(options_.batch_size) * workers_;
+    if (saved == 0 || saved == mine) return;
+    auto carried = data::carry_position(next, saved, mine, sources_.train_batches_per_epoch);
+    std::string skipped = carried.skipped == 0 ? std::string()
+                                               : ", passing over " + std::to_string(carried.skipped) + " samples of epoch " +
+                                                     std::to_string(next.epoch) + " that make no whole batch";
+    say("the checkpoint counts batches of %lld samples over all workers, this run %lld (another --accumulate): "
+        "the data continues at epoch %lld, batch %lld%s\n",
+        static_cast<long long>(saved), static_cast<long long>(mine), static_cast<long long>(carried.position.epoch),
+        static_cast<long long>(carried.position.batch), skipped.c_str());
+    next = carried.position;
 }
 
 void Run::share_initial_state(RunStart& start) {
@@ -417,6 +435,7 @@ checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
     info.optimizer = optim::optimizer_kinds().name(options_.optimizer.kind);
     info.seed = options_.seed, info.global_batch = global_batch_;
     if (train_source_) info.next = train_source_->position();
+    info.batch_samples = std::int64_t(options_.batch_size) * workers_;
     if (schedule_) info.schedule = optim::describe(schedule_->config());
     if (accelerator_) {
         auto scale = accelerator_->loss_scale();
