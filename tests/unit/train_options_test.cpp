@@ -48,9 +48,10 @@ TEST_CASE("decoding threads: as given, else the affinity mask's CPUs for a GPU a
     cpu_set_t set;
     REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
     int cpus = CPU_COUNT(&set);
-    CHECK(data_threads_for(parse({"--data-threads", "5"})) == 5);
-    CHECK(data_threads_for(parse({"--device", "cpu"})) == std::min(2, cpus));
-    CHECK(data_threads_for(parse({"--device", "cuda"})) == cpus);
+    CHECK(data_threads_for(parse({"--data-threads", "5"}), true) == 5);
+    CHECK(data_threads_for(parse({"--data-threads", "5"}), false) == 5);
+    CHECK(data_threads_for(parse({}), false) == std::min(2, cpus));
+    CHECK(data_threads_for(parse({}), true) == cpus);
 }
 
 TEST_CASE("accumulation, evaluation by epochs and the accuracy target, and what they need") {

@@ -12,7 +12,6 @@
 #include "trainer/data/pipeline.hpp"
 #include "trainer/data/synthetic.hpp"
 #include "trainer/data/tfrecord_dataset.hpp"
-#include "trainer/gpu/accelerator.hpp"
 
 namespace trellis::train {
 
@@ -20,7 +19,7 @@ namespace {
 
 std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::shared_ptr<const data::Dataset> set,
                                             data::TransformKind transform, int image_size, int rank, int world_size,
-                                            data::Position start) {
+                                            data::Position start, int threads) {
     data::PipelineConfig config;
     config.dataset = std::move(set);
     config.batch_size = options.batch_size;
@@ -30,7 +29,7 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
     config.seed = options.seed;
     config.rank = rank;
     config.world_size = world_size;
-    config.threads = data_threads_for(options);
+    config.threads = threads;
     config.prefetch = options.prefetch;
     config.strict = options.strict_data;
     config.start = start;
@@ -39,12 +38,11 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
 
 }  // namespace
 
-int data_threads_for(const TrainOptions& options) {
+int data_threads_for(const TrainOptions& options, bool on_gpu) {
     if (options.data_threads > 0) return options.data_threads;
     cpu_set_t set;
     int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    bool gpu = options.device == Device::cuda || (options.device == Device::automatic && gpu::nvidia_driver_loaded());
-    return gpu ? cpus : std::min(2, cpus);
+    return on_gpu ? cpus : std::min(2, cpus);
 }
 
 int write_tfrecord_indexes(const TrainOptions& options) {
@@ -67,7 +65,7 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         auto config = data::SyntheticConfig{options.batch_size, image_size, sources.num_classes,
                                             options.seed + std::uint64_t(rank), 1281167, world_size, {}};
         sources.train_batches_per_epoch = config.steps_per_epoch();
-        sources.open_train = [config](data::Position start) mutable {
+        sources.open_train = [config](data::Position start, int) mutable {
             config.start = start;
             return std::make_unique<data::SyntheticBatches>(config);
         };
@@ -85,12 +83,12 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
     sources.train_batches_per_epoch =
         data::BatchPlan(sources.train_set->size(), options.batch_size, rank, world_size, true, options.seed)
             .batches_per_epoch();
-    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start) {
-        return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start);
+    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start, int threads) {
+        return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start, threads);
     };
     if (sources.eval_set)
-        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world) {
-            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {});
+        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world, int threads) {
+            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {}, threads);
         };
     return sources;
 }

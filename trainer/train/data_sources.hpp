@@ -19,22 +19,22 @@ struct DataSources {
 
     std::int64_t train_batches_per_epoch = 0;  // of each rank
 
-    // A training source positioned at `start`.
-    std::function<std::unique_ptr<data::BatchSource>(data::Position start)> open_train;
+    // A training source positioned at `start`, decoding with `threads` threads.
+    std::function<std::unique_ptr<data::BatchSource>(data::Position start, int threads)> open_train;
     // One pass over rank `rank` of `world`'s shard of the evaluation set (null when there is
     // none, as for synthetic data).
-    std::function<std::unique_ptr<data::BatchSource>(int rank, int world)> open_eval;
+    std::function<std::unique_ptr<data::BatchSource>(int rank, int world, int threads)> open_eval;
 };
 
 // Opens the datasets (listing folders, indexing shards) so that a missing or empty dataset
 // is reported before any training. Throws data::DataError or UsageError.
 DataSources open_data_sources(const TrainOptions& options, int image_size, int rank, int world_size);
 
-// The decoding threads of a run: --data-threads when given; else, when it may train on a GPU
-// (--device cuda, or auto with the NVIDIA driver loaded), one per CPU of the affinity mask
-// (the binding gives the rank its cores, and a GPU needs thousands of images per second);
-// else 2, at most the CPUs, which the compute threads also use.
-int data_threads_for(const TrainOptions& options);
+// The decoding threads of a run: --data-threads when given; else, when it trains on a GPU
+// (`on_gpu`: decided once the device is open), one per CPU of the affinity mask (the binding
+// gives the rank its cores, and a GPU needs thousands of images per second); else 2, at most
+// the CPUs, which the compute threads also use.
+int data_threads_for(const TrainOptions& options, bool on_gpu);
 
 // --write-index: SHARD.idx for the training shards and the evaluation shards (when they
 // exist) that lack a current one; prints each file written and a summary. Returns 0.

@@ -87,6 +87,7 @@ private:
     nn::cpu::CpuBackend cpu_backend_;
     std::unique_ptr<gpu::Accelerator> accelerator_;  // null: the CPU backend
     std::string device_note_;                        // why --device auto chose the CPU
+    int data_threads_ = 0;                           // decoding threads, once the device is known
     bool optimizer_on_host_ = false;                 // a GPU run whose optimizer has no device kernel
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<optim::Optimizer> optimizer_;
@@ -128,6 +129,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (options.deterministic) omp_set_dynamic(0);
 
     open_device();
+    data_threads_ = data_threads_for(options, accelerator_ != nullptr);
     if (accelerator_ && options.accumulate > 1)
         throw UsageError("--accumulate " + std::to_string(options.accumulate) +
                          ": adding the gradients of several batches runs on the CPU backend only (--device cpu)");
@@ -154,7 +156,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         accelerator_->upload_values();
         accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
     }
-    train_source_ = sources_.open_train(start.next);
+    train_source_ = sources_.open_train(start.next, data_threads_);
     steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch() / options.accumulate, 1);
     if (options.steps)
         total_steps_ = *options.steps;
@@ -316,9 +318,9 @@ void Run::print_header() {
                 config_.name.c_str(), version.empty() ? "" : " (ResNet ", version.c_str(), version.empty() ? "" : ")",
                 parameters, models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9,
                 sources_.num_classes, image_size_, image_size_);
-    if (int decoders = data_threads_for(options_); sources_.train_set)
-        std::printf("Data:        %s, %d decoding %s\n", sources_.description.c_str(), decoders,
-                    decoders == 1 ? "thread" : "threads");
+    if (sources_.train_set)
+        std::printf("Data:        %s, %d decoding %s\n", sources_.description.c_str(), data_threads_,
+                    data_threads_ == 1 ? "thread" : "threads");
     else
         std::printf("Data:        %s\n", sources_.description.c_str());
     std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
@@ -354,7 +356,7 @@ Evaluation Run::evaluate() {
     auto set_size = sources_.eval_set->size();
     auto batches = data::evaluation_batches(set_size, options_.batch_size, 0, ranks);
     auto mine = data::evaluation_batches(set_size, options_.batch_size, rank, ranks);
-    auto source = mine > 0 ? sources_.open_eval(rank, ranks) : nullptr;
+    auto source = mine > 0 ? sources_.open_eval(rank, ranks, data_threads_) : nullptr;
     const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
     std::vector<float> images(std::size_t(model_->batch()) * image_floats);
     std::vector<int> labels(std::size_t(model_->batch()));
