@@ -38,3 +38,23 @@ one_loss=$(eval_field "$work/one/metrics.jsonl" loss)
 "$PYTHON3" -c "import sys; sys.exit(0 if $one == $two and abs($one_loss - $two_loss) <= 1e-4 * abs($one_loss) else 1)" ||
     fail "2 ranks scored top-1 $two (loss $two_loss), their checkpoint in one process $one (loss $one_loss)"
 pass "2 ranks and their checkpoint in one process score the same: top-1 $two, loss $two_loss / $one_loss"
+
+# A rank whose evaluation set differs from rank 0's would take another number of turns in
+# every evaluation: it is refused at the start, naming both sizes.
+cp -r "$work/data/folder" "$work/fewer"
+rm "$(find "$work/fewer/val" -type f | sort | head -n 1)"
+own_data=(sh -c 'if [ "$TRELLIS_RANK" = 1 ]; then d=$FEWER; else d=$FULL; fi; exec "$0" "$@" --data "$d"' "$TRAIN")
+FULL="$work/data/folder" FEWER="$work/fewer" launch_ranks 2 "$work/differ.out" "${own_data[@]}" \
+    "${common[@]}" --batch-size 10 --checkpoint-dir "$work/ckpt-differ" --log-dir "$work/differ"
+for pid in "${rank_pids[@]}"; do wait "$pid" && fail "ranks with different evaluation sets ran: $(cat "$work"/differ.out.*)"; done
+grep -q "the evaluation set has 20 samples here but 21 on rank 0" "$work/differ.out.1" ||
+    fail "rank 1 did not name the difference: $(cat "$work/differ.out.1")"
+pass "a rank with another evaluation set is refused: $(grep -o 'the evaluation set has [^(]*' "$work/differ.out.1")"
+
+# --target-accuracy with nothing to evaluate on is refused before any training.
+"$TRAIN" --model resnet8 --image-size 32 --data synthetic --steps 2 --eval-every 1 --target-accuracy 0.5 \
+    >"$work/target.out" 2>&1
+status=$?
+[ $status = 2 ] && grep -q "target-accuracy needs an evaluation set, and synthetic has none" "$work/target.out" ||
+    fail "--target-accuracy on synthetic data: exit $status, $(cat "$work/target.out")"
+pass "--target-accuracy without an evaluation set is refused (exit 2)"

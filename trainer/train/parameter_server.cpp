@@ -24,8 +24,9 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     install_stop_handlers();
     const auto& config = models::find_resnet(options.model);
     int image_size = options.image_size.value_or(config.default_image_size);
-    int classes = 0;
-    comm::broadcast_value_from_root(transport, classes);
+    DatasetShape dataset;
+    share_dataset_shape(transport, dataset);
+    int classes = int(dataset.classes);
     nn::cpu::CpuBackend backend;
     models::Model model(backend, config, {classes, options.zero_init_residual}, options.batch_size, image_size,
                         options.seed);

@@ -1,3 +1,5 @@
+// What every rank takes from rank 0 at the start of a run.
+//
 // Where a run starts, decided by rank 0 and broadcast to every rank (parameter servers
 // included), so that ranks that see different checkpoint folders (a node-local disk, a stale
 // NFS listing) still start at the same step, data position and fp16 loss scale.
@@ -9,6 +11,18 @@
 #include "trainer/data/batch.hpp"
 
 namespace trellis::train {
+
+// Rank 0's dataset, shared before anything else: parameter servers build their model from its
+// number of classes (they open no dataset), and a worker whose dataset differs is refused.
+struct DatasetShape {
+    std::int64_t classes = 0;
+    std::int64_t eval_samples = 0;  // 0: no evaluation set
+};
+
+// Every rank calls it first in its start-up; rank 0's `shape` wins.
+inline void share_dataset_shape(comm::Transport& transport, DatasetShape& shape) {
+    comm::broadcast_value_from_root(transport, shape);
+}
 
 struct RunStart {
     std::int64_t step = 0;     // steps completed

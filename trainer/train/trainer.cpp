@@ -128,6 +128,10 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     omp_set_num_threads(threads_);
     if (options.deterministic) omp_set_dynamic(0);
 
+    if (options.target_accuracy && !sources_.eval_set)
+        throw UsageError("--target-accuracy needs an evaluation set, and " + sources_.description +
+                         " has none (accepted: DIR with DIR/val, tfrecord:GLOB with validation shards or "
+                         "--eval-data, idx:DIR with its t10k files)");
     open_device();
     data_threads_ = data_threads_for(options, accelerator_ != nullptr);
     if (accelerator_ && options.accumulate > 1)
@@ -214,13 +218,18 @@ void Run::carry_data_position(data::Position& next) const {
 }
 
 void Run::share_initial_state(RunStart& start) {
-    // First the number of classes: parameter servers build their model from it, as they open no
-    // dataset, and a worker whose dataset has another number is refused.
-    int classes = sources_.num_classes;
-    comm::broadcast_value_from_root(*transport_, classes);
-    if (classes != sources_.num_classes)
-        throw UsageError("the dataset has " + std::to_string(sources_.num_classes) + " classes here but " +
-                         std::to_string(classes) + " on rank 0 (" + sources_.description +
+    DatasetShape mine{sources_.num_classes, std::int64_t(sources_.eval_set ? sources_.eval_set->size() : 0)};
+    auto shape = mine;
+    share_dataset_shape(*transport_, shape);
+    if (shape.classes != mine.classes)
+        throw UsageError("the dataset has " + std::to_string(mine.classes) + " classes here but " +
+                         std::to_string(shape.classes) + " on rank 0 (" + sources_.description +
+                         "): every rank must read the same dataset");
+    // Every rank takes rank 0's number of turns in an evaluation (only rank 0 evaluates with
+    // parameter servers), which a rank with another evaluation set would not meet.
+    if (shape.eval_samples != mine.eval_samples && options_.strategy != Strategy::ps)
+        throw UsageError("the evaluation set has " + std::to_string(mine.eval_samples) + " samples here but " +
+                         std::to_string(shape.eval_samples) + " on rank 0 (" + sources_.description +
                          "): every rank must read the same dataset");
     // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
     // optimizer state), whatever the others initialised, and at rank 0's step and data
