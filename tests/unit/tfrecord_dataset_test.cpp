@@ -95,6 +95,21 @@ TEST_CASE("a truncated shard is warned about and its complete records kept") {
     for (std::size_t i = 0; i < train.size(); ++i) CHECK_NOTHROW(train.load(i));
 }
 
+TEST_CASE("a damaged shard gets no index, which could never describe it") {
+    TempDir dir;
+    std::vector<std::string> paths = write_shards(dir, "train", 2, 5, 1);
+    std::filesystem::resize_file(paths[1], std::filesystem::file_size(paths[1]) - 7);
+    std::vector<std::string> lines;
+    auto counts = write_missing_indexes(dir / "train-*", [&](const std::string& line) { lines.push_back(line); });
+    CHECK(counts.written == 1);
+    CHECK(counts.damaged == 1);
+    REQUIRE(lines.size() == 2);
+    CHECK_THAT(lines[1], Catch::StartsWith(paths[1] + ": ") && Catch::Contains("truncated") &&
+                             Catch::Contains("no index written (its 4 complete records"));
+    CHECK_FALSE(std::filesystem::exists(paths[1] + ".idx"));
+    CHECK_THROWS_WITH(write_index(paths[1], TfRecordReader(paths[1]).scan_framing()), Catch::Contains("damaged"));
+}
+
 TEST_CASE("a corrupted record fails at load with shard and offset") {
     TempDir dir;
     std::vector<std::string> paths = write_shards(dir, "train", 1, 3, 1);
@@ -131,9 +146,11 @@ TEST_CASE("index files: written in DALI's format, read in place of the framing, 
     TempDir dir;
     std::vector<std::string> paths = write_shards(dir, "train", 2, 3, 1);
     std::vector<std::string> written;
-    CHECK(write_missing_indexes(dir / "train-*", [&](const std::string& p) { written.push_back(p); }) == 2);
-    CHECK(written == std::vector<std::string>{paths[0] + ".idx", paths[1] + ".idx"});
-    CHECK(write_missing_indexes(dir / "train-*", [](const std::string&) {}) == 0);  // current: left alone
+    CHECK(write_missing_indexes(dir / "train-*", [&](const std::string& p) { written.push_back(p); }).written == 2);
+    CHECK(written == std::vector<std::string>{"wrote " + paths[0] + ".idx", "wrote " + paths[1] + ".idx"});
+    CHECK(write_missing_indexes(dir / "train-*", [](const std::string&) {}).written == 0);  // current: left alone
+    // No temporary file is left beside them.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 4);
     std::string why_not;
     auto offsets = read_index(paths[0], why_not);
     REQUIRE(offsets);

@@ -46,16 +46,23 @@ std::string validation_glob_for(const std::string& train_glob) {
     return train_glob.substr(0, at) + "validation" + train_glob.substr(at + 5);
 }
 
-std::size_t write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say) {
-    std::size_t written = 0;
+IndexesWritten write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say) {
+    IndexesWritten counts;
     for (const auto& shard : match_shards(pattern)) {
         std::string why_not;
         if (read_index(shard, why_not)) continue;
-        write_index(shard, TfRecordReader(shard).scan_framing());
-        say(index_path_for(shard) + (why_not.empty() ? "" : " (replacing one that " + why_not + ")"));
-        ++written;
+        auto scan = TfRecordReader(shard).scan_framing();
+        if (!scan.damage.empty()) {
+            say(shard + ": " + scan.damage + ": no index written (its " + std::to_string(scan.offsets.size()) +
+                " complete records are found from its framing at start-up)");
+            ++counts.damaged;
+            continue;
+        }
+        write_index(shard, scan);
+        say("wrote " + index_path_for(shard) + (why_not.empty() ? "" : " (replacing one that " + why_not + ")"));
+        ++counts.written;
     }
-    return written;
+    return counts;
 }
 
 TfRecordDataset::TfRecordDataset(const std::string& glob_pattern, TfRecordDatasetOptions options)

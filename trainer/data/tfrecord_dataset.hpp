@@ -41,8 +41,12 @@ struct TfRecordDatasetOptions {
 };
 
 // Writes SHARD.idx (see tfrecord_index.hpp) for every shard of the pattern that lacks a
-// usable one, telling `say` each file written; returns how many. Throws DataError.
-std::size_t write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say);
+// usable one, telling `say` in a line each file written and each damaged shard passed over
+// (no index can describe it: its complete records are found from its framing at start-up).
+struct IndexesWritten {
+    std::size_t written = 0, damaged = 0;
+};
+IndexesWritten write_missing_indexes(const std::string& pattern, const std::function<void(const std::string&)>& say);
 
 class TfRecordDataset : public Dataset {
 public:

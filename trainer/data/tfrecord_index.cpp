@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/host.hpp"
 #include "trainer/data/data_error.hpp"
 
 namespace trellis::data {
@@ -47,17 +48,34 @@ std::optional<std::vector<std::uint64_t>> read_index(const std::string& shard, s
     return offsets;
 }
 
+namespace {
+
+// Beside the index, hidden from shard globs, and one per process: every task of an srun may
+// write the same index at once, and each renames a whole file into place.
+std::string temporary_path_for(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    auto folder = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+    auto name = slash == std::string::npos ? path : path.substr(slash + 1);
+    return folder + "." + name + "." + host_name() + "." + std::to_string(::getpid()) + ".tmp";
+}
+
+}  // namespace
+
 void write_index(const std::string& shard, const TfRecordScan& scan) {
-    auto path = index_path_for(shard), temporary = path + ".tmp";
+    if (!scan.damage.empty())
+        throw DataError(shard + ": " + scan.damage + ": an index describes a whole shard, and this one is damaged");
+    auto path = index_path_for(shard), temporary = temporary_path_for(path);
     {
         std::ofstream out(temporary, std::ios::trunc);
         if (!out) throw DataError(temporary + ": cannot create: " + std::strerror(errno));
-        auto end = scan.damage.empty() ? scan.file_size : scan.damage_offset;
         for (std::size_t i = 0; i < scan.offsets.size(); ++i) {
-            auto next = i + 1 < scan.offsets.size() ? scan.offsets[i + 1] : end;
+            auto next = i + 1 < scan.offsets.size() ? scan.offsets[i + 1] : scan.file_size;
             out << scan.offsets[i] << ' ' << next - scan.offsets[i] << '\n';
         }
-        if (!out.flush()) throw DataError(temporary + ": write failed: " + std::strerror(errno));
+        if (!out.flush()) {
+            ::unlink(temporary.c_str());
+            throw DataError(temporary + ": write failed: " + std::strerror(errno));
+        }
     }
     if (::rename(temporary.c_str(), path.c_str()) != 0) {
         ::unlink(temporary.c_str());

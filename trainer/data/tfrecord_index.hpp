@@ -21,8 +21,10 @@ std::string index_path_for(const std::string& shard);
 // `why_not` when an index exists but cannot be used.
 std::optional<std::vector<std::uint64_t>> read_index(const std::string& shard, std::string& why_not);
 
-// Writes SHARD.idx from a scan of SHARD (its complete records), through a temporary file
-// renamed into place. Throws DataError naming the file when it cannot.
+// Writes SHARD.idx from a scan of SHARD, through a temporary file of this process renamed
+// into place (so that several processes may write the same index at once). Throws DataError
+// naming the file when it cannot, or when the scan found the shard damaged: an index must
+// describe the whole file, or read_index would never take it.
 void write_index(const std::string& shard, const TfRecordScan& scan);
 
 }  // namespace trellis::data

@@ -48,11 +48,15 @@ int data_threads_for(const TrainOptions& options, bool on_gpu) {
 int write_tfrecord_indexes(const TrainOptions& options) {
     auto train = options.data.substr(std::string("tfrecord:").size());
     auto eval = options.eval_data.empty() ? data::validation_glob_for(train) : options.eval_data;
-    auto say = [](const std::string& path) { std::printf("wrote %s\n", path.c_str()); };
-    std::size_t written = data::write_missing_indexes(train, say);
-    if (!eval.empty() && (!options.eval_data.empty() || data::has_shards(eval)))
-        written += data::write_missing_indexes(eval, say);
-    std::printf("%zu index files written; shards with a current index were left as they were\n", written);
+    auto say = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+    auto counts = data::write_missing_indexes(train, say);
+    if (!eval.empty() && (!options.eval_data.empty() || data::has_shards(eval))) {
+        auto more = data::write_missing_indexes(eval, say);
+        counts.written += more.written, counts.damaged += more.damaged;
+    }
+    std::printf("%zu index files written", counts.written);
+    if (counts.damaged > 0) std::printf(", %zu damaged shards left without one", counts.damaged);
+    std::printf("; shards with a current index were left as they were\n");
     return 0;
 }
 
