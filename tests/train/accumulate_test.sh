@@ -49,3 +49,9 @@ grep -q "the data continues at epoch 0, batch 6$" "$work/carried.out" ||
 grep -q "at step 5 (epoch 0, batch 10)" "$work/again.out" && ! grep -q "continues at" "$work/again.out" ||
     fail "the resumed run's checkpoint: $(grep -i 'resumed\|continues' "$work/again.out")"
 pass "a checkpoint of batches of 32 resumes with --accumulate 2 x 16 at the same sample (batch 6 of 16)"
+
+# Epochs count batches over --accumulate exactly: 62 batches of 16 make 20.67 steps of 3.
+"$TRAIN" "${common[@]}" --batch-size 16 --accumulate 3 --steps 1 >"$work/thirds.out" 2>&1 ||
+    { cat "$work/thirds.out"; fail "--accumulate 3"; }
+grep -q "1 steps (20.67 per epoch)" "$work/thirds.out" || fail "steps per epoch: $(grep Optimizer "$work/thirds.out")"
+pass "62 batches of 16 per epoch are 20.67 steps of --accumulate 3"

@@ -93,7 +93,10 @@ private:
     std::unique_ptr<optim::Optimizer> optimizer_;
     nn::SoftmaxCrossEntropy loss_;
     std::unique_ptr<data::BatchSource> train_source_;
-    std::int64_t steps_per_epoch_ = 1, total_steps_ = 0, step_ = 0;
+    // Steps per epoch: the batches of an epoch over --accumulate, which need not divide them
+    // (a step's batches then straddle the epoch's end), so counting in epochs stays exact.
+    double steps_per_epoch_ = 1;
+    std::int64_t total_steps_ = 0, step_ = 0;
     bool checkpointing_;                                 // --checkpoint-dir given
     std::optional<checkpoint::CheckpointStore> checkpoints_;  // rank 0's: the only one that reads and writes
     std::optional<checkpoint::CheckpointInfo> resumed_;      // what rank 0 resumed from
@@ -161,17 +164,17 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
     }
     train_source_ = sources_.open_train(start.next, data_threads_);
-    steps_per_epoch_ = std::max<std::int64_t>(train_source_->steps_per_epoch() / options.accumulate, 1);
+    steps_per_epoch_ = double(train_source_->steps_per_epoch()) / options.accumulate;
     if (options.steps)
         total_steps_ = *options.steps;
     else if (options.epochs)
-        total_steps_ = std::max<std::int64_t>(1, std::llround(*options.epochs * double(steps_per_epoch_)));
+        total_steps_ = std::max<std::int64_t>(1, std::llround(*options.epochs * steps_per_epoch_));
     else
         total_steps_ = 100;
     if (options.eval_every > 0)
         eval_every_steps_ = options.eval_every;
     else if (options.eval_every_epochs)
-        eval_every_steps_ = std::max<std::int64_t>(1, std::llround(*options.eval_every_epochs * double(steps_per_epoch_)));
+        eval_every_steps_ = std::max<std::int64_t>(1, std::llround(*options.eval_every_epochs * steps_per_epoch_));
     schedule_ = std::make_unique<optim::Schedule>(schedule_config());
     if (resumed_ && !resumed_->schedule.empty() && resumed_->schedule != optim::describe(schedule_->config()))
         say("warning: the learning-rate schedule changed on resuming: the checkpoint's was %s; this run's is %s\n",
@@ -287,9 +290,9 @@ optim::ScheduleConfig Run::schedule_config() const {
     optim::ScheduleConfig config;
     config.kind = options_.lr_schedule;
     config.base_lr = options_.lr * double(global_batch_) / 256.0;
-    config.warmup_steps = std::llround(options_.warmup_epochs * double(steps_per_epoch_));
+    config.warmup_steps = std::llround(options_.warmup_epochs * steps_per_epoch_);
     config.total_steps = total_steps_;
-    for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * double(steps_per_epoch_)));
+    for (double epoch : options_.lr_decay_epochs) config.boundaries.push_back(std::llround(epoch * steps_per_epoch_));
     config.decay = options_.lr_decay_factor;
     return config;
 }
@@ -336,9 +339,9 @@ void Run::print_header() {
                 workers_, workers_ == 1 ? "worker" : "workers");
     if (options_.accumulate > 1) std::printf(" (%d batches of %d added per step)", options_.accumulate, options_.batch_size);
     std::printf("\n");
-    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%lld per epoch)\n",
+    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%.4g per epoch)\n",
                 optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, optim::schedule_kinds().name(options_.lr_schedule).c_str(),
-                static_cast<long long>(total_steps_), static_cast<long long>(steps_per_epoch_));
+                static_cast<long long>(total_steps_), steps_per_epoch_);
     if (accelerator_)
         std::printf("Device:      %s\n", accelerator_->description().c_str());
     else
@@ -416,7 +419,7 @@ Evaluation Run::evaluate() {
     }
     metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss},
                                     {"examples", double(result.examples)}, {"seconds", seconds},
-                                    {"epoch", double(step_) / double(steps_per_epoch_)}});
+                                    {"epoch", double(step_) / steps_per_epoch_}});
     for (const auto& reached : time_to_accuracy_.observe(seconds, step_, result.top1, result.top5))
         metrics_.record("time_to_accuracy", reached.step, {{reached.metric + "_level", reached.level}, {"seconds", reached.seconds}});
     metrics_.flush();
