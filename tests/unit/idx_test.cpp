@@ -99,6 +99,11 @@ TEST_CASE("a corrupt IDX file is an error naming the file and what was expected"
                                                                 Catch::Contains("2 labels (expected as many)"));
     write_split(f.path, "t10k", false);
     CHECK_THROWS_WITH(IdxDataset(f.path.string(), "t10k", 2), Catch::Contains("label 2, expected below 2"));
+
+    write_plain(f.path / "wide-images-idx3-ubyte", idx_bytes({1, 1, 65536}, std::vector<std::uint8_t>(65536)));
+    write_plain(f.path / "wide-labels-idx1-ubyte", idx_bytes({1}, {0}));
+    CHECK_THROWS_WITH(IdxDataset(f.path.string(), "wide"),
+                      Catch::Contains("wide-images-idx3-ubyte: images of 1x65536, expected at most 65535 on a side"));
 }
 
 TEST_CASE("a grey image is centred on the canvas, on all three channels, shifted and mirrored only in training") {

@@ -64,4 +64,7 @@ TEST_CASE("accumulation, evaluation by epochs and the accuracy target, and what 
     CHECK_THROWS_WITH(parse({"--target-accuracy", "0.9"}), Catch::Contains("needs --eval-every"));
     CHECK_THROWS_WITH(parse({"--target-accuracy", "0.9", "--eval-every", "5", "--strategy", "ps"}),
                       Catch::Contains("needs --strategy allreduce"));
+    CHECK_THROWS_WITH(parse({"--data", "idx:/usr/share/datasets/fashion-mnist", "--eval-data", "/x/val-*"}),
+                      Catch::Contains("--eval-data is for --data tfrecord:GLOB") && Catch::Contains("t10k"));
+    CHECK(parse({"--data", "tfrecord:/x/train-*", "--eval-data", "/x/val-*"}).eval_data == "/x/val-*");
 }

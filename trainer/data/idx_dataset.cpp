@@ -11,6 +11,8 @@ namespace trellis::data {
 
 namespace {
 
+constexpr std::uint32_t max_side = 65535;
+
 std::string existing(const std::string& folder, const std::string& name) {
     auto plain = (std::filesystem::path(folder) / name).string();
     return std::filesystem::exists(plain) ? plain : plain + ".gz";
@@ -27,9 +29,16 @@ std::string idx_labels_path(const std::string& folder, const std::string& prefix
 }
 
 IdxDataset::IdxDataset(std::string folder, std::string prefix, int classes)
-    : folder_(std::move(folder)), prefix_(std::move(prefix)) {
-    auto images_path = idx_images_path(folder_, prefix_), labels_path = idx_labels_path(folder_, prefix_);
+    : folder_(std::move(folder)), prefix_(std::move(prefix)), images_path_(idx_images_path(folder_, prefix_)) {
+    const auto& images_path = images_path_;
+    auto labels_path = idx_labels_path(folder_, prefix_);
     auto images = read_idx(images_path, 3);
+    // JPEG's limit: every image that the transforms take fits in it, and so does any product of
+    // two sides in the int arithmetic they size buffers with.
+    if (images.dims[1] > max_side || images.dims[2] > max_side)
+        throw DataError(images_path + ": images of " + std::to_string(images.dims[1]) + "x" +
+                        std::to_string(images.dims[2]) + ", expected at most " + std::to_string(max_side) +
+                        " on a side");
     auto labels = read_idx(labels_path, 1);
     if (images.dims[0] != labels.dims[0])
         throw DataError(images_path + " holds " + std::to_string(images.dims[0]) + " images but " + labels_path +
@@ -56,7 +65,7 @@ EncodedSample IdxDataset::load(std::size_t index) const {
     auto first = pixels_.begin() + std::ptrdiff_t(index * pixels);
     sample.bytes.assign(first, first + std::ptrdiff_t(pixels));
     sample.label = labels_[index];
-    sample.source = idx_images_path(folder_, prefix_) + ":" + std::to_string(index);
+    sample.source = images_path_ + ":" + std::to_string(index);
     sample.encoding = SampleEncoding::grey;
     sample.width = columns_, sample.height = rows_;
     return sample;

@@ -15,7 +15,7 @@ namespace trellis::data {
 class IdxDataset : public Dataset {
 public:
     // Reads both files. Throws DataError naming the file: missing, malformed (see read_idx),
-    // or images and labels that disagree in count. `classes`: 0 to take the largest label + 1.
+    // images larger than 65535 on a side, or images and labels that disagree in count. `classes`: 0 to take the largest label + 1.
     IdxDataset(std::string folder, std::string prefix, int classes = 0);
 
     std::size_t size() const override { return labels_.size(); }
@@ -31,7 +31,7 @@ public:
     int columns() const { return columns_; }
 
 private:
-    std::string folder_, prefix_;
+    std::string folder_, prefix_, images_path_;
     int rows_ = 0, columns_ = 0, classes_ = 0;
     std::vector<std::uint8_t> pixels_;
     std::vector<std::uint8_t> labels_;

@@ -211,6 +211,9 @@ void check_combination(const TrainOptions& o) {
     if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
     if (o.write_index && !o.data.starts_with("tfrecord:"))
         throw UsageError("--write-index is for --data tfrecord:GLOB, not '" + o.data + "'");
+    if (!o.eval_data.empty() && !o.data.starts_with("tfrecord:"))
+        throw UsageError("--eval-data is for --data tfrecord:GLOB, not '" + o.data +
+                         "' (DIR evaluates on DIR/val, idx:DIR on its t10k files)");
     if (o.eval_every > 0 && o.eval_every_epochs) throw UsageError("give --eval-every or --eval-every-epochs, not both");
     if (o.target_accuracy && o.strategy == Strategy::ps)
         throw UsageError("--target-accuracy needs --strategy allreduce (with parameter servers only rank 0 "
