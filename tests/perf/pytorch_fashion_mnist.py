@@ -6,8 +6,10 @@ changes, global average pooling, a linear layer), the same initialisation (He no
 convolutions, uniform +-1/sqrt(fan-in) for the linear layer), SGD with momentum 0.9 and weight decay
 1e-4 on weights only, the same learning rate and schedule, the same input (grey to three channels,
 normalised by the training pixels' mean and deviation), the same augmentation (shifts of up to 4
-pixels with black fill, horizontal flips), batch, threads and evaluation points. Prints one JSON
-object per evaluation: step, seconds since the first step (evaluations included), top1, top5."""
+pixels with black fill, horizontal flips), batch and evaluation points, and the same threads: a
+DataLoader with one worker process (one thread) prepares batches ahead while --threads compute, as
+trellis-train's --data-threads 1 --threads N do. Prints one JSON object per evaluation: step,
+seconds since the first step (evaluations included), top1, top5."""
 import argparse
 import gzip
 import json
@@ -117,20 +119,33 @@ def evaluate():
     return top1 / len(test_x), top5 / len(test_x)
 
 
-steps_per_epoch = len(train_x) // args.batch_size
-generator = torch.Generator().manual_seed(args.seed)
-order, step = torch.randperm(len(train_x), generator=generator), 0
-started = time.perf_counter()
-while step < args.steps:
-    position = step % steps_per_epoch
-    if position == 0 and step > 0:
+class Batches(torch.utils.data.IterableDataset):
+    """The steps' augmented batches in order: each epoch a new permutation, the last partial batch
+    dropped (as trellis does)."""
+
+    def __iter__(self):
+        torch.set_num_threads(1)
+        steps_per_epoch = len(train_x) // args.batch_size
+        generator = torch.Generator().manual_seed(args.seed)
         order = torch.randperm(len(train_x), generator=generator)
-    index = order[position * args.batch_size:(position + 1) * args.batch_size]
+        for step in range(args.steps):
+            position = step % steps_per_epoch
+            if position == 0 and step > 0:
+                order = torch.randperm(len(train_x), generator=generator)
+            index = order[position * args.batch_size:(position + 1) * args.batch_size]
+            yield augment(train_x[index]), train_y[index]
+
+
+loader = torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=1, prefetch_factor=2)
+step, started = 0, None
+for images, labels in loader:
+    if started is None:  # the clock starts with the first step, as trellis's does
+        started = time.perf_counter()
     lr = base_lr if args.schedule == "constant" else base_lr * 0.5 * (1 + math.cos(math.pi * step / args.steps))
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    F.cross_entropy(model(augment(train_x[index])), train_y[index]).backward()
+    F.cross_entropy(model(images), labels).backward()
     optimizer.step()
     step += 1
     if step % args.eval_every == 0 or step == args.steps:
