@@ -90,6 +90,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
+	trainer/train/model_batch.cpp trainer/train/model_batch.hpp \
 	trainer/train/time_to_accuracy.cpp trainer/train/time_to_accuracy.hpp \
 	trainer/train/trainer.cpp trainer/train/trainer.hpp
 trainer_libtrellis_train_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS)

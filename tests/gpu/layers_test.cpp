@@ -2,6 +2,7 @@
 // output, the input gradient and the parameter gradients, in fp32 (plain FMA, TF32 off),
 // bf16 and fp16. Exits 77 (skip) with the reason where no GPU can be used.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -167,6 +168,28 @@ void join_case(const std::string& precision, double tolerance) {
            tolerance);
 }
 
+// A batch of bytes normalised on the device (the input pipeline's --pixels bytes) against the
+// CPU backend's normalisation, both read back as plain NCHW values; twice, as the staging
+// buffers alternate.
+void pixels_case(const std::string& precision, double tolerance) {
+    gpu::AcceleratorOptions options;
+    options.precision = trellis::gpu::precisions().parse(precision, "precision");
+    auto gpu = gpu::open_cuda(options);
+    nn::cpu::CpuBackend cpu_backend;
+    auto& gpu_backend = gpu->backend();
+    tensor::Shape shape{3, 3, 20, 20};
+    std::mt19937_64 rng(5);
+    for (int round = 0; round < 2; ++round) {
+        std::vector<std::uint8_t> bytes(std::size_t(shape.elements()));
+        for (auto& value : bytes) value = std::uint8_t(rng() % 256);
+        nn::PixelBytes batch{bytes, {1 / 58.4f, 1 / 57.1f, 1 / 57.4f}, {-2.12f, -2.04f, -1.80f}};
+        auto expected = cpu_backend.to_plain(cpu_backend.stage_pixels(batch, cpu_backend.nhwc_spec(shape)));
+        auto got = gpu_backend.to_plain(gpu_backend.stage_pixels(batch, gpu_backend.nhwc_spec(shape)));
+        report("bytes normalised on the device " + precision + " (batch " + std::to_string(round + 1) + ")",
+               difference(expected, got), tolerance);
+    }
+}
+
 // The loss kernel against SoftmaxCrossEntropy::evaluate: value, top-1/top-5 and gradient.
 void loss_case() {
     auto gpu = gpu::open_cuda({});
@@ -228,6 +251,12 @@ int main() {
             join_case(precision, tolerance);
         } catch (const std::exception& e) {
             std::printf("FAIL: residual join %s: %s\n", precision, e.what());
+            ++failures;
+        }
+        try {
+            pixels_case(precision, tolerance);
+        } catch (const std::exception& e) {
+            std::printf("FAIL: bytes normalised on the device %s: %s\n", precision, e.what());
             ++failures;
         }
     }

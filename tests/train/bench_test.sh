@@ -28,7 +28,11 @@ make_learnable_dataset "$work/data"
 import json, sys
 lines = [json.loads(line) for line in open(sys.argv[1])]
 assert [r["threads"] for r in lines] == [1, 2] and all(r["images_per_sec"] > 0 for r in lines), lines
+assert all(r["pixels"] == "floats" for r in lines), lines
 PY
+"$BENCH" data --data "$work/data/folder" --image-size 32 --batch-size 16 --threads 1 --iters 3 --pixels bytes --json \
+    >"$work/bytes.out" || { cat "$work/bytes.out"; fail "trellis-bench data --pixels bytes"; }
+grep -q '"pixels":"bytes"' "$work/bytes.out" || fail "--pixels bytes: $(cat "$work/bytes.out")"
 "$BENCH" data >"$work/nodata.out" 2>&1
 [ $? -eq 2 ] && grep -q "needs --data" "$work/nodata.out" || { cat "$work/nodata.out"; fail "data without --data"; }
-pass "trellis-bench data: images/sec per thread count (JSON); --data is required"
+pass "trellis-bench data: images/sec per thread count (JSON), floats or bytes; --data is required"

@@ -9,6 +9,13 @@ using namespace trellis::data;
 using trellis::test::test_jpeg;
 using trellis::test::test_pattern;
 
+namespace {
+
+// Normalised floats with ImageNet's statistics (every JPEG dataset's).
+PixelOutput imagenet(float* out) { return PixelOutput::normalised(out, ChannelStatistics{}); }
+
+}  // namespace
+
 TEST_CASE("random-resized-crop boxes stay inside the image and within the ranges") {
     Rng rng(12345);
     const JpegSize sizes[] = {{500, 375}, {375, 500}, {64, 64}, {1, 1},
@@ -70,7 +77,7 @@ TEST_CASE("an unscaled centre crop copies pixels exactly, normalised") {
     RgbImage image = test_pattern(292, 256, 4);
     TransformPlan plan{evaluation_center_crop({292, 256}, 224), false};
     std::vector<float> out(224 * 224 * 3);
-    render_crop(image, {1, 1}, plan, 224, out.data());
+    render_crop(image, {1, 1}, plan, 224, imagenet(out.data()));
     for (int y : {0, 100, 223})
         for (int x : {0, 17, 223})
             for (int c = 0; c < 3; ++c) {
@@ -86,13 +93,31 @@ TEST_CASE("normalisation uses the ImageNet mean and standard deviation") {
     CHECK(normalize_channel(0, 2) == Approx(-0.406 / 0.225));
 }
 
+TEST_CASE("a crop rendered as bytes is the floats' values, rounded, before normalisation") {
+    RgbImage image = test_pattern(80, 60, 2);
+    TransformPlan plan{{10.3, 5.7, 50.2, 40.9}, true};  // interpolated: fractional values
+    std::vector<float> floats(32 * 32 * 3);
+    std::vector<std::uint8_t> bytes(32 * 32 * 3);
+    render_crop(image, {1, 1}, plan, 32, imagenet(floats.data()));
+    render_crop(image, {1, 1}, plan, 32, PixelOutput::raw(bytes.data()));
+    auto normalisation = Normalisation::of(ChannelStatistics{});
+    std::size_t rounded = 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        int c = int(i % 3);
+        float value = (floats[i] - normalisation.bias[c]) / normalisation.gain[c];  // back to 0..255
+        REQUIRE(std::abs(float(bytes[i]) - value) <= 0.5f + 1e-3f);
+        rounded += float(bytes[i]) != value;
+    }
+    CHECK(rounded > 0);  // the test sees interpolated values, not only whole ones
+}
+
 TEST_CASE("a flipped crop is the exact mirror image") {
     RgbImage image = test_pattern(80, 60, 2);
     TransformPlan plan{{10, 5, 50, 40}, false};
     std::vector<float> plain(32 * 32 * 3), mirrored(32 * 32 * 3);
-    render_crop(image, {1, 1}, plan, 32, plain.data());
+    render_crop(image, {1, 1}, plan, 32, imagenet(plain.data()));
     plan.flip = true;
-    render_crop(image, {1, 1}, plan, 32, mirrored.data());
+    render_crop(image, {1, 1}, plan, 32, imagenet(mirrored.data()));
     for (int y = 0; y < 32; ++y)
         for (int x = 0; x < 32; ++x)
             for (int c = 0; c < 3; ++c)
@@ -107,7 +132,7 @@ TEST_CASE("the transform writes exactly size x size x 3 values, deterministicall
     const float guard = -12345.0f;
     auto run = [&](TransformKind kind, std::uint64_t seed) {
         std::vector<float> out(size * size * 3 + 16, guard);
-        transform_jpeg(jpeg, "test", kind, size, seed, decoder, scratch, out.data());
+        transform_jpeg(jpeg, "test", kind, size, seed, decoder, scratch, imagenet(out.data()));
         for (std::size_t i = size * size * 3; i < out.size(); ++i) REQUIRE(out[i] == guard);
         for (std::size_t i = 0; i < size * size * 3; ++i) REQUIRE(std::isfinite(out[i]));
         out.resize(size * size * 3);
@@ -131,8 +156,8 @@ TEST_CASE("decoding with DCT scaling gives nearly the full-size result") {
     DctScale reduced_scale = decoder.decode(jpeg, "reduced", reduced, needed.width, needed.height);
     CHECK(reduced_scale.num * 4 <= reduced_scale.denom);  // 1/4 or less of 640x480 still covers it
     std::vector<float> a(64 * 64 * 3), b(64 * 64 * 3);
-    render_crop(full, full_scale, plan, 64, a.data());
-    render_crop(reduced, reduced_scale, plan, 64, b.data());
+    render_crop(full, full_scale, plan, 64, imagenet(a.data()));
+    render_crop(reduced, reduced_scale, plan, 64, imagenet(b.data()));
     double difference = 0;
     for (std::size_t i = 0; i < a.size(); ++i) difference += std::fabs(a[i] - b[i]);
     CHECK(difference / a.size() < 0.05);  // in normalised units: about 3 grey levels
@@ -156,8 +181,8 @@ TEST_CASE("decoding only the crop's region renders what a whole decode renders")
         REQUIRE(part_scale == whole_scale);
         smaller += part.pixels.size() < whole.pixels.size();
         std::vector<float> a(64 * 64 * 3), b(64 * 64 * 3);
-        render_crop(whole, whole_scale, plan, 64, a.data());
-        render_crop(part, part_scale, plan, 64, b.data());
+        render_crop(whole, whole_scale, plan, 64, imagenet(a.data()));
+        render_crop(part, part_scale, plan, 64, imagenet(b.data()));
         for (std::size_t i = 0; i < a.size(); ++i, ++total) differing += std::fabs(a[i] - b[i]) > 1e-5f;
     }
     CHECK(smaller > 30);  // most crops decode fewer pixels

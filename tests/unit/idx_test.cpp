@@ -114,12 +114,15 @@ TEST_CASE("a grey image is centred on the canvas, on all three channels, shifted
     ChannelStatistics plain;
     plain.mean.fill(0), plain.std.fill(1);
     std::vector<float> out(4 * 4 * 3);
-    transform_grey(sample, TransformKind::evaluation, 4, 1, plain, out.data());
+    transform_grey(sample, TransformKind::evaluation, 4, 1, PixelOutput::normalised(out.data(), plain));
     auto at = [&](int y, int x, int c) { return out[std::size_t((y * 4 + x) * 3 + c)]; };
     CHECK(at(1, 1, 0) == 1.0f);
     CHECK(at(1, 1, 2) == 1.0f);
     CHECK(at(0, 0, 0) == 0.0f);  // the black border
     CHECK(at(1, 2, 0) == 0.0f);
+    std::vector<std::uint8_t> bytes(4 * 4 * 3);  // as bytes: the values themselves
+    transform_grey(sample, TransformKind::evaluation, 4, 1, PixelOutput::raw(bytes.data()));
+    for (std::size_t i = 0; i < bytes.size(); ++i) CHECK(bytes[i] == (i / 3 == 5 ? 255 : 0));
 
     // Training: the white pixel (at column 5 + dx, or 6 - dx mirrored, of a 12-pixel canvas,
     // with shifts dx and dy in -4..4) lands on 9 rows and 10 columns over many seeds, where
@@ -127,7 +130,7 @@ TEST_CASE("a grey image is centred on the canvas, on all three channels, shifted
     std::vector<float> big(12 * 12 * 3);
     std::set<int> rows, columns;
     for (std::uint64_t seed = 0; seed < 300; ++seed) {
-        transform_grey(sample, TransformKind::training, 12, seed, plain, big.data());
+        transform_grey(sample, TransformKind::training, 12, seed, PixelOutput::normalised(big.data(), plain));
         float total = 0;
         for (int y = 0; y < 12; ++y)
             for (int x = 0; x < 12; ++x)

@@ -3,6 +3,7 @@
 // is told are ready during the last part are already complete.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -80,4 +81,29 @@ TEST_CASE("ResNet-50 v1 and v1.5: the same parameters, the published multiply-ac
     nn::SoftmaxCrossEntropy loss;
     CHECK(std::isfinite(a.evaluate(image, label, 1, loss).loss));
     CHECK(std::isfinite(b.evaluate(image, label, 1, loss).loss));
+}
+
+TEST_CASE("a batch of bytes trains as the same pixels normalised into floats") {
+    nn::cpu::CpuBackend backend;
+    const auto& config = models::find_resnet("resnet8");
+    models::Model model(backend, config, {10, false}, 2, 32, 3);
+    nn::SoftmaxCrossEntropy loss;
+    std::vector<std::uint8_t> bytes(2 * 32 * 32 * 3);
+    std::mt19937 random(11);
+    for (auto& value : bytes) value = std::uint8_t(random() % 256);
+    nn::PixelBytes raw{bytes, {1 / 58.0f, 1 / 57.0f, 1 / 57.5f}, {-2.1f, -2.0f, -1.8f}};
+    std::vector<float> floats(bytes.size());
+    for (std::size_t i = 0; i < bytes.size(); ++i) floats[i] = float(bytes[i]) * raw.gain[i % 3] + raw.bias[i % 3];
+    std::vector<int> labels{3, 7};
+
+    auto from_floats = model.train_step(floats, labels, loss);
+    auto grads = model.parameters().grads();
+    std::vector<float> expected(grads.begin(), grads.end());
+    auto from_bytes = model.train_step(raw, labels, loss);
+    CHECK(from_bytes.loss == from_floats.loss);
+    CHECK(std::equal(grads.begin(), grads.end(), expected.begin()));
+    CHECK(model.evaluate(raw, labels, 2, loss).loss == model.evaluate(floats, labels, 2, loss).loss);
+    std::vector<std::uint8_t> short_batch(32 * 32 * 3);
+    CHECK_THROWS_WITH(model.train_step(nn::PixelBytes{short_batch, raw.gain, raw.bias}, labels, loss),
+                      Catch::Contains("holds 3072 values, the model expects 6144"));
 }

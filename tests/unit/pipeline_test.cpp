@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <thread>
 
@@ -8,6 +9,7 @@
 #include "data_fixtures.hpp"
 #include "trainer/data/data_error.hpp"
 #include "trainer/data/pipeline.hpp"
+#include "trainer/data/pixel_output.hpp"
 
 using namespace trellis::data;
 using trellis::test::MemoryDataset;
@@ -162,6 +164,31 @@ TEST_CASE("a corrupt JPEG is skipped and counted, or stops a strict run") {
         CHECK_THROWS_WITH(pipeline.next(), Catch::Contains("memory:5"));
         CHECK_THROWS_AS(pipeline.next(), DataError);  // it stays failed
         CHECK(pipeline.position() == Position{0, 1});
+    }
+}
+
+TEST_CASE("a pipeline asked for bytes delivers the floats' pixels before normalisation, stand-ins included") {
+    std::vector<EncodedSample> samples = MemoryDataset::jpegs(12);
+    samples[5].bytes.assign(300, 0x17);
+    PipelineConfig config = small_config(std::make_shared<MemoryDataset>(samples, 12));
+    config.warn = [](const std::string&) {};
+    Pipeline floats(config);
+    config.raw_pixels = true;
+    Pipeline bytes(config);
+    auto normalisation = Normalisation::of(ChannelStatistics{});
+    for (int b = 0; b < 3; ++b) {
+        const Batch& f = floats.next();
+        const Batch& r = bytes.next();
+        REQUIRE(r.images.empty());
+        REQUIRE(r.pixels.size() == f.images.size());
+        CHECK(r.labels == f.labels);
+        CHECK(r.stand_in == f.stand_in);
+        CHECK(r.statistics.mean == ChannelStatistics{}.mean);
+        for (std::size_t i = 0; i < r.pixels.size(); ++i) {
+            int c = int(i % 3);
+            float value = (f.images[i] - normalisation.bias[c]) / normalisation.gain[c];
+            REQUIRE(std::abs(float(r.pixels[i]) - value) <= 0.5f + 1e-3f);
+        }
     }
 }
 

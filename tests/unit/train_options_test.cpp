@@ -44,14 +44,19 @@ TEST_CASE("bad values name the option and what is accepted") {
     CHECK(parse({"--optimizer", "momentum"}).optimizer.kind == trellis::optim::OptimizerKind::sgd);
 }
 
-TEST_CASE("decoding threads: as given, else the affinity mask's CPUs for a GPU and at most 2 on the CPU") {
+TEST_CASE("decoding: threads as given, else the affinity mask's CPUs for a GPU and at most 2 on the CPU; bytes for a GPU") {
     cpu_set_t set;
     REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
     int cpus = CPU_COUNT(&set);
-    CHECK(data_threads_for(parse({"--data-threads", "5"}), true) == 5);
-    CHECK(data_threads_for(parse({"--data-threads", "5"}), false) == 5);
-    CHECK(data_threads_for(parse({}), false) == std::min(2, cpus));
-    CHECK(data_threads_for(parse({}), true) == cpus);
+    CHECK(decoding_for(parse({"--data-threads", "5"}), true).threads == 5);
+    CHECK(decoding_for(parse({"--data-threads", "5"}), false).threads == 5);
+    CHECK(decoding_for(parse({}), false).threads == std::min(2, cpus));
+    CHECK(decoding_for(parse({}), true).threads == cpus);
+    CHECK(decoding_for(parse({}), true).raw_pixels);
+    CHECK_FALSE(decoding_for(parse({}), false).raw_pixels);
+    CHECK(decoding_for(parse({"--pixels", "bytes"}), false).raw_pixels);
+    CHECK_FALSE(decoding_for(parse({"--pixels", "floats"}), true).raw_pixels);
+    CHECK_THROWS_WITH(parse({"--pixels", "ints"}), Catch::Contains("accepted: auto, floats, bytes"));
 }
 
 TEST_CASE("accumulation, evaluation by epochs and the accuracy target, and what they need") {

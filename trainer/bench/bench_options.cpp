@@ -6,6 +6,15 @@ namespace trellis::bench {
 
 namespace {
 
+const cli::Choices<bool>& pixel_kinds() {
+    static const cli::Choices<bool> choices{{{"floats", false}, {"bytes", true}}};
+    return choices;
+}
+
+}  // namespace
+
+namespace {
+
 const cli::Choices<Benchmark> benchmarks{
     {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}, {"data", Benchmark::data}}};
 
@@ -44,6 +53,8 @@ cli::OptionTable option_table(BenchOptions& o) {
                [&](auto& v) { o.data = v; })
         .value("--image-size", "S", "data: output images S x S (default 224)",
                [&](auto& v) { o.image_size = positive("--image-size", v); })
+        .value("--pixels", "P", "data: floats | bytes, the batches trellis-train makes for the\nCPU and for a GPU (default floats)",
+               [&](auto& v) { o.raw_pixels = pixel_kinds().parse(v, "--pixels"); })
         .value("--batch-size", "B", "data: images per batch (default 64)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })
         .value("--threads", "LIST", "data: decode thread counts to measure, e.g. 1,2 (default 1\nand the CPUs this process may use)",

@@ -32,6 +32,7 @@ struct BenchOptions {
     int image_size = 224;
     int batch_size = 64;
     std::vector<int> threads;           // decode threads to try (default 1 and the usable CPUs)
+    bool raw_pixels = false;            // --pixels bytes: batches of bytes, as a GPU run takes them
 };
 
 // Throws UsageError naming the bad option; `help` is set for -h/--help.

@@ -27,6 +27,7 @@ double images_per_second(const BenchOptions& options, std::shared_ptr<const data
     config.image_size = options.image_size;
     config.threads = threads;
     config.prefetch = 2;
+    config.raw_pixels = options.raw_pixels;
     data::Pipeline pipeline(config);
     for (int i = 0; i < options.warmup; ++i) pipeline.next();
     auto started = std::chrono::steady_clock::now();
@@ -45,16 +46,18 @@ int run_data(const BenchOptions& options) {
         if (usable_cpus() > 1) counts.push_back(usable_cpus());
     }
     if (!options.json)
-        std::printf("input pipeline: %s\nbatches of %d, %dx%d, training transform, %d timed batches after %d\n"
+        std::printf("input pipeline: %s\nbatches of %d, %dx%d %s, training transform, %d timed batches after %d\n"
                     "%8s %14s %18s\n",
                     set->describe().c_str(), options.batch_size, options.image_size, options.image_size,
+                    options.raw_pixels ? "bytes" : "floats",
                     options.iterations, options.warmup, "threads", "images/s", "images/s/thread");
     for (int threads : counts) {
         double rate = images_per_second(options, set, threads);
         if (options.json)
             std::printf("%s\n", nlohmann::json{{"benchmark", "data"}, {"threads", threads}, {"images_per_sec", rate},
                                                {"per_thread", rate / threads}, {"batch", options.batch_size},
-                                               {"image_size", options.image_size}}
+                                               {"image_size", options.image_size},
+                                               {"pixels", options.raw_pixels ? "bytes" : "floats"}}
                                     .dump()
                                     .c_str());
         else

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/error.hpp"
 #include "trainer/cuda/batch_norm.hpp"
 #include "trainer/cuda/convolution.hpp"
 #include "trainer/cuda/cuda_check.hpp"
@@ -111,18 +112,17 @@ tensor::Tensor CudaBackend::from_plain(const std::vector<float>& values, const T
     return narrow;
 }
 
-tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
-    if (host_batch.device() == tensor::Device::cuda) return host_batch;
-    // The pipeline's batches are f32 N x H x W x C, whatever layout the spec names.
-    auto elements = std::size_t(host_batch.shape().elements());
-    auto bytes = elements * 4;
-    if (bytes != staged_bytes_) {
+// Copies `bytes` of a host batch to the device through the next pinned buffer, on the copy
+// stream, and makes the compute stream wait for it; returns the buffer's index. The caller
+// converts staged_[i] on the compute stream, then records consumed_[i].
+int CudaBackend::stage_copy(const void* host, std::size_t bytes) {
+    if (bytes > staged_bytes_) {
         cudaStreamSynchronize(copy_stream_);
         cudaStreamSynchronize(context_.stream());
         for (int i = 0; i < 2; ++i) {
             if (pinned_[i]) cudaFreeHost(pinned_[i]);
             pinned_[i] = nullptr;
-            check(cudaMallocHost(reinterpret_cast<void**>(&pinned_[i]), bytes), "cudaMallocHost (input batches)");
+            check(cudaMallocHost(&pinned_[i], bytes), "cudaMallocHost (input batches)");
             staged_[i] = context_.pool().acquire(bytes);
         }
         staged_bytes_ = bytes;
@@ -132,16 +132,38 @@ tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
     // The copy of two batches ago has left this pinned buffer, and the compute stream has
     // converted what it brought; then this batch takes its place.
     check(cudaEventSynchronize(copied_[i]), "waiting for an input copy");
-    std::memcpy(pinned_[i], host_batch.data(), bytes);
+    std::memcpy(pinned_[i], host, bytes);
     check(cudaStreamWaitEvent(copy_stream_, consumed_[i], 0), "ordering input copies");
     check(cudaMemcpyAsync(staged_[i].get(), pinned_[i], bytes, cudaMemcpyHostToDevice, copy_stream_),
           "copying an input batch");
     check(cudaEventRecord(copied_[i], copy_stream_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(context_.stream(), copied_[i], 0), "waiting for an input batch");
+    return i;
+}
+
+tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
+    if (host_batch.device() == tensor::Device::cuda) return host_batch;
+    // The pipeline's batches are f32 N x H x W x C, whatever layout the spec names.
+    auto elements = std::size_t(host_batch.shape().elements());
+    int i = stage_copy(host_batch.data(), elements * 4);
     auto stream = context_.stream();
-    check(cudaStreamWaitEvent(stream, copied_[i], 0), "waiting for an input batch");
     auto input = context_.allocate(host_batch.shape(), context_.compute_type());
     kernels::convert(staged_[i].get(), tensor::DType::f32, input.data(), context_.compute_type(), elements, 1.0f,
                      stream);
+    check(cudaEventRecord(consumed_[i], stream), "cudaEventRecord");
+    return input;
+}
+
+tensor::Tensor CudaBackend::stage_pixels(const PixelBytes& batch, const TensorSpec& spec) {
+    auto elements = batch.values.size();
+    if (static_cast<std::int64_t>(elements) != spec.shape.elements())
+        throw UsageError("stage_pixels: " + std::to_string(elements) + " bytes for shape " + spec.shape.str());
+    // A quarter of the bytes of a float batch crosses the bus; the normalisation runs here.
+    int i = stage_copy(batch.values.data(), elements);
+    auto stream = context_.stream();
+    auto input = context_.allocate(spec.shape, context_.compute_type());
+    kernels::normalise_pixels(reinterpret_cast<const std::uint8_t*>(staged_[i].get()), input.data(),
+                              context_.compute_type(), elements, batch.gain.data(), batch.bias.data(), stream);
     check(cudaEventRecord(consumed_[i], stream), "cudaEventRecord");
     return input;
 }

@@ -26,18 +26,22 @@ public:
     std::vector<float> to_plain(const tensor::Tensor& t) override;
     tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
     tensor::Tensor stage_input(const tensor::Tensor& host_batch) override;
+    tensor::Tensor stage_pixels(const PixelBytes& batch, const TensorSpec& spec) override;
     float gradient_scale() const override { return context_.loss_scale; }
     DeviceLoss* device_loss() override { return &loss_; }
 
 private:
+    int stage_copy(const void* host, std::size_t bytes);
+
     CudaContext& context_;
     CudaDeviceLoss loss_;
     // Input batches go through page-locked memory and their own stream, so that the copy
-    // runs while the previous step still computes. Two buffers alternate.
+    // runs while the previous step still computes. Two buffers alternate, as large as the
+    // largest batch so far (float batches, or bytes).
     cudaStream_t copy_stream_ = nullptr;
     cudaEvent_t copied_[2] = {nullptr, nullptr};
     cudaEvent_t consumed_[2] = {nullptr, nullptr};
-    float* pinned_[2] = {nullptr, nullptr};
+    void* pinned_[2] = {nullptr, nullptr};
     std::shared_ptr<std::byte> staged_[2];
     std::size_t staged_bytes_ = 0;
     int next_ = 0;

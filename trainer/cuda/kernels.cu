@@ -49,6 +49,19 @@ __global__ void convert_kernel(const void* src, DType from, void* dst, DType to,
     FOR_EACH(i, n) store(dst, i, to, load(src, i, from) * scale);
 }
 
+// Passed by value: the three channels' affine maps travel with the launch.
+struct ChannelAffine {
+    float gain[3], bias[3];
+};
+
+__global__ void normalise_pixels_kernel(const std::uint8_t* src, void* dst, DType to, std::size_t n,
+                                        ChannelAffine affine) {
+    FOR_EACH(i, n) {
+        int c = int(i % 3);
+        store(dst, i, to, float(src[i]) * affine.gain[c] + affine.bias[c]);
+    }
+}
+
 __global__ void add_relu_kernel(const void* a, const void* b, void* y, DType type, std::size_t n) {
     FOR_EACH(i, n) store(y, i, type, fmaxf(load(a, i, type) + load(b, i, type), 0.0f));
 }
@@ -220,6 +233,14 @@ __global__ void scale_and_check_kernel(float* g, std::size_t n, float factor, in
 void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream) {
     convert_kernel<<<blocks_for(n), threads, 0, stream>>>(src, from, dst, to, n, scale);
     launched("convert_kernel");
+}
+
+void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain,
+                      const float* bias, cudaStream_t stream) {
+    ChannelAffine affine{};
+    for (int c = 0; c < 3; ++c) affine.gain[c] = gain[c], affine.bias[c] = bias[c];
+    normalise_pixels_kernel<<<blocks_for(n), threads, 0, stream>>>(src, dst, to, n, affine);
+    launched("normalise_pixels_kernel");
 }
 
 void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream) {

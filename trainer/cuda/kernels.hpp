@@ -1,5 +1,5 @@
 // The few kernels neither cuDNN nor cuBLAS provides: element type conversion (mixed
-// precision), the residual join, global average pooling into the f32 head, the fully
+// precision), the input's normalisation from bytes, the residual join, global average pooling into the f32 head, the fully
 // connected bias, the optimizer update fused over every parameter, and the loss-scale check.
 // Element pointers are untyped where the type is a run-time choice (f32, bf16, f16).
 #pragma once
@@ -17,6 +17,9 @@ using tensor::DType;
 
 // dst[i] = src[i] * scale, converting the element type.
 void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream);
+// Bytes of N x H x W x 3 pixels (0..255) to `to`: channel c as value * gain[c] + bias[c].
+void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain,
+                      const float* bias, cudaStream_t stream);
 // y = relu(a + b)
 void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream);
 // dx = y > 0 ? dy : 0

@@ -44,7 +44,7 @@ TransformPlan plan_transform(TransformKind kind, JpegSize image, int size, Rng& 
 }
 
 void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size,
-                 float* out) {
+                 const PixelOutput& out) {
     double factor = static_cast<double>(scale.num) / scale.denom;
     // Positions in the decoded pixels, which start at (decoded.x, decoded.y) of the scaled
     // image when only a region was decoded.
@@ -52,35 +52,30 @@ void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& p
         sample_axis(plan.box.x * factor - decoded.x, plan.box.width * factor, decoded.width, size);
     AxisSamples rows =
         sample_axis(plan.box.y * factor - decoded.y, plan.box.height * factor, decoded.height, size);
-    // value * gain + bias == (value / 255 - mean) / std
-    float gain[3], bias[3];
-    for (int c = 0; c < 3; ++c) {
-        gain[c] = 1.0f / (255.0f * imagenet_std[c]);
-        bias[c] = -imagenet_mean[c] / imagenet_std[c];
-    }
     const std::size_t stride = static_cast<std::size_t>(decoded.width) * 3;
-    for (int y = 0; y < size; ++y) {
-        const std::uint8_t* top = decoded.pixels.data() + rows.first[y] * stride;
-        const std::uint8_t* bottom = decoded.pixels.data() + rows.second[y] * stride;
-        float wy = rows.weight[y];
-        float* row_out = out + static_cast<std::size_t>(y) * size * 3;
-        for (int x = 0; x < size; ++x) {
-            // A flipped output reads its columns right to left: the exact mirror image.
-            int column = plan.flip ? size - 1 - x : x;
-            int left = columns.first[column] * 3, right = columns.second[column] * 3;
-            float wx = columns.weight[column];
-            for (int c = 0; c < 3; ++c) {
-                float upper = top[left + c] + wx * (top[right + c] - top[left + c]);
-                float lower = bottom[left + c] + wx * (bottom[right + c] - bottom[left + c]);
-                float value = upper + wy * (lower - upper);
-                row_out[x * 3 + c] = value * gain[c] + bias[c];
+    write_pixels(out, [&](auto store) {
+        for (int y = 0; y < size; ++y) {
+            const std::uint8_t* top = decoded.pixels.data() + rows.first[y] * stride;
+            const std::uint8_t* bottom = decoded.pixels.data() + rows.second[y] * stride;
+            float wy = rows.weight[y];
+            std::size_t row_out = static_cast<std::size_t>(y) * size * 3;
+            for (int x = 0; x < size; ++x) {
+                // A flipped output reads its columns right to left: the exact mirror image.
+                int column = plan.flip ? size - 1 - x : x;
+                int left = columns.first[column] * 3, right = columns.second[column] * 3;
+                float wx = columns.weight[column];
+                for (int c = 0; c < 3; ++c) {
+                    float upper = top[left + c] + wx * (top[right + c] - top[left + c]);
+                    float lower = bottom[left + c] + wx * (bottom[right + c] - bottom[left + c]);
+                    store(row_out + std::size_t(x) * 3 + std::size_t(c), c, upper + wy * (lower - upper));
+                }
             }
         }
-    }
+    });
 }
 
 void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size,
-                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, float* out) {
+                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out) {
     JpegSize image = decoder.read_header(jpeg, source);
     Rng rng(seed);
     TransformPlan plan = plan_transform(kind, image, size, rng);

@@ -1,6 +1,6 @@
 // The per-sample image transform: choose a crop from the JPEG header, decode only the crop's
 // region with DCT scaling, resample the crop bilinearly to size x size (mirrored when flipped), and
-// normalise with the ImageNet channel statistics into float32 HWC.
+// write it normalised with the ImageNet channel statistics, or as bytes (pixel_output.hpp).
 #pragma once
 
 #include <array>
@@ -9,6 +9,7 @@
 
 #include "trainer/data/crop_box.hpp"
 #include "trainer/data/jpeg.hpp"
+#include "trainer/data/pixel_output.hpp"
 
 namespace trellis::data {
 
@@ -33,14 +34,13 @@ struct TransformPlan {
 // Training draws the box first, then the flip, from `rng`; evaluation uses no randomness.
 TransformPlan plan_transform(TransformKind kind, JpegSize image, int size, Rng& rng);
 
-// Resamples plan.box of an image decoded at `scale` into size x size x 3 normalised floats
-// at `out`. Writes exactly size*size*3 values.
+// Resamples plan.box of an image decoded at `scale` into size x size x 3 values at `out`.
 void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size,
-                 float* out);
+                 const PixelOutput& out);
 
 // The whole transform of one encoded sample. `seed` alone decides the random choices;
 // `decoder` and `scratch` are the calling thread's, reused across samples.
 void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size,
-                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, float* out);
+                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out);
 
 }  // namespace trellis::data

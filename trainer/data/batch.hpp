@@ -1,10 +1,12 @@
-// What the trainer consumes: numbered batches of normalised images, from a decoding pipeline
-// or from synthetic data, behind one interface.
+// What the trainer consumes: numbered batches of images (normalised floats, or bytes that the
+// consumer normalises), from a decoding pipeline or from synthetic data, behind one interface.
 #pragma once
 
 #include <compare>
 #include <cstdint>
 #include <vector>
+
+#include "trainer/data/dataset.hpp"
 
 namespace trellis::data {
 
@@ -18,6 +20,10 @@ struct Position {
 
 struct Batch {
     std::vector<float> images;  // size x image_size x image_size x 3, NHWC, normalised
+    // Or, from a pipeline asked for bytes (images then empty): the same pixels as 0..255
+    // values, which the consumer normalises with `statistics`.
+    std::vector<std::uint8_t> pixels;
+    ChannelStatistics statistics;
     std::vector<int> labels;    // size entries, in [0, num_classes)
     int size = 0;               // the batch size, except for a short last evaluation batch
     std::vector<char> stand_in; // 1 where a copy of another sample stands in for a bad one

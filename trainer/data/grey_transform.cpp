@@ -5,7 +5,7 @@
 namespace trellis::data {
 
 void transform_grey(const EncodedSample& sample, TransformKind kind, int size, std::uint64_t seed,
-                    const ChannelStatistics& statistics, float* out) {
+                    const PixelOutput& out) {
     int dx = 0, dy = 0;
     bool flip = false;
     if (kind == TransformKind::training) {
@@ -16,21 +16,19 @@ void transform_grey(const EncodedSample& sample, TransformKind kind, int size, s
     }
     // Canvas pixel (y, x) shows image pixel (y - top, x - left), black outside the image.
     int top = (size - sample.height) / 2 + dy, left = (size - sample.width) / 2 + dx;
-    float gain[3], bias[3];  // value * gain + bias == (value / 255 - mean) / std
-    for (int c = 0; c < 3; ++c) {
-        gain[c] = 1.0f / (255.0f * statistics.std[c]);
-        bias[c] = -statistics.mean[c] / statistics.std[c];
-    }
-    for (int y = 0; y < size; ++y) {
-        int row = y - top;
-        for (int x = 0; x < size; ++x) {
-            int column = (flip ? size - 1 - x : x) - left;
-            bool inside = row >= 0 && row < sample.height && column >= 0 && column < sample.width;
-            float value = inside ? sample.bytes[std::size_t(row) * std::size_t(sample.width) + std::size_t(column)] : 0.0f;
-            float* pixel = out + (std::size_t(y) * std::size_t(size) + std::size_t(x)) * 3;
-            for (int c = 0; c < 3; ++c) pixel[c] = value * gain[c] + bias[c];
+    write_pixels(out, [&](auto store) {
+        for (int y = 0; y < size; ++y) {
+            int row = y - top;
+            for (int x = 0; x < size; ++x) {
+                int column = (flip ? size - 1 - x : x) - left;
+                bool inside = row >= 0 && row < sample.height && column >= 0 && column < sample.width;
+                float value =
+                    inside ? sample.bytes[std::size_t(row) * std::size_t(sample.width) + std::size_t(column)] : 0.0f;
+                std::size_t pixel = (std::size_t(y) * std::size_t(size) + std::size_t(x)) * 3;
+                for (int c = 0; c < 3; ++c) store(pixel + std::size_t(c), c, value);
+            }
         }
-    }
+    });
 }
 
 }  // namespace trellis::data

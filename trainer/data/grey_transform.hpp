@@ -9,13 +9,15 @@
 
 #include "trainer/data/augment.hpp"
 #include "trainer/data/dataset.hpp"
+#include "trainer/data/pixel_output.hpp"
 
 namespace trellis::data {
 
 inline constexpr int grey_shift = 4;  // pixels, each way
 
-// Writes size x size x 3 floats at `out`. `seed` alone decides the random choices.
+// Writes size x size x 3 values at `out` (normalised by the dataset's statistics when floats).
+// `seed` alone decides the random choices.
 void transform_grey(const EncodedSample& sample, TransformKind kind, int size, std::uint64_t seed,
-                    const ChannelStatistics& statistics, float* out);
+                    const PixelOutput& out);
 
 }  // namespace trellis::data

@@ -13,6 +13,7 @@ trainer_libtrellis_data_la_SOURCES = \
 	trainer/data/dataset.hpp \
 	trainer/data/example.cpp trainer/data/example.hpp \
 	trainer/data/grey_transform.cpp trainer/data/grey_transform.hpp \
+	trainer/data/pixel_output.cpp trainer/data/pixel_output.hpp \
 	trainer/data/idx_dataset.cpp trainer/data/idx_dataset.hpp \
 	trainer/data/idx_file.cpp trainer/data/idx_file.hpp \
 	trainer/data/image_folder.cpp trainer/data/image_folder.hpp \

@@ -47,7 +47,7 @@ Pipeline::Pipeline(PipelineConfig config)
       plan_(config_.dataset->size(), config_.batch_size, config_.rank, config_.world_size,
             config_.transform == TransformKind::training, config_.seed),
       steps_per_epoch_(plan_.batches_per_epoch()),
-      image_floats_(static_cast<std::size_t>(config_.image_size) * config_.image_size * 3),
+      image_values_(static_cast<std::size_t>(config_.image_size) * config_.image_size * 3),
       statistics_(config_.dataset->statistics()) {
     config_.warn = or_stderr(config_.warn);
     if (config_.start.epoch < 0 || config_.start.batch < 0 ||
@@ -93,7 +93,12 @@ void Pipeline::assign(Slot& slot, std::int64_t sequence) {
     slot.batch.size = static_cast<int>(count);
     slot.batch.image_size = config_.image_size;
     slot.batch.labels.assign(count, 0);
-    slot.batch.images.resize(count * image_floats_);  // keeps its capacity between batches
+    // Both keep their capacity between batches.
+    if (config_.raw_pixels)
+        slot.batch.pixels.resize(count * image_values_);
+    else
+        slot.batch.images.resize(count * image_values_);
+    slot.batch.statistics = statistics_;
     slot.good.assign(count, 0);
     slot.claimed = slot.finished = 0;
     slot.bad = 0;
@@ -135,7 +140,8 @@ void Pipeline::decode_samples(JpegDecoder& decoder, RgbImage& scratch) {
         auto epoch = static_cast<std::uint64_t>(slot->batch.epoch);
         // The slot cannot be reassigned before all its samples are finished and the trainer
         // has moved past it, so its buffers may be written without the lock.
-        float* out = slot->batch.images.data() + j * image_floats_;
+        auto out = config_.raw_pixels ? PixelOutput::raw(slot->batch.pixels.data() + j * image_values_)
+                                      : PixelOutput::normalised(slot->batch.images.data() + j * image_values_, statistics_);
         lock.unlock();
 
         int label = 0;
@@ -146,7 +152,7 @@ void Pipeline::decode_samples(JpegDecoder& decoder, RgbImage& scratch) {
             auto seed = mix_seed({config_.seed, epoch, index});
             auto transform = config_.augment ? config_.transform : TransformKind::evaluation;
             if (sample.encoding == SampleEncoding::grey)
-                transform_grey(sample, transform, config_.image_size, seed, statistics_, out);
+                transform_grey(sample, transform, config_.image_size, seed, out);
             else
                 transform_jpeg(sample.bytes, sample.source, transform, config_.image_size, seed, decoder, scratch, out);
             label = sample.label;
@@ -187,8 +193,14 @@ void Pipeline::finish(Slot& slot) {
             slot.batch.stand_in[j] = 1;
             std::size_t donor = (j + 1) % count;
             while (!slot.good[donor]) donor = (donor + 1) % count;
-            std::copy_n(slot.batch.images.begin() + donor * image_floats_, image_floats_,
-                        slot.batch.images.begin() + j * image_floats_);
+            auto copy = [&](auto& values) {
+                std::copy_n(values.begin() + std::ptrdiff_t(donor * image_values_), image_values_,
+                            values.begin() + std::ptrdiff_t(j * image_values_));
+            };
+            if (config_.raw_pixels)
+                copy(slot.batch.pixels);
+            else
+                copy(slot.batch.images);
             slot.batch.labels[j] = slot.batch.labels[donor];
         }
     }

@@ -40,6 +40,9 @@ struct PipelineConfig {
     int threads = 4;
     int prefetch = 2;  // batches decoded ahead of the one the trainer holds
     bool strict = false;
+    // Batches of bytes (Batch::pixels) instead of normalised floats, for a consumer that
+    // normalises them itself (the GPU backend).
+    bool raw_pixels = false;
     Position start;    // resume here (from a checkpoint)
     WarningSink warn;  // skipped samples; stderr when empty
 };
@@ -82,8 +85,8 @@ private:
     PipelineConfig config_;
     BatchPlan plan_;
     std::int64_t steps_per_epoch_;
-    std::size_t image_floats_;
-    ChannelStatistics statistics_;  // the dataset's, for grey images
+    std::size_t image_values_;  // floats or bytes per image
+    ChannelStatistics statistics_;  // the dataset's (ImageNet's for JPEG datasets)
 
     mutable std::mutex mutex_;
     std::condition_variable work_available_;

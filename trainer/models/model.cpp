@@ -35,24 +35,26 @@ Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptio
     logits_grad_.resize(std::size_t(batch) * num_classes_);
 }
 
-tensor::Tensor Model::wrap(std::span<const float> images) const {
+tensor::Tensor Model::stage(const Images& images) const {
     auto expected = static_cast<std::size_t>(input_spec_.shape.elements());
-    if (images.size() != expected)
-        throw UsageError("batch holds " + std::to_string(images.size()) + " values, the model expects " +
+    auto given = images.floats.empty() ? images.bytes.values.size() : images.floats.size();
+    if (given != expected)
+        throw UsageError("batch holds " + std::to_string(given) + " values, the model expects " +
                                     std::to_string(expected));
+    if (images.floats.empty()) return backend_.stage_pixels(images.bytes, input_spec_);
     // The batch buffer stays owned by the pipeline; the tensor only borrows it for the step.
-    std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.data())),
+    std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.floats.data())),
                                         [](std::byte*) {});
-    return tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed);
+    return backend_.stage_input(tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed));
 }
 
-nn::LossResult Model::train_step(std::span<const float> images, std::span<const int> labels,
+nn::LossResult Model::train_step(const Images& images, std::span<const int> labels,
                                  const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready, StepPart part) {
     if (part.count > 1 && backend_.device_loss())
         throw UsageError("--accumulate: adding the gradients of several batches runs on the CPU backend only");
     bool last = part.index + 1 == part.count;
     auto grads = store_.grads();
-    auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::train);
+    auto logits = network_->forward(stage(images), nn::Mode::train);
     std::function<void(std::size_t)> after;
     std::size_t held_from = grads.size();  // [held_from, end) has the earlier parts added
     if (part.count > 1 && last) {
@@ -90,9 +92,9 @@ nn::LossResult Model::train_step(std::span<const float> images, std::span<const 
     return result;
 }
 
-nn::LossResult Model::evaluate(std::span<const float> images, std::span<const int> labels, int count,
+nn::LossResult Model::evaluate(const Images& images, std::span<const int> labels, int count,
                                const nn::SoftmaxCrossEntropy& loss) {
-    auto logits = network_->forward(backend_.stage_input(wrap(images)), nn::Mode::eval);
+    auto logits = network_->forward(stage(images), nn::Mode::eval);
     if (auto* device = backend_.device_loss()) {
         device->start(logits, labels, count, loss, false);
         return device->finish();

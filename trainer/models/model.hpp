@@ -8,6 +8,7 @@
 #include <span>
 
 #include "trainer/models/resnet.hpp"
+#include "trainer/nn/backend.hpp"
 #include "trainer/nn/softmax_cross_entropy.hpp"
 
 namespace trellis::models {
@@ -17,10 +18,20 @@ struct StepPart {
     int index = 0, count = 1;
 };
 
+// A batch of images as the steps take them, batch x size x size x 3 (NHWC, the pipeline's
+// layout): normalised floats, or bytes that the backend normalises where it computes.
+struct Images {
+    std::span<const float> floats;
+    nn::PixelBytes bytes;  // used when `floats` is empty
+
+    Images(std::span<const float> normalised) : floats(normalised) {}
+    Images(const std::vector<float>& normalised) : floats(normalised) {}
+    Images(nn::PixelBytes raw) : bytes(raw) {}
+};
+
 class Model {
 public:
-    // `images` passed to the steps are batch x size x size x 3 floats (NHWC), the pipeline's
-    // layout; the first convolution converts them to the backend's.
+    // The first convolution converts the images of a step to the backend's layout.
     Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
           int image_size, std::uint64_t seed);
 
@@ -37,16 +48,17 @@ public:
     // a step of several parts, after the last part they are the mean over the parts (the
     // earlier parts' are held aside), and `ready` is called during the last part only.
     // Several parts need the CPU backend (UsageError otherwise).
-    nn::LossResult train_step(std::span<const float> images, std::span<const int> labels,
+    nn::LossResult train_step(const Images& images, std::span<const int> labels,
                               const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready = {},
                               StepPart part = {});
     // Inference with running statistics; only the first `count` images are scored (a final
     // partial batch is padded by the caller).
-    nn::LossResult evaluate(std::span<const float> images, std::span<const int> labels, int count,
+    nn::LossResult evaluate(const Images& images, std::span<const int> labels, int count,
                             const nn::SoftmaxCrossEntropy& loss);
 
 private:
-    tensor::Tensor wrap(std::span<const float> images) const;
+    // The batch where the first layer reads it.
+    tensor::Tensor stage(const Images& images) const;
 
     nn::Backend& backend_;
     ResNetConfig config_;

@@ -2,7 +2,10 @@
 // (oneDNN) and CUDA (cuDNN) backends build the same networks.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,13 @@ struct ConvolutionSpec {
     int kernel = 1;
     int stride = 1;
     int padding = 0;
+};
+
+// An image batch as 0..255 bytes, N x H x W x C, and how each channel is normalised:
+// value * gain + bias.
+struct PixelBytes {
+    std::span<const std::uint8_t> values;
+    std::array<float, 3> gain{}, bias{};
 };
 
 // y = relu(a + b), the end of a residual block, with the gradient sum the shortcut needs.
@@ -70,6 +80,10 @@ public:
     // The input batch where the first layer reads it: the host tensor itself on the CPU, a
     // device copy on a GPU.
     virtual tensor::Tensor stage_input(const tensor::Tensor& host_batch) { return host_batch; }
+    // The same from bytes, normalised where the first layer reads them (`spec`: the input's):
+    // into a host tensor on the CPU, on the device on a GPU, where a quarter of the bytes
+    // crosses the bus.
+    virtual tensor::Tensor stage_pixels(const PixelBytes& batch, const TensorSpec& spec) = 0;
     // What the loss gradient is multiplied by before the backward pass (fp16 loss scaling).
     virtual float gradient_scale() const { return 1.0f; }
     // Null: the model computes the loss on the host from to_plain(logits).

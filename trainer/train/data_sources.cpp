@@ -19,7 +19,7 @@ namespace {
 
 std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::shared_ptr<const data::Dataset> set,
                                             data::TransformKind transform, int image_size, int rank, int world_size,
-                                            data::Position start, int threads) {
+                                            data::Position start, const Decoding& decoding) {
     data::PipelineConfig config;
     config.dataset = std::move(set);
     config.batch_size = options.batch_size;
@@ -29,7 +29,8 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
     config.seed = options.seed;
     config.rank = rank;
     config.world_size = world_size;
-    config.threads = threads;
+    config.threads = decoding.threads;
+    config.raw_pixels = decoding.raw_pixels;
     config.prefetch = options.prefetch;
     config.strict = options.strict_data;
     config.start = start;
@@ -38,11 +39,13 @@ std::unique_ptr<data::BatchSource> pipeline(const TrainOptions& options, std::sh
 
 }  // namespace
 
-int data_threads_for(const TrainOptions& options, bool on_gpu) {
-    if (options.data_threads > 0) return options.data_threads;
+Decoding decoding_for(const TrainOptions& options, bool on_gpu) {
+    Decoding decoding;
     cpu_set_t set;
     int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    return on_gpu ? cpus : std::min(2, cpus);
+    decoding.threads = options.data_threads > 0 ? options.data_threads : on_gpu ? cpus : std::min(2, cpus);
+    decoding.raw_pixels = options.pixels == Pixels::bytes || (options.pixels == Pixels::automatic && on_gpu);
+    return decoding;
 }
 
 int write_tfrecord_indexes(const TrainOptions& options) {
@@ -69,7 +72,7 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
         auto config = data::SyntheticConfig{options.batch_size, image_size, sources.num_classes,
                                             options.seed + std::uint64_t(rank), 1281167, world_size, {}};
         sources.train_batches_per_epoch = config.steps_per_epoch();
-        sources.open_train = [config](data::Position start, int) mutable {
+        sources.open_train = [config](data::Position start, const Decoding&) mutable {
             config.start = start;
             return std::make_unique<data::SyntheticBatches>(config);
         };
@@ -87,12 +90,12 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
     sources.train_batches_per_epoch =
         data::BatchPlan(sources.train_set->size(), options.batch_size, rank, world_size, true, options.seed)
             .batches_per_epoch();
-    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start, int threads) {
-        return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start, threads);
+    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start, const Decoding& decoding) {
+        return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start, decoding);
     };
     if (sources.eval_set)
-        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world, int threads) {
-            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {}, threads);
+        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world, const Decoding& decoding) {
+            return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {}, decoding);
         };
     return sources;
 }

@@ -22,6 +22,12 @@ const cli::Choices<Transport>& transports() {
     return choices;
 }
 
+const cli::Choices<Pixels>& pixel_kinds() {
+    static const cli::Choices<Pixels> choices{
+        {{"auto", Pixels::automatic}, {"floats", Pixels::floats}, {"bytes", Pixels::bytes}}};
+    return choices;
+}
+
 const cli::Choices<Device>& devices() {
     static const cli::Choices<Device> choices{
         {{"auto", Device::automatic}, {"cpu", Device::cpu}, {"cuda", Device::cuda}}};
@@ -88,6 +94,10 @@ cli::OptionTable option_table(TrainOptions& o) {
                [&](auto& v) { o.data_threads = positive("--data-threads", v); })
         .value("--prefetch", "N", "batches decoded ahead (default 2)",
                [&](auto& v) { o.prefetch = positive("--prefetch", v); })
+        .value("--pixels", "P",
+               "auto | floats | bytes: batches of normalised floats, or of bytes\n"
+               "that the backend normalises (default auto: bytes on a GPU)",
+               [&](auto& v) { o.pixels = pixel_kinds().parse(v, "--pixels"); })
         .flag("--strict-data", "stop on a corrupt sample instead of skipping it", [&] { o.strict_data = true; });
     t.section("Optimizer")
         .value("--optimizer", "O", "sgd | rmsprop | lars (default sgd; momentum is sgd)",

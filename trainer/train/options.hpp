@@ -24,12 +24,16 @@ enum class PsMode { sync, async };
 // The host transports, or NCCL for the gradients (with control over TCP).
 enum class Transport { tcp, verbs, automatic, nccl };
 enum class Device { automatic, cpu, cuda };
+// What the input pipeline hands the model: normalised floats, or bytes that the backend
+// normalises (auto: bytes on a GPU, floats on the CPU).
+enum class Pixels { automatic, floats, bytes };
 
 // Their spellings, written once: the parser, the help and the progress lines use them.
 const cli::Choices<Strategy>& strategies();
 const cli::Choices<PsMode>& ps_modes();
 const cli::Choices<Transport>& transports();
 const cli::Choices<Device>& devices();
+const cli::Choices<Pixels>& pixel_kinds();
 // The host transport that carries a run's control traffic (and its gradients but for nccl).
 comm::TransportKind host_transport(Transport transport);
 
@@ -49,6 +53,7 @@ struct TrainOptions {
     std::optional<std::int64_t> steps;
     int data_threads = 0;                // 0: from the binding (see data_threads_for)
     int prefetch = 2;
+    Pixels pixels = Pixels::automatic;
     bool strict_data = false;
 
     optim::OptimizerConfig optimizer;

@@ -24,6 +24,7 @@
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
+#include "trainer/train/model_batch.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
@@ -87,7 +88,7 @@ private:
     nn::cpu::CpuBackend cpu_backend_;
     std::unique_ptr<gpu::Accelerator> accelerator_;  // null: the CPU backend
     std::string device_note_;                        // why --device auto chose the CPU
-    int data_threads_ = 0;                           // decoding threads, once the device is known
+    Decoding decoding_;                              // decided once the device is known
     bool optimizer_on_host_ = false;                 // a GPU run whose optimizer has no device kernel
     std::unique_ptr<models::Model> model_;
     std::unique_ptr<optim::Optimizer> optimizer_;
@@ -136,7 +137,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
                          " has none (accepted: DIR with DIR/val, tfrecord:GLOB with validation shards or "
                          "--eval-data, idx:DIR with its t10k files)");
     open_device();
-    data_threads_ = data_threads_for(options, accelerator_ != nullptr);
+    decoding_ = decoding_for(options, accelerator_ != nullptr);
     if (accelerator_ && options.accumulate > 1)
         throw UsageError("--accumulate " + std::to_string(options.accumulate) +
                          ": adding the gradients of several batches runs on the CPU backend only (--device cpu)");
@@ -163,7 +164,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         accelerator_->upload_values();
         accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
     }
-    train_source_ = sources_.open_train(start.next, data_threads_);
+    train_source_ = sources_.open_train(start.next, decoding_);
     steps_per_epoch_ = double(train_source_->steps_per_epoch()) / options.accumulate;
     if (options.steps)
         total_steps_ = *options.steps;
@@ -331,8 +332,9 @@ void Run::print_header() {
                 parameters, models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9,
                 sources_.num_classes, image_size_, image_size_);
     if (sources_.train_set)
-        std::printf("Data:        %s, %d decoding %s\n", sources_.description.c_str(), data_threads_,
-                    data_threads_ == 1 ? "thread" : "threads");
+        std::printf("Data:        %s, %d decoding %s, %s\n", sources_.description.c_str(), decoding_.threads,
+                    decoding_.threads == 1 ? "thread" : "threads",
+                    decoding_.raw_pixels ? "bytes normalised by the backend" : "normalised floats");
     else
         std::printf("Data:        %s\n", sources_.description.c_str());
     std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
@@ -368,10 +370,8 @@ Evaluation Run::evaluate() {
     auto set_size = sources_.eval_set->size();
     auto batches = data::evaluation_batches(set_size, options_.batch_size, 0, ranks);
     auto mine = data::evaluation_batches(set_size, options_.batch_size, rank, ranks);
-    auto source = mine > 0 ? sources_.open_eval(rank, ranks, data_threads_) : nullptr;
-    const auto image_floats = std::size_t(image_size_) * image_size_ * 3;
-    std::vector<float> images(std::size_t(model_->batch()) * image_floats);
-    std::vector<int> labels(std::size_t(model_->batch()));
+    auto source = mine > 0 ? sources_.open_eval(rank, ranks, decoding_) : nullptr;
+    PackedBatch packed(model_->batch(), std::size_t(image_size_) * image_size_ * 3);
     for (std::int64_t b = 0; b < batches; ++b) {
         // A preempted job must reach its checkpoint: an evaluation pass yields to a signal.
         // Ranks that share the pass decide together, batch by batch, so that none leaves the
@@ -386,16 +386,9 @@ Evaluation Run::evaluate() {
         const auto& batch = source->next();
         // Score only real samples: copies standing in for unreadable ones are left out, and
         // a short last batch is padded.
-        int count = 0;
-        for (int i = 0; i < batch.size; ++i) {
-            if (!batch.stand_in.empty() && batch.stand_in[std::size_t(i)]) continue;
-            std::copy_n(batch.images.begin() + std::ptrdiff_t(std::size_t(i) * image_floats), image_floats,
-                        images.begin() + std::ptrdiff_t(std::size_t(count) * image_floats));
-            labels[std::size_t(count++)] = batch.labels[std::size_t(i)];
-        }
+        int count = packed.pack(batch);
         if (count == 0) continue;
-        std::fill(labels.begin() + count, labels.end(), 0);
-        auto scored = model_->evaluate(images, labels, count, loss_);
+        auto scored = model_->evaluate(packed.images(), packed.labels(), count, loss_);
         result.loss += scored.loss * count;
         result.top1 += scored.top1_hits;
         result.top5 += scored.top5_hits;
@@ -503,7 +496,7 @@ int Run::execute() {
         std::int64_t images = 0;
         for (int part = 0; part < options_.accumulate; ++part) {
             const auto& batch = train_source_->next();
-            auto scored = model_->train_step(batch.images, batch.labels, loss_, sync_->overlap(),
+            auto scored = model_->train_step(images_of(batch), batch.labels, loss_, sync_->overlap(),
                                              {part, options_.accumulate});
             result.loss += scored.loss / double(options_.accumulate);
             images += batch.size;

@@ -54,4 +54,17 @@ tensor::Tensor CpuBackend::from_plain(const std::vector<float>& values, const Te
     return reordered(plain, desc_of(spec));
 }
 
+tensor::Tensor CpuBackend::stage_pixels(const PixelBytes& batch, const TensorSpec& spec) {
+    if (static_cast<std::int64_t>(batch.values.size()) != spec.shape.elements())
+        throw UsageError("stage_pixels: " + std::to_string(batch.values.size()) + " bytes for shape " + spec.shape.str());
+    // The bytes are N x H x W x C, the order of `spec` (the model's NHWC input).
+    tensor::Tensor input(spec.shape, tensor::DType::f32, spec.layout);
+    auto* out = reinterpret_cast<float*>(input.data());
+    for (std::size_t i = 0; i < batch.values.size(); ++i) {
+        auto c = i % 3;
+        out[i] = float(batch.values[i]) * batch.gain[c] + batch.bias[c];
+    }
+    return input;
+}
+
 }  // namespace trellis::nn::cpu

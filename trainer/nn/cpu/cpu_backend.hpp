@@ -17,6 +17,7 @@ public:
     TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
     std::vector<float> to_plain(const tensor::Tensor& t) override;
     tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
+    tensor::Tensor stage_pixels(const PixelBytes& batch, const TensorSpec& spec) override;
 };
 
 }  // namespace trellis::nn::cpu
