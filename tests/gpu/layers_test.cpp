@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,11 +140,16 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
     gpu->unbind();  // dev.store goes first
 }
 
-// y = relu(a + b), its backward, and the shortcut's gradient sum.
-void join_case(const std::string& precision, double tolerance) {
+// The GPU in `precision`, opened for one case.
+std::unique_ptr<gpu::Accelerator> open_gpu(const std::string& precision) {
     gpu::AcceleratorOptions options;
     options.precision = trellis::gpu::precisions().parse(precision, "precision");
-    auto gpu = gpu::open_cuda(options);
+    return gpu::open_cuda(options);
+}
+
+// y = relu(a + b), its backward, and the shortcut's gradient sum.
+void join_case(const std::string& precision, double tolerance) {
+    auto gpu = open_gpu(precision);
     nn::cpu::CpuBackend cpu_backend;
     auto& gpu_backend = gpu->backend();
     tensor::Shape shape{2, 8, 4, 4};
@@ -172,9 +178,7 @@ void join_case(const std::string& precision, double tolerance) {
 // CPU backend's normalisation, both read back as plain NCHW values; twice, as the staging
 // buffers alternate.
 void pixels_case(const std::string& precision, double tolerance) {
-    gpu::AcceleratorOptions options;
-    options.precision = trellis::gpu::precisions().parse(precision, "precision");
-    auto gpu = gpu::open_cuda(options);
+    auto gpu = open_gpu(precision);
     nn::cpu::CpuBackend cpu_backend;
     auto& gpu_backend = gpu->backend();
     tensor::Shape shape{3, 3, 20, 20};
