@@ -225,16 +225,16 @@ void Run::share_initial_state(RunStart& start) {
     DatasetShape mine{sources_.num_classes, std::int64_t(sources_.eval_set ? sources_.eval_set->size() : 0)};
     auto shape = mine;
     share_dataset_shape(*transport_, shape);
-    if (shape.classes != mine.classes)
-        throw UsageError("the dataset has " + std::to_string(mine.classes) + " classes here but " +
-                         std::to_string(shape.classes) + " on rank 0 (" + sources_.description +
+    auto differs = [&](const char* what, const char* unit, std::int64_t here, std::int64_t on_rank0) {
+        throw UsageError("the " + std::string(what) + " has " + std::to_string(here) + " " + unit + " here but " +
+                         std::to_string(on_rank0) + " on rank 0 (" + sources_.description +
                          "): every rank must read the same dataset");
+    };
+    if (shape.classes != mine.classes) differs("dataset", "classes", mine.classes, shape.classes);
     // Every rank takes rank 0's number of turns in an evaluation (only rank 0 evaluates with
     // parameter servers), which a rank with another evaluation set would not meet.
     if (shape.eval_samples != mine.eval_samples && options_.strategy != Strategy::ps)
-        throw UsageError("the evaluation set has " + std::to_string(mine.eval_samples) + " samples here but " +
-                         std::to_string(shape.eval_samples) + " on rank 0 (" + sources_.description +
-                         "): every rank must read the same dataset");
+        differs("evaluation set", "samples", mine.eval_samples, shape.eval_samples);
     // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
     // optimizer state), whatever the others initialised, and at rank 0's step and data
     // position. Parameter servers keep the optimizer state themselves (they load their own
