@@ -16,20 +16,30 @@ TENSOR_LIBS = trainer/libtrellis-tensor.la common/libtrellis-common.la
 noinst_LTLIBRARIES += trainer/libtrellis-nn.la
 trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
+	trainer/nn/concat.cpp trainer/nn/concat.hpp \
+	trainer/nn/dropout_mask.cpp trainer/nn/dropout_mask.hpp \
 	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
 	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \
 	trainer/nn/sequential.cpp trainer/nn/sequential.hpp \
 	trainer/nn/softmax_cross_entropy.cpp trainer/nn/softmax_cross_entropy.hpp \
+	trainer/nn/window.cpp trainer/nn/window.hpp \
 	trainer/nn/cpu/batch_norm.cpp trainer/nn/cpu/batch_norm.hpp \
+	trainer/nn/cpu/channel_concat.cpp trainer/nn/cpu/channel_concat.hpp \
 	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
 	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
 	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \
+	trainer/nn/cpu/dropout.cpp trainer/nn/cpu/dropout.hpp \
 	trainer/nn/cpu/linear.cpp trainer/nn/cpu/linear.hpp \
 	trainer/nn/cpu/pooling.cpp trainer/nn/cpu/pooling.hpp \
+	trainer/nn/cpu/relu.cpp trainer/nn/cpu/relu.hpp \
 	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
+	trainer/models/alexnet.cpp trainer/models/architecture.cpp trainer/models/architecture.hpp \
+	trainer/models/googlenet.cpp trainer/models/inception3.cpp trainer/models/inception4.cpp \
+	trainer/models/layer_column.cpp trainer/models/layer_column.hpp \
 	trainer/models/model.cpp trainer/models/model.hpp \
 	trainer/models/resnet.cpp trainer/models/resnet.hpp \
+	trainer/models/tf_models.hpp trainer/models/vgg.cpp \
 	trainer/optim/lars.cpp trainer/optim/lars.hpp \
 	trainer/optim/optimizer.cpp trainer/optim/optimizer.hpp \
 	trainer/optim/rmsprop.cpp trainer/optim/rmsprop.hpp \
@@ -130,6 +140,11 @@ tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS
 tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
+# tf_cnn_benchmarks' models against PyTorch: one step of a model, written out for the peer.
+check_PROGRAMS += tests/models/zoo_export
+tests_models_zoo_export_SOURCES = tests/models/zoo_export.cpp
+tests_models_zoo_export_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
+tests_models_zoo_export_LDADD = $(NN_LIBS)
 
 # trellis-train end to end (the list is in Makefile.am, so that every tarball has them).
 TESTS += $(train_tests)

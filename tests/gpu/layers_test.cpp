@@ -229,15 +229,15 @@ int main() {
     }
     std::vector<Case> cases{
         {"convolution 3x3", tensor::Shape{4, 16, 8, 8},
-         [](nn::Backend& b) { return b.convolution({"conv3", 16, 32, 3, 1, 1}); }, true},
+         [](nn::Backend& b) { return b.convolution({"conv3", 16, 32, nn::Window::square(3, 1, 1)}); }, true},
         {"convolution 7x7 stride 2 (stem)", tensor::Shape{2, 3, 32, 32},
-         [](nn::Backend& b) { return b.convolution({"conv7", 3, 16, 7, 2, 3}); }},
+         [](nn::Backend& b) { return b.convolution({"conv7", 3, 16, nn::Window::square(7, 2, 3)}); }},
         {"convolution 1x1 stride 2", tensor::Shape{4, 32, 8, 8},
-         [](nn::Backend& b) { return b.convolution({"conv1", 32, 64, 1, 2, 0}); }},
-        {"batch norm", tensor::Shape{4, 32, 8, 8}, [](nn::Backend& b) { return b.batch_norm("bn", 32, false, 1); }},
+         [](nn::Backend& b) { return b.convolution({"conv1", 32, 64, nn::Window::square(1, 2, 0)}); }},
+        {"batch norm", tensor::Shape{4, 32, 8, 8}, [](nn::Backend& b) { return b.batch_norm({"bn", 32, false, 1}); }},
         {"batch norm + relu", tensor::Shape{4, 32, 8, 8},
-         [](nn::Backend& b) { return b.batch_norm("bnr", 32, true, 1); }},
-        {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.max_pool("pool", 3, 2, 1); }},
+         [](nn::Backend& b) { return b.batch_norm({"bnr", 32, true, 1}); }},
+        {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)}); }},
         {"global average pool", tensor::Shape{4, 64, 7, 7}, [](nn::Backend& b) { return b.global_average_pool("gap"); }},
         {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear("fc", 64, 10); }, true},
     };

@@ -5,6 +5,7 @@
 
 #include "tests/unit/gradient_check.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/nn/concat.hpp"
 #include "trainer/nn/residual_block.hpp"
 
 using namespace trellis;
@@ -28,25 +29,25 @@ void expect_gradients_match(nn::Layer& layer, nn::TensorSpec input, int samples 
 }  // namespace
 
 TEST_CASE("convolution 3x3 stride 1 and 2, 1x1 and 7x7") {
-    auto conv3 = backend.convolution({"conv3", 4, 8, 3, 1, 1});
+    auto conv3 = backend.convolution({"conv3", 4, 8, nn::Window::square(3, 1, 1)});
     expect_gradients_match(*conv3, images(2, 4, 6, 6));
-    auto conv3s2 = backend.convolution({"conv3s2", 8, 16, 3, 2, 1});
+    auto conv3s2 = backend.convolution({"conv3s2", 8, 16, nn::Window::square(3, 2, 1)});
     expect_gradients_match(*conv3s2, images(2, 8, 7, 7));
-    auto conv1 = backend.convolution({"conv1", 16, 32, 1, 2, 0});
+    auto conv1 = backend.convolution({"conv1", 16, 32, nn::Window::square(1, 2, 0)});
     expect_gradients_match(*conv1, images(2, 16, 4, 4));
-    auto stem = backend.convolution({"stem", 3, 16, 7, 2, 3});
+    auto stem = backend.convolution({"stem", 3, 16, nn::Window::square(7, 2, 3)});
     expect_gradients_match(*stem, images(2, 3, 12, 12));
 }
 
 TEST_CASE("batch norm, plain and with the fused ReLU") {
-    auto norm = backend.batch_norm("bn", 16, false, 1.0f);
+    auto norm = backend.batch_norm({"bn", 16, false, 1.0f});
     expect_gradients_match(*norm, images(4, 16, 3, 3));
-    auto norm_relu = backend.batch_norm("bn_relu", 16, true, 1.0f);
+    auto norm_relu = backend.batch_norm({"bn_relu", 16, true, 1.0f});
     expect_gradients_match(*norm_relu, images(4, 16, 3, 3));
 }
 
 TEST_CASE("max pooling and global average pooling") {
-    auto pool = backend.max_pool("pool", 3, 2, 1);
+    auto pool = backend.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)});
     expect_gradients_match(*pool, images(2, 16, 8, 8));
     auto average = backend.global_average_pool("avg");
     expect_gradients_match(*average, images(2, 16, 4, 4));
@@ -57,17 +58,128 @@ TEST_CASE("fully connected layer") {
     expect_gradients_match(*fc, {tensor::Shape{3, 20}, nullptr});
 }
 
+TEST_CASE("convolution with a bias, rectangular kernels and TensorFlow's SAME and VALID padding") {
+    // 7x7 stride 2 SAME on 9x9 pads 2 before and 3 after (GoogLeNet's stem on an odd size).
+    auto same = backend.convolution({"same", 3, 8, nn::Window::tf_same(7, 7, 2), true});
+    expect_gradients_match(*same, images(2, 3, 9, 9));
+    auto wide = backend.convolution({"1x7", 4, 6, nn::Window::tf_same(1, 7), true});
+    expect_gradients_match(*wide, images(2, 4, 5, 8));
+    auto tall = backend.convolution({"3x1", 4, 6, nn::Window::tf_same(3, 1), false});
+    expect_gradients_match(*tall, images(2, 4, 6, 5));
+    auto valid = backend.convolution({"valid", 4, 6, nn::Window::tf_valid(3, 3, 2), true});
+    expect_gradients_match(*valid, images(2, 4, 7, 7));
+}
+
+TEST_CASE("TensorFlow's SAME padding: as much as keeps ceil(size / stride) outputs, the odd pixel after") {
+    auto w = nn::Window::tf_same(7, 7, 2).resolved(224, 224);
+    CHECK(w.padding == nn::Padding{2, 2, 3, 3});
+    CHECK(nn::Window::tf_same(3, 3, 2).resolved(112, 112).padding == nn::Padding{0, 0, 1, 1});
+    CHECK(nn::Window::tf_same(1, 7).resolved(17, 17).padding == nn::Padding{0, 3, 0, 3});
+    CHECK(nn::Window::tf_same(3, 3, 2).output_shape(tensor::Shape{1, 4, 7, 7}, 4, "p") == tensor::Shape{1, 4, 4, 4});
+    CHECK_THROWS_WITH(nn::Window::tf_valid(8, 8).output_shape(tensor::Shape{1, 4, 7, 7}, 4, "apool0"),
+                      Catch::Contains("apool0: a 8x8 window does not fit a 7x7 input"));
+}
+
+TEST_CASE("batch norm without a learnt scale, with its own epsilon and momentum") {
+    auto norm = backend.batch_norm({"bn", 8, true, 1.0f, false, 1e-3f, 0.001f});
+    expect_gradients_match(*norm, images(4, 8, 3, 3));
+    nn::ParameterStore store;
+    norm->setup(images(4, 8, 3, 3), true);
+    norm->collect(store);
+    REQUIRE(store.learned().size() == 1);  // beta only
+    CHECK(store.learned()[0]->name == "bn.bias");
+}
+
+TEST_CASE("max and average pooling with SAME padding, the average leaving the padding out") {
+    auto max = backend.pooling({"mpool", nn::PoolKind::max, nn::Window::tf_same(3, 3, 2)});
+    expect_gradients_match(*max, images(2, 8, 6, 6));
+    auto average = backend.pooling({"apool", nn::PoolKind::average, nn::Window::tf_same(3, 3, 1)});
+    expect_gradients_match(*average, images(2, 8, 5, 5));
+    // A corner output averages the 4 pixels inside the image, not 9 with zeros.
+    average->setup(images(1, 1, 3, 3), false);
+    std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9};
+    auto y = backend.to_plain(average->forward(backend.from_plain(x, images(1, 1, 3, 3)), nn::Mode::eval));
+    CHECK(y[0] == Approx((1 + 2 + 4 + 5) / 4.0));
+    CHECK(y[4] == Approx(5));
+}
+
+TEST_CASE("ReLU on its own, and a fully connected layer over images (flattened N x C x H x W)") {
+    auto relu = backend.relu("relu");
+    expect_gradients_match(*relu, images(2, 4, 3, 3));
+    auto fc = backend.linear("fc", 0, 7);  // the features from the input: 4 x 3 x 3
+    expect_gradients_match(*fc, images(2, 4, 3, 3));
+    nn::ParameterStore store;
+    fc->collect(store);
+    CHECK(store.learned()[0]->shape == tensor::Shape{7, 36});
+    auto wrong = backend.linear("fc2", 35, 7);
+    CHECK_THROWS_WITH(wrong->setup(images(2, 4, 3, 3), true), Catch::Contains("fc2: expects N x 35 input"));
+}
+
+TEST_CASE("dropout: its gradient, and masks that depend on the draw and the layer only") {
+    nn::DropoutDraw draw{42, 3};
+    auto dropout = backend.dropout("dropout0", 0.5f, draw);
+    expect_gradients_match(*dropout, {tensor::Shape{4, 64}, nullptr});
+    nn::TensorSpec spec{tensor::Shape{4, 256}, nullptr};
+    std::vector<float> ones(4 * 256, 1.0f);
+    auto run = [&](nn::Layer& layer) {
+        layer.setup(spec, true);
+        return backend.to_plain(layer.forward(backend.from_plain(ones, spec), nn::Mode::train));
+    };
+    auto first = run(*dropout);
+    int kept = 0;
+    for (float v : first) {
+        CHECK((v == 0.0f || v == 2.0f));  // kept values are scaled by 1/keep
+        kept += v != 0.0f;
+    }
+    CHECK(kept > 1024 * 0.4);
+    CHECK(kept < 1024 * 0.6);
+    CHECK(run(*dropout) == first);  // the same draw: the same mask
+    auto again = backend.dropout("dropout0", 0.5f, draw);
+    CHECK(run(*again) == first);    // another layer object, same name and draw (a resumed run)
+    draw.draw = 4;
+    CHECK(run(*dropout) != first);
+    draw.draw = 3;
+    auto other = backend.dropout("dropout1", 0.5f, draw);
+    CHECK(run(*other) != first);
+    CHECK(backend.to_plain(dropout->forward(backend.from_plain(ones, spec), nn::Mode::eval)) == ones);
+}
+
+TEST_CASE("concatenated branches, one of them forking into two") {
+    auto branch = [](std::initializer_list<nn::LayerPtr*> layers) {
+        auto column = std::make_unique<nn::Sequential>();
+        for (auto* layer : layers) column->add(std::move(*layer));
+        return column;
+    };
+    nn::LayerPtr a = backend.convolution({"a", 6, 5, nn::Window::tf_same(1, 1), true});
+    nn::LayerPtr b = backend.convolution({"b", 6, 3, nn::Window::tf_same(1, 1), true});
+    nn::LayerPtr b1 = backend.convolution({"b1", 3, 4, nn::Window::tf_same(1, 3), true});
+    nn::LayerPtr b2 = backend.convolution({"b2", 3, 2, nn::Window::tf_same(3, 1), true});
+    nn::LayerPtr pool = backend.pooling({"pool", nn::PoolKind::average, nn::Window::tf_same(3, 3)});
+    std::vector<std::unique_ptr<nn::Sequential>> fork;
+    fork.push_back(branch({&b1}));
+    fork.push_back(branch({&b2}));
+    nn::LayerPtr forked = std::make_unique<nn::Concat>(std::move(fork), backend.channel_concat("fork"));
+    std::vector<std::unique_ptr<nn::Sequential>> columns;
+    columns.push_back(branch({&a}));
+    columns.push_back(branch({&b, &forked}));
+    columns.push_back(branch({&pool}));
+    nn::Concat module(std::move(columns), backend.channel_concat("module"));
+    auto out = module.setup(images(2, 6, 5, 5), true);
+    CHECK(out.shape == tensor::Shape{2, 5 + 4 + 2 + 6, 5, 5});
+    expect_gradients_match(module, images(2, 6, 5, 5), 20);
+}
+
 TEST_CASE("residual block with projection shortcut and with identity") {
     auto block = [](int in, int out, int stride) {
         auto main = std::make_unique<nn::Sequential>();
-        main->add(backend.convolution({"a", in, out, 3, stride, 1}));
-        main->add(backend.batch_norm("a_bn", out, true, 1.0f));
-        main->add(backend.convolution({"b", out, out, 3, 1, 1}));
-        main->add(backend.batch_norm("b_bn", out, false, 1.0f));
+        main->add(backend.convolution({"a", in, out, nn::Window::square(3, stride, 1)}));
+        main->add(backend.batch_norm({"a_bn", out, true, 1.0f}));
+        main->add(backend.convolution({"b", out, out, nn::Window::square(3, 1, 1)}));
+        main->add(backend.batch_norm({"b_bn", out, false, 1.0f}));
         auto shortcut = std::make_unique<nn::Sequential>();
         if (stride != 1 || in != out) {
-            shortcut->add(backend.convolution({"proj", in, out, 1, stride, 0}));
-            shortcut->add(backend.batch_norm("proj_bn", out, false, 1.0f));
+            shortcut->add(backend.convolution({"proj", in, out, nn::Window::square(1, stride, 0)}));
+            shortcut->add(backend.batch_norm({"proj_bn", out, false, 1.0f}));
         }
         return nn::ResidualBlock(std::move(main), std::move(shortcut), backend.residual_join("join"));
     };
@@ -78,7 +190,7 @@ TEST_CASE("residual block with projection shortcut and with identity") {
 }
 
 TEST_CASE("batch norm keeps running statistics in training and uses them in evaluation") {
-    auto norm = backend.batch_norm("bn", 2, false, 1.0f);
+    auto norm = backend.batch_norm({"bn", 2, false, 1.0f});
     nn::TensorSpec spec = images(2, 2, 1, 2);
     norm->setup(spec, true);
     nn::ParameterStore store;

@@ -30,7 +30,7 @@ struct Batch {
 
 TEST_CASE("two parts give the mean of their batches' gradients, complete when announced") {
     nn::cpu::CpuBackend backend;
-    const auto& config = models::find_resnet("resnet8");
+    const auto& config = models::find_architecture("resnet8");
     models::Model model(backend, config, {10, false}, 4, 32, 3);
     nn::SoftmaxCrossEntropy loss;
     Batch first(4, 7), second(4, 8);
@@ -65,14 +65,14 @@ TEST_CASE("two parts give the mean of their batches' gradients, complete when an
 
 TEST_CASE("ResNet-50 v1 and v1.5: the same parameters, the published multiply-accumulates") {
     nn::cpu::CpuBackend backend;
-    const auto& v15 = models::find_resnet("resnet50");
-    const auto& v1 = models::find_resnet("resnet50_v1");
-    CHECK(v15.version() == "v1.5");
-    CHECK(v1.version() == "v1");
-    CHECK(models::find_resnet("resnet20").version().empty());
+    const auto& v15 = models::find_architecture("resnet50");
+    const auto& v1 = models::find_architecture("resnet50_v1");
+    CHECK(v15.form == "ResNet v1.5");
+    CHECK(v1.form == "ResNet v1");
+    CHECK(models::find_architecture("resnet20").form.empty());
     // 4.09 and 3.86 GMACs at 224x224 with 1000 classes (tf_cnn_benchmarks' and torchvision's figures).
-    CHECK(models::multiply_accumulates(v15, 224, 1000) / 1e9 == Approx(4.09).margin(0.01));
-    CHECK(models::multiply_accumulates(v1, 224, 1000) / 1e9 == Approx(3.86).margin(0.01));
+    CHECK(models::Model(backend, v15, {1000}, 1, 224, 1).gmacs_per_image() == Approx(4.09).margin(0.01));
+    CHECK(models::Model(backend, v1, {1000}, 1, 224, 1).gmacs_per_image() == Approx(3.86).margin(0.01));
     models::Model a(backend, v15, {10, false}, 1, 64, 1), b(backend, v1, {10, false}, 1, 64, 1);
     CHECK(a.parameters().learned_elements() == b.parameters().learned_elements());
     // Both build and run (the stride moves, the shapes of the outputs do not).
@@ -85,7 +85,7 @@ TEST_CASE("ResNet-50 v1 and v1.5: the same parameters, the published multiply-ac
 
 TEST_CASE("a batch of bytes trains as the same pixels normalised into floats") {
     nn::cpu::CpuBackend backend;
-    const auto& config = models::find_resnet("resnet8");
+    const auto& config = models::find_architecture("resnet8");
     models::Model model(backend, config, {10, false}, 2, 32, 3);
     nn::SoftmaxCrossEntropy loss;
     std::vector<std::uint8_t> bytes(2 * 32 * 32 * 3);
@@ -106,4 +106,45 @@ TEST_CASE("a batch of bytes trains as the same pixels normalised into floats") {
     std::vector<std::uint8_t> short_batch(32 * 32 * 3);
     CHECK_THROWS_WITH(model.train_step(nn::PixelBytes{short_batch, raw.gain, raw.bias}, labels, loss),
                       Catch::Contains("holds 3072 values, the model expects 6144"));
+}
+
+TEST_CASE("tf_cnn_benchmarks' models: their parameters and multiply-accumulates at 1001 classes") {
+    // The figures of ../shared/reviews/trainer.md §1.2, computed there from the layer lists.
+    struct Expected {
+        const char* name;
+        int image_size;
+        double parameters_m, gmacs;
+    };
+    const Expected models_[] = {{"alexnet", 227, 61.84, 0.84},     {"vgg16", 224, 138.36, 15.47},
+                                {"googlenet", 224, 7.00, 1.58},    {"inception3", 299, 23.82, 5.71},
+                                {"inception4", 299, 42.65, 12.25}};
+    nn::cpu::CpuBackend backend;
+    for (const auto& e : models_) {
+        INFO(e.name);
+        const auto& architecture = models::find_architecture(e.name);
+        CHECK(architecture.default_image_size == e.image_size);
+        models::Model model(backend, architecture, {1001}, 1, e.image_size, 1);
+        CHECK(double(model.parameters().learned_elements()) / 1e6 == Approx(e.parameters_m).margin(0.005));
+        CHECK(model.gmacs_per_image() == Approx(e.gmacs).margin(0.005));
+    }
+}
+
+TEST_CASE("each model's smallest image fits all its layers, one pixel less is refused by name") {
+    nn::cpu::CpuBackend backend;
+    for (const char* name : {"alexnet", "vgg16", "googlenet", "inception3", "inception4", "resnet50", "resnet20"}) {
+        INFO(name);
+        const auto& architecture = models::find_architecture(name);
+        int smallest = architecture.minimum_image_size;
+        CHECK_NOTHROW(models::Model(backend, architecture, {10}, 1, smallest, 1));
+        CHECK_THROWS_WITH(models::Model(backend, architecture, {10}, 1, smallest - 1, 1),
+                          Catch::Contains(std::string(name) + " needs images of at least " + std::to_string(smallest)));
+        // Below the stated minimum, the layers themselves would refuse.
+        auto probe = [&](int size) {
+            models::Architecture relaxed = architecture;
+            relaxed.minimum_image_size = 1;
+            models::Model(backend, relaxed, {10}, 1, size, 1);
+        };
+        if (std::string(name) != "resnet50" && std::string(name) != "resnet20")
+            CHECK_THROWS_WITH(probe(smallest - 1), Catch::Contains("does not fit"));
+    }
 }

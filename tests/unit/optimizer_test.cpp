@@ -44,7 +44,7 @@ TEST_CASE("Nesterov momentum and decaying norm parameters when asked") {
     optim::OptimizerConfig config;
     config.nesterov = true;
     config.weight_decay = 0.1f;
-    config.decay_norm_and_bias = true;
+    config.decay_on = optim::DecayOn::all;
     auto sgd = optim::make_optimizer(config, p.store);
     sgd->step(1.0f);
     // d = 1 + 0.1; v = 1.1; step = d + 0.9 v = 2.09
@@ -86,4 +86,25 @@ TEST_CASE("unknown optimizer and bad momentum are refused") {
     CHECK(optim::optimizer_kinds().name(optim::OptimizerKind::sgd) == "sgd");  // what checkpoints record
     config.momentum = 1.5f;
     CHECK_THROWS(optim::make_optimizer(config, p.store));
+}
+
+TEST_CASE("weight decay on weights, on weights and biases (tf_cnn_benchmarks), or on everything") {
+    nn::ParameterStore store;
+    nn::Parameter weight{"conv0.weight", tensor::Shape{1}, nn::ParameterKind::weight};
+    nn::Parameter bias{"conv0.bias", tensor::Shape{1}, nn::ParameterKind::bias};
+    nn::Parameter shift{"conv0.bn.bias", tensor::Shape{1}, nn::ParameterKind::norm_shift};
+    for (auto* p : {&weight, &bias, &shift}) store.add(*p);
+    store.allocate();
+    auto after_one_step = [&](optim::DecayOn on) {
+        for (auto* p : {&weight, &bias, &shift}) p->value[0] = 1.0f, p->grad[0] = 0.0f;
+        optim::OptimizerConfig config;
+        config.momentum = 0;
+        config.weight_decay = 0.5f;
+        config.decay_on = on;
+        optim::make_optimizer(config, store)->step(1.0f);
+        return std::vector<float>{weight.value[0], bias.value[0], shift.value[0]};
+    };
+    CHECK(after_one_step(optim::DecayOn::weights) == std::vector<float>{0.5f, 1.0f, 1.0f});
+    CHECK(after_one_step(optim::DecayOn::weights_and_biases) == std::vector<float>{0.5f, 0.5f, 1.0f});
+    CHECK(after_one_step(optim::DecayOn::all) == std::vector<float>{0.5f, 0.5f, 0.5f});
 }

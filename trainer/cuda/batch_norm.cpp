@@ -4,15 +4,12 @@
 
 namespace trellis::nn::cuda {
 
-constexpr auto epsilon = BatchNormParameters::epsilon;
-constexpr auto momentum = BatchNormParameters::momentum;
-
 namespace {
 constexpr auto training_mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 }
 
-BatchNorm::BatchNorm(CudaContext& context, std::string name, int channels, bool relu, float scale_init)
-    : context_(context), name_(std::move(name)), relu_(relu), parameters_(name_, channels, scale_init) {
+BatchNorm::BatchNorm(CudaContext& context, const BatchNormSpec& spec)
+    : context_(context), parameters_(spec), name_(parameters_.spec.name), relu_(spec.relu) {
     check(cudnnCreateTensorDescriptor(&channel_desc_), "cudnnCreateTensorDescriptor");
     check(cudnnCreateActivationDescriptor(&relu_desc_), "cudnnCreateActivationDescriptor");
     check(cudnnSetActivationDescriptor(relu_desc_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
@@ -31,19 +28,29 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     type_ = type_of(input);
     data_desc_ = TensorDescriptor(shape_, type_);
     check(cudnnDeriveBNTensorDescriptor(channel_desc_, data_desc_, training_mode), name_ + ": channel descriptor");
+    if (!parameters_.spec.learn_scale) {
+        tensor::Shape channels{parameters_.spec.channels};
+        ones_ = context_.allocate(channels, tensor::DType::f32);
+        scale_grad_ = context_.allocate(channels, tensor::DType::f32);
+        check(cudaMemcpy(ones_.data(), parameters_.ones.data(), parameters_.ones.size() * sizeof(float),
+                         cudaMemcpyHostToDevice),
+              name_ + ": ones for the scale");
+    }
     return input;
 }
 
 tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     auto& params = context_.parameters();
+    const auto& spec = parameters_.spec;
+    const void* scale = spec.learn_scale ? params.value(parameters_.scale) : ones_.data();
     auto cudnn = context_.cudnn();
     auto output = context_.allocate(shape_, type_);
     float one = 1, zero = 0;
     if (mode == Mode::eval) {
         check(cudnnBatchNormalizationForwardInference(
                   cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, data_desc_, input.data(), data_desc_, output.data(),
-                  channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift),
-                  params.value(parameters_.running_mean), params.value(parameters_.running_variance), epsilon),
+                  channel_desc_, scale, params.value(parameters_.shift), params.value(parameters_.running_mean),
+                  params.value(parameters_.running_variance), spec.epsilon),
               name_ + ": inference");
         if (relu_)
             check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
@@ -60,8 +67,8 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops, activation,
                                                                       data_desc_, &reserve_bytes);
-    saved_mean_ = context_.allocate(tensor::Shape{parameters_.channels}, tensor::DType::f32);
-    saved_inverse_std_ = context_.allocate(tensor::Shape{parameters_.channels}, tensor::DType::f32);
+    saved_mean_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
+    saved_inverse_std_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
     // The reserve space is opaque bytes, held as 2-byte elements.
     reserve_ = status == CUDNN_STATUS_SUCCESS && reserve_bytes
                    ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
@@ -69,8 +76,8 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnBatchNormalizationForwardTrainingEx(
             cudnn, training_mode, ops, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
-            output.data(), channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift), momentum,
-            params.value(parameters_.running_mean), params.value(parameters_.running_variance), epsilon,
+            output.data(), channel_desc_, scale, params.value(parameters_.shift), spec.momentum,
+            params.value(parameters_.running_mean), params.value(parameters_.running_variance), spec.epsilon,
             saved_mean_.data(), saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
             reserve_bytes ? reserve_.data() : nullptr, reserve_bytes);
     if (status != CUDNN_STATUS_SUCCESS && fused_) {
@@ -90,6 +97,7 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
 
 tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     auto& params = context_.parameters();
+    bool learnt = parameters_.spec.learn_scale;
     auto cudnn = context_.cudnn();
     float one = 1, zero = 0;
     tensor::Tensor norm_grad = output_grad;
@@ -114,8 +122,9 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     check(cudnnBatchNormalizationBackwardEx(
               cudnn, training_mode, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
               fused_ ? output_.data() : nullptr, data_desc_, norm_grad.data(), nullptr, nullptr, data_desc_,
-              input_grad.data(), channel_desc_, params.value(parameters_.scale), params.value(parameters_.shift),
-              params.grad(parameters_.scale), params.grad(parameters_.shift), epsilon, saved_mean_.data(),
+              input_grad.data(), channel_desc_, learnt ? params.value(parameters_.scale) : ones_.data(),
+              params.value(parameters_.shift), learnt ? params.grad(parameters_.scale) : scale_grad_.data(),
+              params.grad(parameters_.shift), parameters_.spec.epsilon, saved_mean_.data(),
               saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
               reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
           name_ + ": backward");

@@ -1,6 +1,7 @@
 // Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
 // (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type, else cuDNN's ReLU after it.
-// Scale, shift and statistics stay f32 in every precision.
+// Scale, shift and statistics stay f32 in every precision. Without a learnt scale, gamma is a
+// device vector of ones and its gradient goes to a scratch vector.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -11,7 +12,7 @@ namespace trellis::nn::cuda {
 
 class BatchNorm : public Layer {
 public:
-    BatchNorm(CudaContext& context, std::string name, int channels, bool relu, float scale_init);
+    BatchNorm(CudaContext& context, const BatchNormSpec& spec);
     ~BatchNorm() override;
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
@@ -22,9 +23,10 @@ public:
 
 private:
     CudaContext& context_;
-    std::string name_;
-    bool relu_;
     BatchNormParameters parameters_;
+    const std::string& name_;
+    bool relu_;
+    tensor::Tensor ones_, scale_grad_;  // gamma and its gradient without a learnt scale
     tensor::Shape shape_;
     tensor::DType type_ = tensor::DType::f32;
     TensorDescriptor data_desc_;

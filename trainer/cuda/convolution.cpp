@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/error.hpp"
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
@@ -47,6 +48,9 @@ int Convolution::choose(const char* direction, const std::string& what, Find fin
 
 Convolution::Convolution(CudaContext& context, const ConvolutionSpec& spec)
     : context_(context), parameters_(spec), spec_(parameters_.spec) {
+    if (spec.bias)
+        throw UsageError(spec.name + ": convolutions with a bias (alexnet, vgg16, googlenet) do not run on the CUDA "
+                         "backend yet; use --device cpu or a model with batch norm");
     check(cudnnCreateFilterDescriptor(&w_desc_), "cudnnCreateFilterDescriptor");
     check(cudnnCreateConvolutionDescriptor(&conv_desc_), "cudnnCreateConvolutionDescriptor");
 }
@@ -69,11 +73,17 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     type_ = context_.compute_type();
     x_desc_ = TensorDescriptor(input_shape_, type_);
     y_desc_ = TensorDescriptor(output_shape_, type_);
+    // cuDNN pads both sides alike: TensorFlow's SAME with a stride can pad one more after.
+    window_ = spec_.window.resolved(input_shape_[2], input_shape_[3]);
+    if (!window_.padding.symmetric())
+        throw UsageError(spec_.name + ": " + spec_.window.str() + " pads one side more than the other on a " +
+                         std::to_string(input_shape_[2]) + "x" + std::to_string(input_shape_[3]) +
+                         " input, which the CUDA backend does not do yet; use --device cpu");
     check(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NHWC, spec_.out_channels,
-                                      spec_.in_channels, spec_.kernel, spec_.kernel),
+                                      spec_.in_channels, window_.kernel_h, window_.kernel_w),
           spec_.name + ": filter descriptor");
-    check(cudnnSetConvolution2dDescriptor(conv_desc_, spec_.padding, spec_.padding, spec_.stride, spec_.stride, 1, 1,
-                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    check(cudnnSetConvolution2dDescriptor(conv_desc_, window_.padding.top, window_.padding.left, window_.stride,
+                                          window_.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
     math_ = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
@@ -83,8 +93,7 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
 }
 
 std::string Convolution::key(const char* direction) const {
-    return std::string(direction) + " " + input_shape_.str() + " k" + std::to_string(spec_.kernel) + " s" +
-           std::to_string(spec_.stride) + " p" + std::to_string(spec_.padding) + " o" +
+    return std::string(direction) + " " + input_shape_.str() + " " + window_.str() + " o" +
            std::to_string(spec_.out_channels);
 }
 

@@ -19,6 +19,7 @@ public:
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    double multiply_accumulates() const override { return parameters_.multiply_accumulates(output_shape_); }
 
 private:
     std::string key(const char* direction) const;
@@ -31,6 +32,7 @@ private:
     ConvolutionWeight parameters_;
     const ConvolutionSpec& spec_;
     bool input_grad_ = false;
+    Window window_;  // the spec's, its padding worked out for the input
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
     TensorDescriptor x_desc_, y_desc_;

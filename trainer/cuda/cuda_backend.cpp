@@ -55,13 +55,9 @@ CudaBackend::~CudaBackend() {
 
 LayerPtr CudaBackend::convolution(const ConvolutionSpec& spec) { return std::make_unique<Convolution>(context_, spec); }
 
-LayerPtr CudaBackend::batch_norm(const std::string& name, int channels, bool relu, float scale_init) {
-    return std::make_unique<BatchNorm>(context_, name, channels, relu, scale_init);
-}
+LayerPtr CudaBackend::batch_norm(const BatchNormSpec& spec) { return std::make_unique<BatchNorm>(context_, spec); }
 
-LayerPtr CudaBackend::max_pool(const std::string& name, int kernel, int stride, int padding) {
-    return std::make_unique<MaxPool>(context_, name, kernel, stride, padding);
-}
+LayerPtr CudaBackend::pooling(const PoolingSpec& spec) { return std::make_unique<Pooling>(context_, spec); }
 
 LayerPtr CudaBackend::global_average_pool(const std::string& name) {
     return std::make_unique<GlobalAveragePool>(context_, name);
@@ -73,6 +69,20 @@ LayerPtr CudaBackend::linear(const std::string& name, int in_features, int out_f
 
 std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& name) {
     return std::make_unique<ResidualJoin>(context_, name);
+}
+
+namespace {
+[[noreturn]] void not_yet(const std::string& layer, const char* what) {
+    throw UsageError(layer + ": " + what + " does not run on the CUDA backend yet; use --device cpu");
+}
+}  // namespace
+
+LayerPtr CudaBackend::relu(const std::string& name) { not_yet(name, "a ReLU of its own"); }
+
+LayerPtr CudaBackend::dropout(const std::string& name, float, const DropoutDraw&) { not_yet(name, "dropout"); }
+
+std::unique_ptr<nn::ChannelConcat> CudaBackend::channel_concat(const std::string& name) {
+    not_yet(name, "a concatenation of branches");
 }
 
 TensorSpec CudaBackend::nhwc_spec(const tensor::Shape& nchw_shape) {

@@ -1,5 +1,7 @@
 #include "trainer/cuda/linear.hpp"
 
+#include "common/error.hpp"
+
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
@@ -9,7 +11,12 @@ Linear::Linear(CudaContext& context, const std::string& name, int in_features, i
     : context_(context), parameters_(name, in_features, out_features) {}
 
 TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
-    parameters_.check_input(input.shape);
+    // The GPU's images are N x H x W x C, so a flattened image would not be in the order of the
+    // CPU's (and PyTorch's) N x C x H x W weights.
+    if (input.shape.rank() != 2)
+        throw UsageError(parameters_.name + ": a fully connected layer over images (alexnet, vgg16) does not run on "
+                         "the CUDA backend yet; use --device cpu");
+    parameters_.resolve_input(input.shape);
     input_grad_ = input_grad;
     batch_ = int(input.shape[0]);
     return context_.spec(tensor::Shape{batch_, parameters_.out_features}, tensor::DType::f32);

@@ -17,6 +17,7 @@ public:
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    double multiply_accumulates() const override { return parameters_.multiply_accumulates(batch_); }
 
 private:
     CudaContext& context_;

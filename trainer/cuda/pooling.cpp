@@ -6,32 +6,38 @@
 
 namespace trellis::nn::cuda {
 
-MaxPool::MaxPool(CudaContext& context, std::string name, int kernel, int stride, int padding)
-    : context_(context), name_(std::move(name)), kernel_(kernel), stride_(stride), padding_(padding) {
+Pooling::Pooling(CudaContext& context, const PoolingSpec& spec) : context_(context), spec_(spec) {
     check(cudnnCreatePoolingDescriptor(&pool_desc_), "cudnnCreatePoolingDescriptor");
-    check(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, kernel, kernel, padding,
-                                      padding, stride, stride),
-          name_ + ": pooling descriptor");
 }
 
-MaxPool::~MaxPool() { cudnnDestroyPoolingDescriptor(pool_desc_); }
+Pooling::~Pooling() { cudnnDestroyPoolingDescriptor(pool_desc_); }
 
-TensorSpec MaxPool::setup(const TensorSpec& input, bool) {
+TensorSpec Pooling::setup(const TensorSpec& input, bool) {
+    const auto& name_ = spec_.name;
     input_shape_ = input.shape;
     if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
-    auto out = [&](std::int64_t size) { return (size + 2 * padding_ - kernel_) / stride_ + 1; };
-    output_shape_ = tensor::Shape{input_shape_[0], input_shape_[1], out(input_shape_[2]), out(input_shape_[3])};
+    output_shape_ = spec_.window.output_shape(input_shape_, input_shape_[1], name_);
+    auto w = spec_.window.resolved(input_shape_[2], input_shape_[3]);
+    // cuDNN pads both sides alike: TensorFlow's SAME with a stride can pad one more after.
+    if (!w.padding.symmetric())
+        throw UsageError(name_ + ": " + spec_.window.str() + " pads one side more than the other on a " +
+                         std::to_string(input_shape_[2]) + "x" + std::to_string(input_shape_[3]) +
+                         " input, which the CUDA backend does not do yet; use --device cpu");
+    auto mode = spec_.kind == PoolKind::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    check(cudnnSetPooling2dDescriptor(pool_desc_, mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel_h, w.kernel_w, w.padding.top,
+                                      w.padding.left, w.stride, w.stride),
+          name_ + ": pooling descriptor");
     type_ = type_of(input);
     x_desc_ = TensorDescriptor(input_shape_, type_);
     y_desc_ = TensorDescriptor(output_shape_, type_);
     return context_.spec(output_shape_, type_);
 }
 
-tensor::Tensor MaxPool::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor Pooling::forward(const tensor::Tensor& input, Mode mode) {
     auto output = context_.allocate(output_shape_, type_);
     float one = 1, zero = 0;
     check(cudnnPoolingForward(context_.cudnn(), pool_desc_, &one, x_desc_, input.data(), &zero, y_desc_, output.data()),
-          name_ + ": forward");
+          spec_.name + ": forward");
     if (mode == Mode::train) {
         input_ = input;
         output_ = output;
@@ -39,12 +45,12 @@ tensor::Tensor MaxPool::forward(const tensor::Tensor& input, Mode mode) {
     return output;
 }
 
-tensor::Tensor MaxPool::backward(const tensor::Tensor& output_grad) {
+tensor::Tensor Pooling::backward(const tensor::Tensor& output_grad) {
     auto input_grad = context_.allocate(input_shape_, type_);
     float one = 1, zero = 0;
     check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_,
                                output_grad.data(), x_desc_, input_.data(), &zero, x_desc_, input_grad.data()),
-          name_ + ": backward");
+          spec_.name + ": backward");
     input_ = output_ = {};
     return input_grad;
 }

@@ -1,5 +1,6 @@
-// Max pooling (the ResNet stem) on cuDNN, and global average pooling (the head) on a kernel
-// that also widens the activations to the f32 N x C matrix the fully connected layer reads.
+// Max and average pooling (padding left out of the average's count) on cuDNN, and global
+// average pooling (the head) on a kernel that also widens the activations to the f32 N x C
+// matrix the fully connected layer reads.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -7,10 +8,10 @@
 
 namespace trellis::nn::cuda {
 
-class MaxPool : public Layer {
+class Pooling : public Layer {
 public:
-    MaxPool(CudaContext& context, std::string name, int kernel, int stride, int padding);
-    ~MaxPool() override;
+    Pooling(CudaContext& context, const PoolingSpec& spec);
+    ~Pooling() override;
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
@@ -18,8 +19,7 @@ public:
 
 private:
     CudaContext& context_;
-    std::string name_;
-    int kernel_, stride_, padding_;
+    PoolingSpec spec_;
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
     TensorDescriptor x_desc_, y_desc_;

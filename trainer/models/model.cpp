@@ -8,18 +8,20 @@
 
 namespace trellis::models {
 
-Model::Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
+Model::Model(nn::Backend& backend, const Architecture& architecture, const ModelOptions& options, int batch,
              int image_size, std::uint64_t seed)
-    : backend_(backend), config_(config), batch_(batch), image_size_(image_size), num_classes_(options.num_classes) {
+    : backend_(backend), architecture_(architecture), batch_(batch), image_size_(image_size),
+      num_classes_(options.num_classes), dropout_{seed, 0} {
     if (batch < 1) throw UsageError("batch size must be at least 1");
-    // The ImageNet stem divides the image by 32; smaller inputs would vanish before the head.
-    int smallest = config.cifar ? 8 : 32;
-    if (image_size < smallest)
-        throw UsageError(config.name + " needs images of at least " + std::to_string(smallest) +
-                                    " pixels, got " + std::to_string(image_size));
-    network_ = build_resnet(backend, config, options);
+    if (options.num_classes < 2) throw UsageError("--num-classes must be at least 2");
+    if (image_size < architecture.minimum_image_size)
+        throw UsageError(architecture.name + " needs images of at least " +
+                         std::to_string(architecture.minimum_image_size) + " pixels, got " + std::to_string(image_size));
+    network_ = architecture.build({backend, options, dropout_});
     input_spec_ = backend.nhwc_spec(tensor::Shape{batch, 3, image_size, image_size});
     network_->setup(input_spec_, false);
+    for (const auto& layer : network_->layers()) gmacs_per_image_ += layer->multiply_accumulates();
+    gmacs_per_image_ /= 1e9 * batch;
     std::vector<std::size_t> first_parameter;
     for (const auto& layer : network_->layers()) {
         first_parameter.push_back(store_.learned().size());
@@ -53,6 +55,7 @@ nn::LossResult Model::train_step(const Images& images, std::span<const int> labe
     if (part.count > 1 && backend_.device_loss())
         throw UsageError("--accumulate: adding the gradients of several batches runs on the CPU backend only");
     bool last = part.index + 1 == part.count;
+    dropout_.draw = std::uint64_t(part.step) * std::uint64_t(part.count) + std::uint64_t(part.index);
     auto grads = store_.grads();
     auto logits = network_->forward(stage(images), nn::Mode::train);
     std::function<void(std::size_t)> after;

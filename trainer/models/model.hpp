@@ -7,15 +7,17 @@
 #include <memory>
 #include <span>
 
-#include "trainer/models/resnet.hpp"
+#include "trainer/models/architecture.hpp"
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/softmax_cross_entropy.hpp"
 
 namespace trellis::models {
 
-// Which of a step's batches this is, when a step adds the gradients of several.
+// Which of a step's batches this is, when a step adds the gradients of several, and the step
+// (dropout draws its masks from the two).
 struct StepPart {
     int index = 0, count = 1;
+    std::int64_t step = 0;
 };
 
 // A batch of images as the steps take them, batch x size x size x 3 (NHWC, the pipeline's
@@ -32,10 +34,13 @@ struct Images {
 class Model {
 public:
     // The first convolution converts the images of a step to the backend's layout.
-    Model(nn::Backend& backend, const ResNetConfig& config, const ResNetOptions& options, int batch,
+    // Throws UsageError when the images are smaller than the model takes.
+    Model(nn::Backend& backend, const Architecture& architecture, const ModelOptions& options, int batch,
           int image_size, std::uint64_t seed);
 
-    const std::string& name() const { return config_.name; }
+    const Architecture& architecture() const { return architecture_; }
+    const std::string& name() const { return architecture_.name; }
+    double gmacs_per_image() const { return gmacs_per_image_; }
     int batch() const { return batch_; }
     int num_classes() const { return num_classes_; }
     nn::ParameterStore& parameters() { return store_; }
@@ -61,8 +66,10 @@ private:
     tensor::Tensor stage(const Images& images) const;
 
     nn::Backend& backend_;
-    ResNetConfig config_;
+    Architecture architecture_;
     int batch_, image_size_, num_classes_;
+    nn::DropoutDraw dropout_;  // before the network: its dropout layers hold a reference
+    double gmacs_per_image_ = 0;
     std::unique_ptr<nn::Sequential> network_;
     nn::TensorSpec input_spec_;
     nn::ParameterStore store_;

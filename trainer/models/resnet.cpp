@@ -7,45 +7,35 @@
 
 namespace trellis::models {
 
-const std::vector<ResNetConfig>& resnet_configs() {
-    static const std::vector<ResNetConfig> configs{
-        {"resnet18", false, false, {2, 2, 2, 2}, 224, false},
-        {"resnet34", false, false, {3, 4, 6, 3}, 224, false},
-        {"resnet50", true, false, {3, 4, 6, 3}, 224, false},
-        {"resnet101", true, false, {3, 4, 23, 3}, 224, false},
-        {"resnet152", true, false, {3, 8, 36, 3}, 224, false},
-        {"resnet50_v1", true, false, {3, 4, 6, 3}, 224, true},
-        {"resnet101_v1", true, false, {3, 4, 23, 3}, 224, true},
-        {"resnet152_v1", true, false, {3, 8, 36, 3}, 224, true},
-        {"resnet8", false, true, {1, 1, 1}, 32, false},
-        {"resnet20", false, true, {3, 3, 3}, 32, false},
-        {"resnet32", false, true, {5, 5, 5}, 32, false},
-        {"resnet56", false, true, {9, 9, 9}, 32, false},
-    };
-    return configs;
-}
-
-const ResNetConfig& find_resnet(const std::string& name) {
-    std::string accepted;
-    for (const auto& config : resnet_configs()) {
-        if (config.name == name) return config;
-        accepted += (accepted.empty() ? "" : ", ") + config.name;
-    }
-    throw UsageError("unknown model '" + name + "' (accepted: " + accepted + ")");
-}
-
 namespace {
+
+struct ResNetConfig {
+    std::string name;
+    bool bottleneck = false;
+    bool cifar = false;            // 3x3 stem without pooling, three stages
+    std::vector<int> blocks;       // per stage
+    bool stride_on_first = false;  // bottleneck v1: the stride on the first 1x1 convolution
+};
+
+const ResNetConfig configs[] = {
+    {"resnet18", false, false, {2, 2, 2, 2}, false},     {"resnet34", false, false, {3, 4, 6, 3}, false},
+    {"resnet50", true, false, {3, 4, 6, 3}, false},      {"resnet101", true, false, {3, 4, 23, 3}, false},
+    {"resnet152", true, false, {3, 8, 36, 3}, false},    {"resnet50_v1", true, false, {3, 4, 6, 3}, true},
+    {"resnet101_v1", true, false, {3, 4, 23, 3}, true},  {"resnet152_v1", true, false, {3, 8, 36, 3}, true},
+    {"resnet8", false, true, {1, 1, 1}, false},          {"resnet20", false, true, {3, 3, 3}, false},
+    {"resnet32", false, true, {5, 5, 5}, false},         {"resnet56", false, true, {9, 9, 9}, false},
+};
 
 class Builder {
 public:
-    Builder(nn::Backend& backend, const ResNetOptions& options, bool stride_on_first)
+    Builder(nn::Backend& backend, const ModelOptions& options, bool stride_on_first)
         : backend_(backend), options_(options), stride_on_first_(stride_on_first) {}
 
     void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride,
                    bool relu, bool last_of_branch = false) {
-        into.add(backend_.convolution({name + ".conv", in, out, kernel, stride, kernel / 2}));
+        into.add(backend_.convolution({name + ".conv", in, out, nn::Window::square(kernel, stride, kernel / 2)}));
         float gamma = last_of_branch && options_.zero_init_residual ? 0.0f : 1.0f;
-        into.add(backend_.batch_norm(name + ".bn", out, relu, gamma));
+        into.add(backend_.batch_norm({name + ".bn", out, relu, gamma}));
     }
 
     nn::LayerPtr block(const std::string& name, bool bottleneck, int in, int width, int stride) {
@@ -68,52 +58,12 @@ public:
 
 private:
     nn::Backend& backend_;
-    const ResNetOptions& options_;
+    const ModelOptions& options_;
     bool stride_on_first_;
 };
 
-}  // namespace
-
-double multiply_accumulates(const ResNetConfig& config, int image_size, int num_classes) {
-    double total = 0;
-    int size = image_size;
-    // A convolution with padding kernel/2 on a size x size input; returns the output size.
-    auto conv = [&total](int in_size, int in, int out, int kernel, int stride) {
-        int out_size = (in_size + 2 * (kernel / 2) - kernel) / stride + 1;
-        total += double(out_size) * out_size * in * out * kernel * kernel;
-        return out_size;
-    };
-    int channels;
-    std::vector<int> widths;
-    if (config.cifar) {
-        channels = 16, widths = {16, 32, 64};
-        size = conv(size, 3, channels, 3, 1);
-    } else {
-        channels = 64, widths = {64, 128, 256, 512};
-        size = conv(size, 3, channels, 7, 2);
-        size = (size + 2 - 3) / 2 + 1;  // max pooling 3x3, stride 2, padding 1
-    }
-    for (std::size_t stage = 0; stage < config.blocks.size(); ++stage)
-        for (int b = 0; b < config.blocks[stage]; ++b) {
-            int stride = (b == 0 && stage > 0) ? 2 : 1, width = widths[stage];
-            int out = config.bottleneck ? width * 4 : width;
-            if (stride != 1 || channels != out) conv(size, channels, out, 1, stride);
-            if (config.bottleneck) {
-                int first = config.stride_on_first ? stride : 1;
-                int inner = conv(size, channels, width, 1, first);
-                inner = conv(inner, width, width, 3, stride / first);
-                size = conv(inner, width, out, 1, 1);
-            } else {
-                size = conv(conv(size, channels, width, 3, stride), width, out, 3, 1);
-            }
-            channels = out;
-        }
-    return total + double(channels) * num_classes;
-}
-
 std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetConfig& config,
-                                             const ResNetOptions& options) {
-    if (options.num_classes < 2) throw UsageError("--num-classes must be at least 2");
+                                             const ModelOptions& options) {
     Builder builder(backend, options, config.stride_on_first);
     auto net = std::make_unique<nn::Sequential>();
     int channels;
@@ -124,9 +74,9 @@ std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetC
         widths = {16, 32, 64};
     } else {
         channels = 64;
-        net->add(backend.convolution({"stem.conv", 3, channels, 7, 2, 3}));
-        net->add(backend.batch_norm("stem.bn", channels, true, 1.0f));
-        net->add(backend.max_pool("stem.pool", 3, 2, 1));
+        net->add(backend.convolution({"stem.conv", 3, channels, nn::Window::square(7, 2, 3)}));
+        net->add(backend.batch_norm({"stem.bn", channels, true}));
+        net->add(backend.pooling({"stem.pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)}));
         widths = {64, 128, 256, 512};
     }
     for (std::size_t stage = 0; stage < config.blocks.size(); ++stage) {
@@ -140,6 +90,19 @@ std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetC
     net->add(backend.global_average_pool("avgpool"));
     net->add(backend.linear("fc", channels, options.num_classes));
     return net;
+}
+
+}  // namespace
+
+std::vector<Architecture> resnets() {
+    std::vector<Architecture> list;
+    for (const auto& config : configs) {
+        std::string form = config.bottleneck ? (config.stride_on_first ? "ResNet v1" : "ResNet v1.5") : "";
+        // The ImageNet stem divides the image by 32, the CIFAR one by 4.
+        list.push_back({config.name, form, config.cifar ? 32 : 224, config.cifar ? 8 : 32,
+                        [config](const BuildContext& build) { return build_resnet(build.backend, config, build.options); }});
+    }
+    return list;
 }
 
 }  // namespace trellis::models

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "trainer/nn/dropout_mask.hpp"
 #include "trainer/nn/layer.hpp"
 #include "trainer/nn/softmax_cross_entropy.hpp"
+#include "trainer/nn/window.hpp"
 
 namespace trellis::nn {
 
@@ -18,9 +20,29 @@ struct ConvolutionSpec {
     std::string name;
     int in_channels = 0;
     int out_channels = 0;
-    int kernel = 1;
-    int stride = 1;
-    int padding = 0;
+    Window window;
+    bool bias = false;  // the models without batch norm add one
+};
+
+struct BatchNormSpec {
+    std::string name;
+    int channels = 0;
+    bool relu = false;          // a fused ReLU after it
+    float scale_init = 1.0f;    // gamma's starting value (0 for the last norm of a residual branch when asked)
+    bool learn_scale = true;    // false: gamma is 1 and not a parameter (tf_cnn_benchmarks' default)
+    float epsilon = 1e-5f;
+    float momentum = 0.1f;      // running = (1 - momentum) running + momentum batch
+};
+
+enum class PoolKind {
+    max,
+    average,  // over the window's pixels inside the image: padding is not counted (TensorFlow's SAME)
+};
+
+struct PoolingSpec {
+    std::string name;
+    PoolKind kind = PoolKind::max;
+    Window window;
 };
 
 // An image batch as 0..255 bytes, N x H x W x C, and how each channel is normalised:
@@ -39,6 +61,20 @@ public:
     // The gradient reaching both a and b (relu's backward of dy), in a's layout.
     virtual tensor::Tensor backward(const tensor::Tensor& output_grad) = 0;
     // target += addend, converting the addend's layout when it differs.
+    virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
+};
+
+// Branch outputs side by side along the channels (the Inception modules), and the output's
+// gradient split back into the branches.
+class ChannelConcat {
+public:
+    virtual ~ChannelConcat() = default;
+    // The branches must agree on N, H and W.
+    virtual TensorSpec setup(const std::vector<TensorSpec>& branches) = 0;
+    virtual tensor::Tensor forward(const std::vector<tensor::Tensor>& branches) = 0;
+    // Each branch's part of the gradient, in that branch's layout.
+    virtual std::vector<tensor::Tensor> backward(const tensor::Tensor& output_grad) = 0;
+    // target += addend (the branches' input gradients add up).
     virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
 };
 
@@ -62,14 +98,19 @@ public:
     virtual std::string name() const = 0;
 
     virtual LayerPtr convolution(const ConvolutionSpec& spec) = 0;
-    // Batch norm over channels, optionally followed by a fused ReLU; `scale_init` is gamma's
-    // starting value (0 for the last norm of a residual branch when asked).
-    virtual LayerPtr batch_norm(const std::string& name, int channels, bool relu, float scale_init) = 0;
-    virtual LayerPtr max_pool(const std::string& name, int kernel, int stride, int padding) = 0;
+    virtual LayerPtr batch_norm(const BatchNormSpec& spec) = 0;
+    virtual LayerPtr pooling(const PoolingSpec& spec) = 0;
     // Averages each channel over the image; the output is a plain N x C matrix.
     virtual LayerPtr global_average_pool(const std::string& name) = 0;
+    // Fully connected, with a bias. An N x C x H x W input is flattened in that order;
+    // in_features 0 takes the count from the input at setup.
     virtual LayerPtr linear(const std::string& name, int in_features, int out_features) = 0;
+    virtual LayerPtr relu(const std::string& name) = 0;
+    // On an N x F matrix, keeping each value with probability `keep` in training; the mask is
+    // drawn from `draw` as it is at each forward pass (dropout_mask.hpp).
+    virtual LayerPtr dropout(const std::string& name, float keep, const DropoutDraw& draw) = 0;
     virtual std::unique_ptr<ResidualJoin> residual_join(const std::string& name) = 0;
+    virtual std::unique_ptr<ChannelConcat> channel_concat(const std::string& name) = 0;
 
     // The spec of an image batch stored N x H x W x C (as the data pipeline delivers it).
     virtual TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) = 0;

@@ -37,6 +37,10 @@ public:
     // Adds this step's parameter gradients and returns the input's gradient (empty when
     // setup was told it is not needed).
     virtual tensor::Tensor backward(const tensor::Tensor& output_grad) = 0;
+
+    // Multiply-accumulates of one forward pass over the batch set up (convolutions and fully
+    // connected layers; the rest count as none), for the header's GMACs per image.
+    virtual double multiply_accumulates() const { return 0; }
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

@@ -8,48 +8,59 @@
 namespace trellis::nn {
 
 ConvolutionWeight::ConvolutionWeight(const ConvolutionSpec& spec) : spec(spec) {
-    weight.name = spec.name + ".weight";
-    weight.shape = tensor::Shape{spec.out_channels, spec.in_channels, spec.kernel, spec.kernel};
-    weight.kind = ParameterKind::weight;
+    const auto& w = spec.window;
+    weight = {spec.name + ".weight", tensor::Shape{spec.out_channels, spec.in_channels, w.kernel_h, w.kernel_w},
+              ParameterKind::weight};
+    bias = {spec.name + ".bias", tensor::Shape{spec.out_channels}, ParameterKind::bias};
+}
+
+void ConvolutionWeight::collect(ParameterStore& store) {
+    store.add(weight);
+    if (spec.bias) store.add(bias);
 }
 
 void ConvolutionWeight::initialize(std::mt19937_64& rng) {
-    double fan_out = double(spec.out_channels) * spec.kernel * spec.kernel;
+    double fan_out = double(spec.out_channels) * spec.window.kernel_h * spec.window.kernel_w;
     std::normal_distribution<float> normal(0.0f, float(std::sqrt(2.0 / fan_out)));
     for (std::int64_t i = 0; i < weight.elements(); ++i) weight.value[i] = normal(rng);
+    if (spec.bias)
+        for (std::int64_t i = 0; i < bias.elements(); ++i) bias.value[i] = 0.0f;
 }
 
 tensor::Shape ConvolutionWeight::output_shape(const tensor::Shape& in) const {
     if (in.rank() != 4 || in[1] != spec.in_channels)
         throw UsageError(spec.name + ": expects N x " + std::to_string(spec.in_channels) +
                                     " x H x W input, got " + in.str());
-    auto out_size = [&](std::int64_t size) { return (size + 2 * spec.padding - spec.kernel) / spec.stride + 1; };
-    return tensor::Shape{in[0], spec.out_channels, out_size(in[2]), out_size(in[3])};
+    return spec.window.output_shape(in, spec.out_channels, spec.name);
 }
 
-BatchNormParameters::BatchNormParameters(const std::string& name, int channels, float scale_init)
-    : name(name), channels(channels), scale_init(scale_init) {
+double ConvolutionWeight::multiply_accumulates(const tensor::Shape& output) const {
+    return double(output.elements()) * spec.in_channels * spec.window.kernel_h * spec.window.kernel_w;
+}
+
+BatchNormParameters::BatchNormParameters(const BatchNormSpec& spec) : spec(spec) {
     auto vector = [&](Parameter& p, const char* suffix, ParameterKind kind) {
-        p.name = name + suffix;
-        p.shape = tensor::Shape{channels};
+        p.name = spec.name + suffix;
+        p.shape = tensor::Shape{spec.channels};
         p.kind = kind;
     };
     vector(scale, ".weight", ParameterKind::norm_scale);
     vector(shift, ".bias", ParameterKind::norm_shift);
     vector(running_mean, ".running_mean", ParameterKind::running_stat);
     vector(running_variance, ".running_var", ParameterKind::running_stat);
+    if (!spec.learn_scale) ones.assign(std::size_t(spec.channels), 1.0f);
 }
 
 void BatchNormParameters::collect(ParameterStore& store) {
-    store.add(scale);
+    if (spec.learn_scale) store.add(scale);
     store.add(shift);
     store.add(running_mean);
     store.add(running_variance);
 }
 
 void BatchNormParameters::initialize() {
-    for (int c = 0; c < channels; ++c) {
-        scale.value[c] = scale_init;
+    for (int c = 0; c < spec.channels; ++c) {
+        if (spec.learn_scale) scale.value[c] = spec.scale_init;
         shift.value[c] = 0.0f;
         running_mean.value[c] = 0.0f;
         running_variance.value[c] = 1.0f;
@@ -57,8 +68,8 @@ void BatchNormParameters::initialize() {
 }
 
 void BatchNormParameters::check_input(const tensor::Shape& input) const {
-    if (input.rank() != 4 || input[1] != channels)
-        throw UsageError(name + ": expects N x " + std::to_string(channels) + " x H x W input, got " +
+    if (input.rank() != 4 || input[1] != spec.channels)
+        throw UsageError(spec.name + ": expects N x " + std::to_string(spec.channels) + " x H x W input, got " +
                                     input.str());
 }
 
@@ -80,10 +91,16 @@ void LinearParameters::initialize(std::mt19937_64& rng) {
     for (std::int64_t i = 0; i < bias.elements(); ++i) bias.value[i] = uniform(rng);
 }
 
-void LinearParameters::check_input(const tensor::Shape& input) const {
-    if (input.rank() != 2 || input[1] != in_features)
-        throw UsageError(name + ": expects N x " + std::to_string(in_features) + " input, got " +
-                                    input.str());
+std::int64_t LinearParameters::resolve_input(const tensor::Shape& input) {
+    std::int64_t features = input.rank() == 4 ? input[1] * input[2] * input[3] : input.rank() == 2 ? input[1] : -1;
+    if (in_features == 0 && features > 0) {
+        in_features = int(features);
+        weight.shape = tensor::Shape{out_features, in_features};
+    }
+    if (features != in_features)
+        throw UsageError(name + ": expects N x " + std::to_string(in_features) + " input (or N x C x H x W with " +
+                         std::to_string(in_features) + " values per image), got " + input.str());
+    return features;
 }
 
 void check_same_shape(const std::string& name, const tensor::Shape& a, const tensor::Shape& b) {

@@ -5,42 +5,46 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "trainer/nn/backend.hpp"
 
 namespace trellis::nn {
 
-// A convolution's weight, O x I x K x K (no bias: batch norm follows every convolution).
+// A convolution's weight, O x I x KH x KW, and its bias when the spec has one.
 struct ConvolutionWeight {
     explicit ConvolutionWeight(const ConvolutionSpec& spec);
-    void initialize(std::mt19937_64& rng);  // He normal, fan-out mode, as torchvision
+    void collect(ParameterStore& store);
+    void initialize(std::mt19937_64& rng);  // He normal, fan-out mode, as torchvision; bias 0
     // N x O x H' x W' for an N x I x H x W input; throws naming the layer otherwise.
     tensor::Shape output_shape(const tensor::Shape& input) const;
+    double multiply_accumulates(const tensor::Shape& output) const;
 
     ConvolutionSpec spec;
-    Parameter weight;
+    Parameter weight, bias;
 };
 
 struct BatchNormParameters {
-    BatchNormParameters(const std::string& name, int channels, float scale_init);
-    void collect(ParameterStore& store);
+    explicit BatchNormParameters(const BatchNormSpec& spec);
+    void collect(ParameterStore& store);  // no scale parameter when it is not learnt
     void initialize();  // scale_init, 0, running mean 0, running variance 1
     void check_input(const tensor::Shape& input) const;
+    // gamma: the parameter's values, or ones when the scale is not learnt.
+    const float* scale_values() const { return spec.learn_scale ? scale.value : ones.data(); }
 
-    static constexpr float epsilon = 1e-5f;
-    static constexpr float momentum = 0.1f;  // running = (1 - momentum) running + momentum batch
-
-    std::string name;
-    int channels;
-    float scale_init;
+    BatchNormSpec spec;
     Parameter scale, shift, running_mean, running_variance;
+    std::vector<float> ones;  // gamma without a learnt scale
 };
 
 struct LinearParameters {
     LinearParameters(const std::string& name, int in_features, int out_features);
     void collect(ParameterStore& store);
     void initialize(std::mt19937_64& rng);  // uniform in +-1/sqrt(fan_in), PyTorch's default
-    void check_input(const tensor::Shape& input) const;
+    // Checks an N x in_features input, or an N x C x H x W one with C x H x W features;
+    // with in_features 0, takes them from it. Returns the features.
+    std::int64_t resolve_input(const tensor::Shape& input);
+    double multiply_accumulates(std::int64_t batch) const { return double(batch) * in_features * out_features; }
 
     std::string name;
     int in_features, out_features;

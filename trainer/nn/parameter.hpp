@@ -12,7 +12,7 @@ namespace trellis::nn {
 
 enum class ParameterKind {
     weight,        // convolution and fully connected weights: weight decay applies
-    bias,          // fully connected bias
+    bias,          // fully connected and convolution biases
     norm_scale,    // batch norm gamma
     norm_shift,    // batch norm beta
     running_stat,  // batch norm running mean/variance: not learned, saved with the model
@@ -27,8 +27,6 @@ struct Parameter {
 
     std::int64_t elements() const { return shape.elements(); }
     bool learned() const { return kind != ParameterKind::running_stat; }
-    // By convention (Goyal et al., and torchvision recipes) only weights decay by default.
-    bool decays_by_default() const { return kind == ParameterKind::weight; }
 };
 
 }  // namespace trellis::nn

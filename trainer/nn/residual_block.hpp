@@ -17,6 +17,9 @@ public:
     void initialize(std::mt19937_64& rng) override;
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    double multiply_accumulates() const override {
+        return main_->multiply_accumulates() + shortcut_->multiply_accumulates();
+    }
 
 private:
     std::unique_ptr<Sequential> main_, shortcut_;

@@ -38,4 +38,10 @@ tensor::Tensor Sequential::backward(const tensor::Tensor& output_grad, const std
     return grad;
 }
 
+double Sequential::multiply_accumulates() const {
+    double total = 0;
+    for (const auto& layer : layers_) total += layer->multiply_accumulates();
+    return total;
+}
+
 }  // namespace trellis::nn

@@ -18,6 +18,7 @@ public:
     void initialize(std::mt19937_64& rng) override;
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    double multiply_accumulates() const override;
     // The same, calling `after(i)` once layer i's backward has run (last layer first), so
     // that gradient communication can start while earlier layers still compute.
     tensor::Tensor backward(const tensor::Tensor& output_grad, const std::function<void(std::size_t)>& after);

@@ -15,7 +15,20 @@ Optimizer::Optimizer(const OptimizerConfig& config, nn::ParameterStore& store) :
 }
 
 float Optimizer::decay_of(const nn::Parameter& p) const {
-    return (p.decays_by_default() || config_.decay_norm_and_bias) ? config_.weight_decay : 0.0f;
+    bool decays = false;
+    switch (config_.decay_on) {
+        case DecayOn::weights: decays = p.kind == nn::ParameterKind::weight; break;
+        case DecayOn::weights_and_biases: decays = p.kind == nn::ParameterKind::weight || p.kind == nn::ParameterKind::bias; break;
+        case DecayOn::all: decays = true; break;
+    }
+    return decays ? config_.weight_decay : 0.0f;
+}
+
+const cli::Choices<DecayOn>& decay_on_kinds() {
+    static const cli::Choices<DecayOn> choices{{{"weights", DecayOn::weights},
+                                                {"weights-and-biases", DecayOn::weights_and_biases},
+                                                {"all", DecayOn::all}}};
+    return choices;
 }
 
 const cli::Choices<OptimizerKind>& optimizer_kinds() {

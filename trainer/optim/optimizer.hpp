@@ -15,12 +15,18 @@ enum class OptimizerKind { sgd, rmsprop, lars };
 // Its spellings: sgd (also "momentum"), rmsprop, lars.
 const cli::Choices<OptimizerKind>& optimizer_kinds();
 
+// Which parameters weight decay applies to: weights only (Goyal et al., torchvision's
+// recipes), weights and biases but not batch norm's (tf_cnn_benchmarks' L2 loss over every
+// variable without "batchnorm" in its name), or all of them.
+enum class DecayOn { weights, weights_and_biases, all };
+const cli::Choices<DecayOn>& decay_on_kinds();
+
 struct OptimizerConfig {
     OptimizerKind kind = OptimizerKind::sgd;
     float momentum = 0.9f;
     bool nesterov = false;
     float weight_decay = 1e-4f;
-    bool decay_norm_and_bias = false;  // by default only weights decay
+    DecayOn decay_on = DecayOn::weights;
     float rmsprop_decay = 0.9f;
     float rmsprop_epsilon = 1.0f;      // TensorFlow's ImageNet recipes use 1.0
     float lars_eta = 0.001f;           // trust coefficient (You et al. 2017)

@@ -50,6 +50,23 @@ void TensorBoardWriter::scalars(std::int64_t step, const std::map<std::string, d
     records_->write(event.bytes());
 }
 
+void TensorBoardWriter::text(std::int64_t step, const std::string& tag, const std::string& value) {
+    constexpr std::uint64_t dt_string = 7;
+    data::WireWriter plugin, metadata, tensor, entry, summary;
+    plugin.string_field(1, "text");
+    metadata.message_field(1, plugin);
+    tensor.varint_field(1, dt_string);
+    tensor.message_field(2, data::WireWriter());  // a scalar: a shape without dimensions
+    tensor.string_field(8, value);
+    entry.string_field(1, tag);
+    entry.message_field(9, metadata);
+    entry.message_field(8, tensor);
+    summary.message_field(1, entry);
+    auto event = event_header(step);
+    event.message_field(5, summary);
+    records_->write(event.bytes());
+}
+
 MetricsLog::MetricsLog(const std::string& folder) {
     if (folder.empty()) return;
     std::error_code error;
@@ -87,6 +104,7 @@ void MetricsLog::describe(const nlohmann::json& run) {
     line["kind"] = "run";
     line["time"] = wall_time();
     jsonl_ << line.dump() << '\n' << std::flush;
+    tensorboard_->text(0, "run/description", run.dump(1));
 }
 
 void MetricsLog::flush() {

@@ -15,11 +15,15 @@
 namespace trellis::train {
 
 // TensorBoard's event file: TFRecord framing around Event protos (wall_time = 1, step = 2,
-// file_version = 3, summary = 5 holding Summary.Value{tag = 1, simple_value = 2}).
+// file_version = 3, summary = 5 holding Summary.Value{tag = 1, simple_value = 2}, or a text
+// summary: Summary.Value{tag = 1, metadata = 9 naming the "text" plugin, tensor = 8 holding
+// one DT_STRING}).
 class TensorBoardWriter {
 public:
     explicit TensorBoardWriter(const std::string& folder);
     void scalars(std::int64_t step, const std::map<std::string, double>& values);
+    // Shown in TensorBoard's Text tab.
+    void text(std::int64_t step, const std::string& tag, const std::string& value);
     void flush() { records_->flush(); }
     const std::string& path() const { return records_->path(); }
 
@@ -36,7 +40,8 @@ public:
     // named "<kind>/<name>".
     void record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values);
     // The run's description, the file's first record ("kind": "run"): what the header says,
-    // as fields that scripts and tests read instead of the banner text.
+    // as fields that scripts and tests read instead of the banner text; in TensorBoard, the
+    // same fields as the text "run/description".
     void describe(const nlohmann::json& run);
     void flush();
 

@@ -58,7 +58,7 @@ double fraction(const std::string& what, const std::string& value) { return cli:
 cli::OptionTable option_table(TrainOptions& o) {
     cli::OptionTable t("trellis-train --help");
     t.section("Model")
-        .value("--model", "M", "resnet18|34|50|101|152 (ImageNet; v1.5), resnet50_v1|101_v1|152_v1\n(tf_cnn_benchmarks' v1), resnet8|20|32|56 (32x32) (default resnet50)",
+        .value("--model", "M", "resnet18|34|50|101|152 (ImageNet; v1.5), resnet50_v1|101_v1|152_v1\n(tf_cnn_benchmarks' v1), resnet8|20|32|56 (32x32); tf_cnn_benchmarks'\nalexnet (227x227), vgg16, googlenet (224x224), inception3 and\ninception4 (299x299) (default resnet50)",
                [&](auto& v) { o.model = v; })
         .value("--batch-size", "B", "images per step and process (default 32)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })
@@ -105,10 +105,13 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--momentum", "M", "(default 0.9)",
                [&](auto& v) { o.optimizer.momentum = float(fraction("--momentum", v)); })
         .flag("--nesterov", "Nesterov momentum", [&] { o.optimizer.nesterov = true; })
-        .value("--weight-decay", "W", "(default 1e-4); only weights unless --decay-norm-bias",
+        .value("--weight-decay", "W", "(default 1e-4); on what --decay-on says",
                [&](auto& v) { o.optimizer.weight_decay = float(at_least_zero("--weight-decay", v)); })
-        .flag("--decay-norm-bias", "decay batch-norm parameters and biases too",
-              [&] { o.optimizer.decay_norm_and_bias = true; })
+        .value("--decay-on", "WHAT",
+               "weights (default; Goyal et al., torchvision) | weights-and-biases\n(tf_cnn_benchmarks: not batch norm's) | all",
+               [&](auto& v) { o.optimizer.decay_on = optim::decay_on_kinds().parse(v, "--decay-on"); })
+        .flag("--decay-norm-bias", "the same as --decay-on all",
+              [&] { o.optimizer.decay_on = optim::DecayOn::all; })
         .value("--lars-eta", "E", "LARS trust coefficient (default 0.001)",
                [&](auto& v) { o.optimizer.lars_eta = float(at_least_zero("--lars-eta", v)); })
         .value("--lr", "X", "learning rate per 256 images; scaled by the global batch\n(default 0.1)",
@@ -248,7 +251,7 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
 std::string train_usage() {
     TrainOptions ignored;
     return "usage: trellis-train [options]\n\n"
-           "Trains a ResNet on ImageNet-style data on a GPU (cuDNN) or this machine's CPUs (oneDNN).\n\n" +
+           "Trains a ResNet or another of tf_cnn_benchmarks' models on ImageNet-style data on a GPU (cuDNN) or this machine's CPUs (oneDNN).\n\n" +
            option_table(ignored).help() + "  -h, --help | --version\n";
 }
 

@@ -22,13 +22,13 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     // Slurm signals every task of a preempted step: the servers keep serving until the
     // workers, told by the same signal, have pushed their last step.
     install_stop_handlers();
-    const auto& config = models::find_resnet(options.model);
-    int image_size = options.image_size.value_or(config.default_image_size);
+    const auto& architecture = models::find_architecture(options.model);
+    int image_size = options.image_size.value_or(architecture.default_image_size);
     DatasetShape dataset;
     share_dataset_shape(transport, dataset);
     int classes = int(dataset.classes);
     nn::cpu::CpuBackend backend;
-    models::Model model(backend, config, {classes, options.zero_init_residual}, options.batch_size, image_size,
+    models::Model model(backend, architecture, {classes, options.zero_init_residual}, options.batch_size, image_size,
                         options.seed);
     auto& store = model.parameters();
     comm::broadcast_from_root(transport, store.values());
@@ -44,7 +44,7 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
                 shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, ps_modes().name(options.ps_mode).c_str());
     std::fflush(stdout);
     checkpoint::CheckpointInfo info;
-    info.model = config.name, info.num_classes = classes, info.step = start.step;
+    info.model = architecture.name, info.num_classes = classes, info.step = start.step;
     info.optimizer = optim::optimizer_kinds().name(options.optimizer.kind);
     info.seed = options.seed, info.global_batch = options.batch_size * options.accumulate * layout.workers();
     ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume};

@@ -82,7 +82,7 @@ private:
     int workers_;                 // ranks that compute: all, or all but the parameter servers
     int global_batch_;            // images per step over all workers
     int threads_;
-    const models::ResNetConfig& config_;
+    const models::Architecture& architecture_;
     int image_size_;
     DataSources sources_;
     nn::cpu::CpuBackend cpu_backend_;
@@ -121,8 +121,8 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
       workers_(options.strategy == Strategy::ps && transport ? identity_.size - options.ps_servers : identity_.size),
       global_batch_(options.batch_size * options.accumulate * workers_),
       threads_(options.threads > 0 ? options.threads : usable_cpus()),
-      config_(models::find_resnet(options.model)),
-      image_size_(options.image_size.value_or(config_.default_image_size)),
+      architecture_(models::find_architecture(options.model)),
+      image_size_(options.image_size.value_or(architecture_.default_image_size)),
       sources_(open_data_sources(options, image_size_, identity_.rank, workers_)),
       loss_(float(options.label_smoothing)),
       checkpointing_(!options.checkpoint_dir.empty()),
@@ -141,8 +141,8 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (accelerator_ && options.accumulate > 1)
         throw UsageError("--accumulate " + std::to_string(options.accumulate) +
                          ": adding the gradients of several batches runs on the CPU backend only (--device cpu)");
-    models::ResNetOptions model_options{sources_.num_classes, options.zero_init_residual};
-    model_ = std::make_unique<models::Model>(backend(), config_, model_options, options.batch_size, image_size_,
+    models::ModelOptions model_options{sources_.num_classes, options.zero_init_residual};
+    model_ = std::make_unique<models::Model>(backend(), architecture_, model_options, options.batch_size, image_size_,
                                              options.seed);
     if (accelerator_) {
         accelerator_->bind(model_->parameters());
@@ -309,9 +309,9 @@ void Run::say(const char* format, ...) const {
 
 void Run::print_header() {
     if (identity_.rank != 0) return;
-    nlohmann::json run{{"model", config_.name},
-                       {"model_version", config_.version()},
-                       {"gmacs_per_image", models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9},
+    nlohmann::json run{{"model", architecture_.name},
+                       {"model_version", architecture_.form},
+                       {"gmacs_per_image", model_->gmacs_per_image()},
                        {"parameters", model_->parameters().learned_elements()},
                        {"classes", sources_.num_classes},
                        {"image_size", image_size_},
@@ -326,11 +326,13 @@ void Run::print_header() {
     sync_->describe(run);
     metrics_.describe(run);
     auto parameters = double(model_->parameters().learned_elements()) / 1e6;
-    auto version = config_.version();
-    std::printf("Model:       %s%s%s%s (%.2fM parameters, %.2f GMACs per image, %d classes, %dx%d images)\n",
-                config_.name.c_str(), version.empty() ? "" : " (ResNet ", version.c_str(), version.empty() ? "" : ")",
-                parameters, models::multiply_accumulates(config_, image_size_, sources_.num_classes) / 1e9,
-                sources_.num_classes, image_size_, image_size_);
+    const auto& form = architecture_.form;
+    std::printf("Model:       %s%s%s%s (%.2fM parameters, %.2f GMACs per image, %d classes, %dx%d images",
+                architecture_.name.c_str(), form.empty() ? "" : " (", form.c_str(), form.empty() ? "" : ")", parameters,
+                model_->gmacs_per_image(), sources_.num_classes, image_size_, image_size_);
+    if (image_size_ != architecture_.default_image_size)
+        std::printf("; the model's own size is %d", architecture_.default_image_size);
+    std::printf(")\n");
     if (sources_.train_set)
         std::printf("Data:        %s, %d decoding %s, %s\n", sources_.description.c_str(), decoding_.threads,
                     decoding_.threads == 1 ? "thread" : "threads",
@@ -438,7 +440,7 @@ void Run::report_step(const ThroughputMeter& meter, double lr, double loss, cons
 
 checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
     checkpoint::CheckpointInfo info;
-    info.model = config_.name, info.num_classes = sources_.num_classes, info.step = step;
+    info.model = architecture_.name, info.num_classes = sources_.num_classes, info.step = step;
     info.optimizer = optim::optimizer_kinds().name(options_.optimizer.kind);
     info.seed = options_.seed, info.global_batch = global_batch_;
     if (train_source_) info.next = train_source_->position();
@@ -497,7 +499,7 @@ int Run::execute() {
         for (int part = 0; part < options_.accumulate; ++part) {
             const auto& batch = train_source_->next();
             auto scored = model_->train_step(images_of(batch), batch.labels, loss_, sync_->overlap(),
-                                             {part, options_.accumulate});
+                                             {part, options_.accumulate, step_});
             result.loss += scored.loss / double(options_.accumulate);
             images += batch.size;
         }

@@ -2,19 +2,15 @@
 
 namespace trellis::nn::cpu {
 
-constexpr auto epsilon = BatchNormParameters::epsilon;
-constexpr auto momentum = BatchNormParameters::momentum;
-
 namespace {
 memory::desc channel_vector(int channels) {
     return memory::desc({channels}, memory::data_type::f32, memory::format_tag::x);
 }
 }  // namespace
 
-BatchNorm::BatchNorm(const std::string& name, int channels, bool relu, float scale_init)
-    : name_(name), relu_(relu), parameters_(name, channels, scale_init) {
-    batch_mean_.resize(channels);
-    batch_variance_.resize(channels);
+BatchNorm::BatchNorm(const BatchNormSpec& spec) : parameters_(spec), spec_(parameters_.spec) {
+    batch_mean_.resize(std::size_t(spec.channels));
+    batch_variance_.resize(std::size_t(spec.channels));
 }
 
 TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
@@ -23,7 +19,9 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     reduced_count_ = shape_[0] * shape_[2] * shape_[3];
     auto data = desc_of(input);
     using flags = dnnl::normalization_flags;
-    auto learned = flags::use_scale | flags::use_shift | (relu_ ? flags::fuse_norm_relu : flags::none);
+    auto learned = (spec_.learn_scale ? flags::use_scale : flags::none) | flags::use_shift |
+                   (spec_.relu ? flags::fuse_norm_relu : flags::none);
+    auto epsilon = spec_.epsilon;
     auto attr = attributes();
 
     training_pd_ = {{dnnl::prop_kind::forward_training, data, epsilon, learned}, attr, engine()};
@@ -41,11 +39,11 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     auto data = training_pd_.src_desc();
     input_ = reordered(input, data);
     auto output = allocate(data, shape_);
-    auto vec = channel_vector(parameters_.channels);
+    auto vec = channel_vector(spec_.channels);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_DST, memory_of(output)},
-                                         {DNNL_ARG_SCALE, memory_of(vec, parameters_.scale.value)},
                                          {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)}};
+    if (spec_.learn_scale) args[DNNL_ARG_SCALE] = memory_of(vec, parameters_.scale.value);
     if (mode == Mode::eval) {
         args[DNNL_ARG_MEAN] = memory_of(vec, parameters_.running_mean.value);
         args[DNNL_ARG_VARIANCE] = memory_of(vec, parameters_.running_variance.value);
@@ -57,7 +55,7 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     args[DNNL_ARG_MEAN] = memory_of(vec, batch_mean_.data());
     args[DNNL_ARG_VARIANCE] = memory_of(vec, batch_variance_.data());
     args[DNNL_ARG_SCRATCHPAD] = scratchpad(training_pd_.scratchpad_desc());
-    if (relu_) {
+    if (spec_.relu) {
         workspace_ = allocate(training_pd_.workspace_desc(), tensor::Shape{});
         args[DNNL_ARG_WORKSPACE] = memory_of(workspace_);
     }
@@ -69,7 +67,8 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
 void BatchNorm::update_running_statistics() {
     // The running variance is the unbiased estimate, as PyTorch and cuDNN keep it.
     float unbias = reduced_count_ > 1 ? float(reduced_count_) / float(reduced_count_ - 1) : 1.0f;
-    for (int c = 0; c < parameters_.channels; ++c) {
+    float momentum = spec_.momentum;
+    for (int c = 0; c < spec_.channels; ++c) {
         parameters_.running_mean.value[c] =
             (1 - momentum) * parameters_.running_mean.value[c] + momentum * batch_mean_[c];
         parameters_.running_variance.value[c] =
@@ -81,18 +80,20 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     auto data = training_pd_.src_desc();
     auto diff_dst = reordered(output_grad, data);
     auto input_grad = allocate(data, shape_);
-    auto vec = channel_vector(parameters_.channels);
+    auto vec = channel_vector(spec_.channels);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_MEAN, memory_of(vec, batch_mean_.data())},
                                          {DNNL_ARG_VARIANCE, memory_of(vec, batch_variance_.data())},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                         {DNNL_ARG_SCALE, memory_of(vec, parameters_.scale.value)},
                                          {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)},
                                          {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
-                                         {DNNL_ARG_DIFF_SCALE, memory_of(vec, parameters_.scale.grad)},
                                          {DNNL_ARG_DIFF_SHIFT, memory_of(vec, parameters_.shift.grad)},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_pd_.scratchpad_desc())}};
-    if (relu_) args[DNNL_ARG_WORKSPACE] = memory_of(workspace_);
+    if (spec_.learn_scale) {
+        args[DNNL_ARG_SCALE] = memory_of(vec, parameters_.scale.value);
+        args[DNNL_ARG_DIFF_SCALE] = memory_of(vec, parameters_.scale.grad);
+    }
+    if (spec_.relu) args[DNNL_ARG_WORKSPACE] = memory_of(workspace_);
     backward_.execute(stream(), args);
     input_ = {};
     workspace_ = {};

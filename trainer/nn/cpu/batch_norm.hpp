@@ -1,5 +1,6 @@
 // Batch normalisation over channels, optionally with the ReLU that follows it fused in (oneDNN
-// then keeps a bit mask instead of a second activation). Training uses the batch's
+// then keeps a bit mask instead of a second activation), and without a learnt scale where the
+// spec says (gamma is then 1: oneDNN normalises without one). Training uses the batch's
 // statistics and updates running ones; evaluation uses the running ones.
 #pragma once
 
@@ -11,7 +12,7 @@ namespace trellis::nn::cpu {
 
 class BatchNorm : public Layer {
 public:
-    BatchNorm(const std::string& name, int channels, bool relu, float scale_init);
+    explicit BatchNorm(const BatchNormSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     void collect(ParameterStore& store) override { parameters_.collect(store); }
@@ -22,9 +23,8 @@ public:
 private:
     void update_running_statistics();
 
-    std::string name_;
-    bool relu_;
     BatchNormParameters parameters_;
+    const BatchNormSpec& spec_;
     tensor::Shape shape_;
     std::int64_t reduced_count_ = 0;  // elements per channel in a batch
 

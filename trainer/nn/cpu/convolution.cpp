@@ -17,22 +17,33 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     memory::desc src(dims_of(in), f32, any);
     memory::desc weights(dims_of(parameters_.weight.shape), f32, any);
     memory::desc dst(dims_of(output_shape_), f32, any);
-    memory::dims strides{spec_.stride, spec_.stride};
-    memory::dims padding{spec_.padding, spec_.padding};
+    auto window = spec_.window.resolved(in[2], in[3]);
+    memory::dims strides{window.stride, window.stride};
+    memory::dims before{window.padding.top, window.padding.left}, after{window.padding.bottom, window.padding.right};
     auto attr = attributes();
+    auto direct = dnnl::algorithm::convolution_direct;
 
-    forward_pd_ = {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
-                    dst, strides, padding, padding},
-                   attr, engine()};
+    if (spec_.bias) {
+        memory::desc bias = plain_desc(parameters_.bias.shape);
+        forward_pd_ = {{dnnl::prop_kind::forward_training, direct, src, weights, bias, dst, strides, before, after},
+                       attr, engine()};
+    } else {
+        forward_pd_ = {{dnnl::prop_kind::forward_training, direct, src, weights, dst, strides, before, after},
+                       attr, engine()};
+    }
     forward_ = dnnl::convolution_forward(forward_pd_);
     // Gradients keep the layouts of the activations they belong to.
-    backward_weights_pd_ = {{dnnl::algorithm::convolution_direct, forward_pd_.src_desc(), weights,
-                             forward_pd_.dst_desc(), strides, padding, padding},
-                            attr, engine(), forward_pd_};
+    if (spec_.bias) {
+        backward_weights_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.bias_desc(),
+                                 forward_pd_.dst_desc(), strides, before, after},
+                                attr, engine(), forward_pd_};
+    } else {
+        backward_weights_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.dst_desc(), strides, before, after},
+                                attr, engine(), forward_pd_};
+    }
     backward_weights_ = dnnl::convolution_backward_weights(backward_weights_pd_);
     if (input_grad_) {
-        backward_data_pd_ = {{dnnl::algorithm::convolution_direct, forward_pd_.src_desc(), weights,
-                              forward_pd_.dst_desc(), strides, padding, padding},
+        backward_data_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.dst_desc(), strides, before, after},
                              attr, engine(), forward_pd_};
         backward_data_ = dnnl::convolution_backward_data(backward_data_pd_);
     }
@@ -50,11 +61,13 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode) {
         reorder_into(plain_weights, memory_of(forward_weights_));
     }
     auto output = allocate(forward_pd_.dst_desc(), output_shape_);
-    forward_.execute(stream(), {{DNNL_ARG_SRC, memory_of(input_)},
-                                {DNNL_ARG_WEIGHTS, forward_weights_.empty() ? plain_weights
-                                                                            : memory_of(forward_weights_)},
-                                {DNNL_ARG_DST, memory_of(output)},
-                                {DNNL_ARG_SCRATCHPAD, scratchpad(forward_pd_.scratchpad_desc())}});
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory_of(input_)},
+        {DNNL_ARG_WEIGHTS, forward_weights_.empty() ? plain_weights : memory_of(forward_weights_)},
+        {DNNL_ARG_DST, memory_of(output)},
+        {DNNL_ARG_SCRATCHPAD, scratchpad(forward_pd_.scratchpad_desc())}};
+    if (spec_.bias) args[DNNL_ARG_BIAS] = memory_of(forward_pd_.bias_desc(), parameters_.bias.value);
+    forward_.execute(stream(), args);
     return output;
 }
 
@@ -70,10 +83,12 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
         blocked_grad = allocate(diff_weights_desc, parameters_.weight.shape);
         diff_weights = memory_of(blocked_grad);
     }
-    backward_weights_.execute(stream(), {{DNNL_ARG_SRC, memory_of(input_)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
                                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                                         {DNNL_ARG_SCRATCHPAD, scratchpad(backward_weights_pd_.scratchpad_desc())}});
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad(backward_weights_pd_.scratchpad_desc())}};
+    if (spec_.bias) args[DNNL_ARG_DIFF_BIAS] = memory_of(backward_weights_pd_.diff_bias_desc(), parameters_.bias.grad);
+    backward_weights_.execute(stream(), args);
     if (!blocked_grad.empty()) reorder_into(diff_weights, memory_of(plain_weights_desc, parameters_.weight.grad));
     input_ = {};
 

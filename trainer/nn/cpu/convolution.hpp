@@ -1,5 +1,5 @@
-// Convolution without bias (every convolution in ResNet is followed by batch norm), on
-// oneDNN's direct convolution with the memory formats it picks.
+// Convolution, with a bias where the spec asks (the models without batch norm), any kernel
+// shape and per-side padding, on oneDNN's direct convolution with the memory formats it picks.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -13,10 +13,11 @@ public:
     explicit Convolution(const ConvolutionSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override { store.add(parameters_.weight); }
+    void collect(ParameterStore& store) override { parameters_.collect(store); }
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+    double multiply_accumulates() const override { return parameters_.multiply_accumulates(output_shape_); }
 
 private:
     ConvolutionWeight parameters_;

@@ -4,34 +4,45 @@
 
 #include "common/error.hpp"
 #include "trainer/nn/cpu/batch_norm.hpp"
+#include "trainer/nn/cpu/channel_concat.hpp"
 #include "trainer/nn/cpu/convolution.hpp"
+#include "trainer/nn/cpu/dropout.hpp"
 #include "trainer/nn/cpu/linear.hpp"
 #include "trainer/nn/cpu/pooling.hpp"
+#include "trainer/nn/cpu/relu.hpp"
 #include "trainer/nn/cpu/residual_join.hpp"
 
 namespace trellis::nn::cpu {
 
 LayerPtr CpuBackend::convolution(const ConvolutionSpec& spec) { return std::make_unique<Convolution>(spec); }
 
-LayerPtr CpuBackend::batch_norm(const std::string& name, int channels, bool relu, float scale_init) {
-    return std::make_unique<BatchNorm>(name, channels, relu, scale_init);
-}
+LayerPtr CpuBackend::batch_norm(const BatchNormSpec& spec) { return std::make_unique<BatchNorm>(spec); }
 
-LayerPtr CpuBackend::max_pool(const std::string& name, int kernel, int stride, int padding) {
-    return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_max, PoolingWindow{kernel, kernel, stride, padding},
-                                     false, false);
+LayerPtr CpuBackend::pooling(const PoolingSpec& spec) {
+    auto algorithm = spec.kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+    return std::make_unique<Pooling>(spec.name, algorithm, spec.window, false, false);
 }
 
 LayerPtr CpuBackend::global_average_pool(const std::string& name) {
-    return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_avg_exclude_padding, PoolingWindow{}, true, true);
+    return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_avg_exclude_padding, Window{}, true, true);
 }
 
 LayerPtr CpuBackend::linear(const std::string& name, int in_features, int out_features) {
     return std::make_unique<Linear>(name, in_features, out_features);
 }
 
+LayerPtr CpuBackend::relu(const std::string& name) { return std::make_unique<Relu>(name); }
+
+LayerPtr CpuBackend::dropout(const std::string& name, float keep, const DropoutDraw& draw) {
+    return std::make_unique<Dropout>(name, keep, draw);
+}
+
 std::unique_ptr<nn::ResidualJoin> CpuBackend::residual_join(const std::string& name) {
     return std::make_unique<ResidualJoin>(name);
+}
+
+std::unique_ptr<nn::ChannelConcat> CpuBackend::channel_concat(const std::string& name) {
+    return std::make_unique<ChannelConcat>(name);
 }
 
 TensorSpec CpuBackend::nhwc_spec(const tensor::Shape& nchw_shape) {

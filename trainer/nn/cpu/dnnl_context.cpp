@@ -92,4 +92,16 @@ tensor::Tensor reordered(const tensor::Tensor& t, const memory::desc& desc) {
     return copy;
 }
 
+void add_into(tensor::Tensor& target, const tensor::Tensor& addend) {
+    auto target_desc = desc_of(target);
+    auto source = reordered(addend, target_desc);
+    dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, target_desc, target_desc, target_desc},
+                                    attributes(), engine());
+    auto target_memory = memory_of(target);
+    dnnl::binary(pd).execute(stream(), {{DNNL_ARG_SRC_0, target_memory},
+                                        {DNNL_ARG_SRC_1, memory_of(source)},
+                                        {DNNL_ARG_DST, target_memory},
+                                        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
+}
+
 }  // namespace trellis::nn::cpu

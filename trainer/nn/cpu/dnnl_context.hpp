@@ -44,5 +44,7 @@ tensor::Tensor allocate(const memory::desc& desc, const tensor::Shape& shape);
 // `t` itself when it already has layout `desc`, else a reordered copy.
 tensor::Tensor reordered(const tensor::Tensor& t, const memory::desc& desc);
 void reorder_into(const memory& from, const memory& to);
+// target += addend, converting the addend's layout when it differs.
+void add_into(tensor::Tensor& target, const tensor::Tensor& addend);
 
 }  // namespace trellis::nn::cpu

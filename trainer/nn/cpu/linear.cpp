@@ -7,8 +7,9 @@ Linear::Linear(const std::string& name, int in_features, int out_features)
 
 TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
-    input_shape_ = input.shape;
-    parameters_.check_input(input_shape_);
+    auto features = parameters_.resolve_input(input.shape);
+    image_shape_ = input.shape.rank() == 4 ? input.shape : tensor::Shape{};
+    input_shape_ = tensor::Shape{input.shape[0], features};
     output_shape_ = tensor::Shape{input_shape_[0], parameters_.out_features};
     auto src = plain_desc(input_shape_), weights = plain_desc(parameters_.weight.shape),
          bias = plain_desc(parameters_.bias.shape), dst = plain_desc(output_shape_);
@@ -25,7 +26,12 @@ TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
 }
 
 tensor::Tensor Linear::forward(const tensor::Tensor& input, Mode) {
-    input_ = reordered(input, forward_pd_.src_desc());
+    if (image_shape_.rank() == 4) {  // plain N x C x H x W is the same memory as N x (C*H*W)
+        auto plain = reordered(input, plain_desc(image_shape_));
+        input_ = tensor::Tensor(input_shape_, tensor::DType::f32, nullptr, plain.memory());
+    } else {
+        input_ = reordered(input, forward_pd_.src_desc());
+    }
     auto output = allocate(forward_pd_.dst_desc(), output_shape_);
     forward_.execute(stream(), {{DNNL_ARG_SRC, memory_of(input_)},
                                 {DNNL_ARG_WEIGHTS, memory_of(forward_pd_.weights_desc(), parameters_.weight.value)},
@@ -52,6 +58,7 @@ tensor::Tensor Linear::backward(const tensor::Tensor& output_grad) {
                        {DNNL_ARG_WEIGHTS, memory_of(backward_data_pd_.weights_desc(), parameters_.weight.value)},
                        {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
                        {DNNL_ARG_SCRATCHPAD, scratchpad(backward_data_pd_.scratchpad_desc())}});
+        if (image_shape_.rank() == 4) input_grad = tensor::Tensor(image_shape_, tensor::DType::f32, nullptr, input_grad.memory());
     }
     input_ = {};
     return input_grad;

@@ -3,27 +3,26 @@
 
 namespace trellis::nn::cpu {
 
-Pooling::Pooling(std::string name, dnnl::algorithm algorithm, PoolingWindow window, bool global, bool flatten)
+Pooling::Pooling(std::string name, dnnl::algorithm algorithm, Window window, bool global, bool flatten)
     : name_(std::move(name)), algorithm_(algorithm), window_(window), global_(global), flatten_(flatten) {}
 
 TensorSpec Pooling::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
     input_shape_ = input.shape;
     if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
-    if (global_) window_ = {int(input_shape_[2]), int(input_shape_[3]), 1, 0};
-    auto out = [&](std::int64_t size, int kernel) { return (size + 2 * window_.padding - kernel) / window_.stride + 1; };
-    output_shape_ = tensor::Shape{input_shape_[0], input_shape_[1], out(input_shape_[2], window_.kernel_h),
-                                  out(input_shape_[3], window_.kernel_w)};
+    if (global_) window_ = Window::tf_valid(int(input_shape_[2]), int(input_shape_[3]));
+    output_shape_ = window_.output_shape(input_shape_, input_shape_[1], name_);
+    auto w = window_.resolved(input_shape_[2], input_shape_[3]);
 
-    memory::dims strides{window_.stride, window_.stride}, kernel{window_.kernel_h, window_.kernel_w},
-        padding{window_.padding, window_.padding};
+    memory::dims strides{w.stride, w.stride}, kernel{w.kernel_h, w.kernel_w},
+        before{w.padding.top, w.padding.left}, after{w.padding.bottom, w.padding.right};
     memory::desc dst(dims_of(output_shape_), memory::data_type::f32, memory::format_tag::any);
     auto attr = attributes();
-    forward_pd_ = {{dnnl::prop_kind::forward_training, algorithm_, desc_of(input), dst, strides, kernel, padding, padding},
+    forward_pd_ = {{dnnl::prop_kind::forward_training, algorithm_, desc_of(input), dst, strides, kernel, before, after},
                    attr, engine()};
     forward_ = dnnl::pooling_forward(forward_pd_);
     if (input_grad_) {
-        backward_pd_ = {{algorithm_, forward_pd_.src_desc(), forward_pd_.dst_desc(), strides, kernel, padding, padding},
+        backward_pd_ = {{algorithm_, forward_pd_.src_desc(), forward_pd_.dst_desc(), strides, kernel, before, after},
                         attr, engine(), forward_pd_};
         backward_ = dnnl::pooling_backward(backward_pd_);
     }

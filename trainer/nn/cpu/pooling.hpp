@@ -1,4 +1,5 @@
-// Max pooling (the ResNet stem) and global average pooling (the head), on oneDNN pooling.
+// Max and average pooling over a window (average leaving padding out of the count), and global
+// average pooling (the head), on oneDNN pooling.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -6,15 +7,12 @@
 
 namespace trellis::nn::cpu {
 
-struct PoolingWindow {
-    int kernel_h = 1, kernel_w = 1, stride = 1, padding = 0;
-};
-
 class Pooling : public Layer {
 public:
     // `flatten`: the output is handed on as a plain N x C matrix (global pooling before the
     // fully connected layer).
-    Pooling(std::string name, dnnl::algorithm algorithm, PoolingWindow window, bool global, bool flatten);
+    // A global pooling's window is the whole image.
+    Pooling(std::string name, dnnl::algorithm algorithm, Window window, bool global, bool flatten);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
@@ -23,7 +21,7 @@ public:
 private:
     std::string name_;
     dnnl::algorithm algorithm_;
-    PoolingWindow window_;
+    Window window_;
     bool global_, flatten_, input_grad_ = false;
     tensor::Shape input_shape_, output_shape_;
 

@@ -1,0 +1,24 @@
+#!/bin/bash
+# Each of tf_cnn_benchmarks' models in trellis against the same network written in PyTorch
+# (tests/models/zoo_pytorch.py, Debian's python3-torch): from the same parameters and batch,
+# one training step gives the same loss and running statistics (relative 1e-4 of PyTorch's
+# step in float64) and the same gradients, dropout masks included (a training step, at
+# draw 5), as close to float64's as PyTorch's float32 step gets (zoo_pytorch.py says how).
+# On the CPU, batch 2, 10 classes, at reduced image sizes where the model allows them
+# (alexnet 67, vgg16 32, googlenet 193: their minimum); the Inceptions at 299, where their
+# last maps are 8x8 (at inception4's minimum, 75, batch norm would see 2 values a channel).
+# Skips without python3-torch.
+. "$(dirname "$0")/../train/lib.sh"
+python=/usr/bin/python3
+"$python" -c "import torch" 2>/dev/null || { echo "SKIP: python3-torch is not installed"; exit 77; }
+export OMP_NUM_THREADS=2
+failed=0
+for model_size in alexnet:67 vgg16:32 googlenet:193 inception3:299 inception4:299; do
+    model=${model_size%:*} size=${model_size#*:}
+    "$TRELLIS_BUILD/tests/models/zoo_export" "$model" "$size" 2 10 5 "$work/$model" >/dev/null ||
+        { echo "FAIL: $model: zoo_export failed"; failed=1; continue; }
+    if "$python" "$(dirname "$0")/zoo_pytorch.py" "$work/$model.json"; then pass "$model: the same step as PyTorch"
+    else echo "FAIL: $model differs from PyTorch"; failed=1; fi
+    rm -f "$work/$model".*
+done
+exit $failed
