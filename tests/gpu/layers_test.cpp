@@ -239,7 +239,7 @@ int main() {
          [](nn::Backend& b) { return b.batch_norm({"bnr", 32, true, 1}); }},
         {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)}); }},
         {"global average pool", tensor::Shape{4, 64, 7, 7}, [](nn::Backend& b) { return b.global_average_pool("gap"); }},
-        {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear("fc", 64, 10); }, true},
+        {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear({"fc", 64, 10}); }, true},
     };
     // bf16 keeps 8 bits of mantissa, fp16 11: the tolerances follow.
     for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}}) {

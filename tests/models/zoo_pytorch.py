@@ -291,7 +291,10 @@ def main():
         return (a.double() - b).norm().item() / max(b.norm().item(), 1e-12)
 
     failures = []
-    if abs(meta["loss"] - ref_loss) > 1e-4 * max(abs(ref_loss), 1.0):
+    # The running statistics measure how far float32 forward passes drift from float64's;
+    # the loss may drift as far (relatively), or 1e-4.
+    peer_stat = max((difference(v, ref_stats[k]) for k, v in peer_stats.items()), default=0.0)
+    if abs(meta["loss"] - ref_loss) > max(1e-4, 3 * peer_stat) * max(abs(ref_loss), 1.0):
         failures.append(f"loss: trellis {meta['loss']:.6f}, PyTorch {peer_loss:.6f} (float64 {ref_loss:.6f})")
     peer_distance = {name: difference(peer_grads[name], ref) for name, ref in ref_grads.items()}
     worst_peer = max((d, name) for name, d in peer_distance.items())
@@ -303,7 +306,6 @@ def main():
             failures.append(f"{name}: gradient {ours:.2e} from float64's, PyTorch's float32 {peer:.2e}")
     # The running statistics likewise, against PyTorch's largest distance on any of them.
     worst_stat = max(((difference(v, ref_stats[k]), k) for k, v in ours_stats.items()), default=(0.0, ""))
-    peer_stat = max((difference(v, ref_stats[k]) for k, v in peer_stats.items()), default=0.0)
     if worst_stat[0] > max(3 * peer_stat, 1e-4):
         failures.append(f"running statistics: {worst_stat[0]:.2e} from float64's at {worst_stat[1]}, "
                         f"PyTorch's float32 at most {peer_stat:.2e}")

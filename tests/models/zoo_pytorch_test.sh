@@ -1,9 +1,9 @@
 #!/bin/bash
 # Each of tf_cnn_benchmarks' models in trellis against the same network written in PyTorch
 # (tests/models/zoo_pytorch.py, Debian's python3-torch): from the same parameters and batch,
-# one training step gives the same loss and running statistics (relative 1e-4 of PyTorch's
-# step in float64) and the same gradients, dropout masks included (a training step, at
-# draw 5), as close to float64's as PyTorch's float32 step gets (zoo_pytorch.py says how).
+# one training step gives the same loss, running statistics and gradients, dropout masks
+# included (a training step, at draw 5): as close to PyTorch's step in float64 as PyTorch's
+# own float32 step gets, or within 1e-4 (zoo_pytorch.py says how).
 # On the CPU, batch 2, 10 classes, at reduced image sizes where the model allows them
 # (alexnet 67, vgg16 32, googlenet 193: their minimum); the Inceptions at 299, where their
 # last maps are 8x8 (at inception4's minimum, 75, batch norm would see 2 values a channel).

@@ -13,7 +13,7 @@ for model_size in alexnet:67 vgg16:32 googlenet:193 inception3:299 inception4:75
             --threads 2 --display-every 1 --checkpoint-every 2)
     "$TRAIN" "${common[@]}" --steps 4 --checkpoint-dir "$work/$model-a" --log-dir "$work/$model-whole" \
         >"$work/$model-whole.out" 2>&1 || { cat "$work/$model-whole.out"; fail "$model: training failed"; }
-    own=$(awk -v m="$model" '$1 == m {print $2}' <<<"alexnet 227 vgg16 224 googlenet 224 inception3 299 inception4 299")
+    case $model in alexnet) own=227 ;; inception*) own=299 ;; *) own=224 ;; esac
     [ "$size" = "$own" ] && expected="${size}x$size images)" || expected="${size}x$size images; the model's own size is $own)"
     grep -q "^Model: *$model (.* classes, $expected" "$work/$model-whole.out" ||
         { head -n 3 "$work/$model-whole.out"; fail "$model: the header does not say '$expected'"; }

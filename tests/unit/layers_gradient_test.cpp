@@ -54,7 +54,7 @@ TEST_CASE("max pooling and global average pooling") {
 }
 
 TEST_CASE("fully connected layer") {
-    auto fc = backend.linear("fc", 20, 10);
+    auto fc = backend.linear({"fc", 20, 10});
     expect_gradients_match(*fc, {tensor::Shape{3, 20}, nullptr});
 }
 
@@ -106,12 +106,12 @@ TEST_CASE("max and average pooling with SAME padding, the average leaving the pa
 TEST_CASE("ReLU on its own, and a fully connected layer over images (flattened N x C x H x W)") {
     auto relu = backend.relu("relu");
     expect_gradients_match(*relu, images(2, 4, 3, 3));
-    auto fc = backend.linear("fc", 0, 7);  // the features from the input: 4 x 3 x 3
+    auto fc = backend.linear({"fc", 0, 7});  // the features from the input: 4 x 3 x 3
     expect_gradients_match(*fc, images(2, 4, 3, 3));
     nn::ParameterStore store;
     fc->collect(store);
     CHECK(store.learned()[0]->shape == tensor::Shape{7, 36});
-    auto wrong = backend.linear("fc2", 35, 7);
+    auto wrong = backend.linear({"fc2", 35, 7});
     CHECK_THROWS_WITH(wrong->setup(images(2, 4, 3, 3), true), Catch::Contains("fc2: expects N x 35 input"));
 }
 
@@ -208,4 +208,26 @@ TEST_CASE("batch norm keeps running statistics in training and uses them in eval
     auto y = backend.to_plain(norm->forward(backend.from_plain(x, spec), nn::Mode::eval));
     double mean = stats[0]->value[0], variance = stats[1]->value[0];
     CHECK(y[0] == Approx((1 - mean) / std::sqrt(variance + 1e-5)));
+}
+
+TEST_CASE("tf_cnn_benchmarks' initialisation: a normal with variance gain / fan-in, cut at two deviations") {
+    auto conv = backend.convolution({"conv0", 64, 32, nn::Window::tf_same(3, 3), true, {1.0f}});
+    conv->setup(images(1, 64, 4, 4), true);
+    nn::ParameterStore store;
+    conv->collect(store);
+    store.allocate();
+    std::mt19937_64 rng(3);
+    for (auto* p : store.learned()) std::fill(p->value, p->value + p->elements(), 9.0f);
+    conv->initialize(rng);
+    const auto& weight = *store.learned()[0];
+    double deviation = std::sqrt(1.0 / (64 * 9)), sum = 0, squares = 0, largest = 0;
+    for (std::int64_t i = 0; i < weight.elements(); ++i) {
+        sum += weight.value[i], squares += double(weight.value[i]) * weight.value[i];
+        largest = std::max(largest, double(std::abs(weight.value[i])));
+    }
+    double n = double(weight.elements()), measured = std::sqrt(squares / n - (sum / n) * (sum / n));
+    CHECK(measured / deviation == Approx(0.88).margin(0.03));  // a normal cut at 2 sigma keeps 0.88 of its deviation
+    CHECK(largest <= 2 * deviation);
+    const auto& bias = *store.learned()[1];
+    CHECK(std::all_of(bias.value, bias.value + bias.elements(), [](float b) { return b == 0.0f; }));
 }

@@ -63,8 +63,8 @@ LayerPtr CudaBackend::global_average_pool(const std::string& name) {
     return std::make_unique<GlobalAveragePool>(context_, name);
 }
 
-LayerPtr CudaBackend::linear(const std::string& name, int in_features, int out_features) {
-    return std::make_unique<Linear>(context_, name, in_features, out_features);
+LayerPtr CudaBackend::linear(const LinearSpec& spec) {
+    return std::make_unique<Linear>(context_, spec);
 }
 
 std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& name) {

@@ -20,7 +20,7 @@ public:
     LayerPtr batch_norm(const BatchNormSpec& spec) override;
     LayerPtr pooling(const PoolingSpec& spec) override;
     LayerPtr global_average_pool(const std::string& name) override;
-    LayerPtr linear(const std::string& name, int in_features, int out_features) override;
+    LayerPtr linear(const LinearSpec& spec) override;
     LayerPtr relu(const std::string& name) override;
     LayerPtr dropout(const std::string& name, float keep, const DropoutDraw& draw) override;
     std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;

@@ -7,8 +7,7 @@
 
 namespace trellis::nn::cuda {
 
-Linear::Linear(CudaContext& context, const std::string& name, int in_features, int out_features)
-    : context_(context), parameters_(name, in_features, out_features) {}
+Linear::Linear(CudaContext& context, const LinearSpec& spec) : context_(context), parameters_(spec) {}
 
 TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
     // The GPU's images are N x H x W x C, so a flattened image would not be in the order of the

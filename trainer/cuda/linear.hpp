@@ -10,7 +10,7 @@ namespace trellis::nn::cuda {
 
 class Linear : public Layer {
 public:
-    Linear(CudaContext& context, const std::string& name, int in_features, int out_features);
+    Linear(CudaContext& context, const LinearSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     void collect(ParameterStore& store) override { parameters_.collect(store); }

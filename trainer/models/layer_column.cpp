@@ -21,7 +21,7 @@ LayerColumn& LayerColumn::conv(int out, int kernel_h, int kernel_w, int stride, 
     auto& backend = build_.backend;
     auto name = next_name("conv");
     bool norm = conventions_.batch_norm;
-    layers_->add(backend.convolution({name, channels_, out, window(kernel_h, kernel_w, stride, pad), !norm}));
+    layers_->add(backend.convolution({name, channels_, out, window(kernel_h, kernel_w, stride, pad), !norm, {1.0f}}));
     if (norm) {
         layers_->add(backend.batch_norm({name + ".bn", out, true, 1.0f, conventions_.learn_scale,
                                          conventions_.epsilon, conventions_.momentum}));
@@ -52,7 +52,7 @@ LayerColumn& LayerColumn::spatial_mean() {
 LayerColumn& LayerColumn::affine(int out, bool relu) {
     auto name = next_name("affine");
     // 0 input features: the layer takes them from its input, whatever the image size made them.
-    layers_->add(build_.backend.linear(name, flat_ ? channels_ : 0, out));
+    layers_->add(build_.backend.linear({name, flat_ ? channels_ : 0, out, {relu ? 2.0f : 1.0f}}));
     if (relu) layers_->add(build_.backend.relu(name + ".relu"));
     channels_ = out, flat_ = true;
     return *this;

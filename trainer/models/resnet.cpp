@@ -88,7 +88,7 @@ std::unique_ptr<nn::Sequential> build_resnet(nn::Backend& backend, const ResNetC
         }
     }
     net->add(backend.global_average_pool("avgpool"));
-    net->add(backend.linear("fc", channels, options.num_classes));
+    net->add(backend.linear({"fc", channels, options.num_classes}));
     return net;
 }
 

@@ -16,12 +16,29 @@
 
 namespace trellis::nn {
 
+// How a layer's weights start. 0: the layer's default (He et al.'s normal over the fan-out
+// for convolutions, as torchvision's ResNets; PyTorch's uniform for fully connected layers);
+// above 0: tf_cnn_benchmarks' variance scaling, a normal with variance gain / fan-in cut at
+// two standard deviations (gain 1 for its convolutions and its classifier, 2 for fully
+// connected layers before a ReLU). Biases start at 0 there.
+struct FanInGain {
+    float gain = 0;
+};
+
 struct ConvolutionSpec {
     std::string name;
     int in_channels = 0;
     int out_channels = 0;
     Window window;
     bool bias = false;  // the models without batch norm add one
+    FanInGain init;
+};
+
+struct LinearSpec {
+    std::string name;
+    int in_features = 0;  // 0: from the input at setup
+    int out_features = 0;
+    FanInGain init;
 };
 
 struct BatchNormSpec {
@@ -102,9 +119,8 @@ public:
     virtual LayerPtr pooling(const PoolingSpec& spec) = 0;
     // Averages each channel over the image; the output is a plain N x C matrix.
     virtual LayerPtr global_average_pool(const std::string& name) = 0;
-    // Fully connected, with a bias. An N x C x H x W input is flattened in that order;
-    // in_features 0 takes the count from the input at setup.
-    virtual LayerPtr linear(const std::string& name, int in_features, int out_features) = 0;
+    // Fully connected, with a bias. An N x C x H x W input is flattened in that order.
+    virtual LayerPtr linear(const LinearSpec& spec) = 0;
     virtual LayerPtr relu(const std::string& name) = 0;
     // On an N x F matrix, keeping each value with probability `keep` in training; the mask is
     // drawn from `draw` as it is at each forward pass (dropout_mask.hpp).

@@ -7,6 +7,22 @@
 
 namespace trellis::nn {
 
+namespace {
+
+// Normal with variance gain / fan_in, values beyond two standard deviations drawn again.
+void fan_in_normal(Parameter& p, float gain, std::int64_t fan_in, std::mt19937_64& rng) {
+    float deviation = std::sqrt(gain / float(fan_in));
+    std::normal_distribution<float> normal(0.0f, deviation);
+    for (std::int64_t i = 0; i < p.elements(); ++i) {
+        float value;
+        do value = normal(rng);
+        while (std::abs(value) > 2 * deviation);
+        p.value[i] = value;
+    }
+}
+
+}  // namespace
+
 ConvolutionWeight::ConvolutionWeight(const ConvolutionSpec& spec) : spec(spec) {
     const auto& w = spec.window;
     weight = {spec.name + ".weight", tensor::Shape{spec.out_channels, spec.in_channels, w.kernel_h, w.kernel_w},
@@ -20,6 +36,12 @@ void ConvolutionWeight::collect(ParameterStore& store) {
 }
 
 void ConvolutionWeight::initialize(std::mt19937_64& rng) {
+    if (spec.init.gain > 0) {
+        fan_in_normal(weight, spec.init.gain, spec.in_channels * spec.window.kernel_h * spec.window.kernel_w, rng);
+        if (spec.bias)
+            for (std::int64_t i = 0; i < bias.elements(); ++i) bias.value[i] = 0.0f;
+        return;
+    }
     double fan_out = double(spec.out_channels) * spec.window.kernel_h * spec.window.kernel_w;
     std::normal_distribution<float> normal(0.0f, float(std::sqrt(2.0 / fan_out)));
     for (std::int64_t i = 0; i < weight.elements(); ++i) weight.value[i] = normal(rng);
@@ -73,8 +95,8 @@ void BatchNormParameters::check_input(const tensor::Shape& input) const {
                                     input.str());
 }
 
-LinearParameters::LinearParameters(const std::string& name, int in_features, int out_features)
-    : name(name), in_features(in_features), out_features(out_features) {
+LinearParameters::LinearParameters(const LinearSpec& spec)
+    : name(spec.name), in_features(spec.in_features), out_features(spec.out_features), init(spec.init) {
     weight = {name + ".weight", tensor::Shape{out_features, in_features}, ParameterKind::weight};
     bias = {name + ".bias", tensor::Shape{out_features}, ParameterKind::bias};
 }
@@ -85,6 +107,11 @@ void LinearParameters::collect(ParameterStore& store) {
 }
 
 void LinearParameters::initialize(std::mt19937_64& rng) {
+    if (init.gain > 0) {
+        fan_in_normal(weight, init.gain, in_features, rng);
+        for (std::int64_t i = 0; i < bias.elements(); ++i) bias.value[i] = 0.0f;
+        return;
+    }
     float bound = 1.0f / std::sqrt(float(in_features));
     std::uniform_real_distribution<float> uniform(-bound, bound);
     for (std::int64_t i = 0; i < weight.elements(); ++i) weight.value[i] = uniform(rng);

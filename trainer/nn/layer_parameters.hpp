@@ -15,7 +15,7 @@ namespace trellis::nn {
 struct ConvolutionWeight {
     explicit ConvolutionWeight(const ConvolutionSpec& spec);
     void collect(ParameterStore& store);
-    void initialize(std::mt19937_64& rng);  // He normal, fan-out mode, as torchvision; bias 0
+    void initialize(std::mt19937_64& rng);  // as spec.init says; bias 0
     // N x O x H' x W' for an N x I x H x W input; throws naming the layer otherwise.
     tensor::Shape output_shape(const tensor::Shape& input) const;
     double multiply_accumulates(const tensor::Shape& output) const;
@@ -38,9 +38,9 @@ struct BatchNormParameters {
 };
 
 struct LinearParameters {
-    LinearParameters(const std::string& name, int in_features, int out_features);
+    explicit LinearParameters(const LinearSpec& spec);
     void collect(ParameterStore& store);
-    void initialize(std::mt19937_64& rng);  // uniform in +-1/sqrt(fan_in), PyTorch's default
+    void initialize(std::mt19937_64& rng);  // by default uniform in +-1/sqrt(fan_in), PyTorch's
     // Checks an N x in_features input, or an N x C x H x W one with C x H x W features;
     // with in_features 0, takes them from it. Returns the features.
     std::int64_t resolve_input(const tensor::Shape& input);
@@ -48,6 +48,7 @@ struct LinearParameters {
 
     std::string name;
     int in_features, out_features;
+    FanInGain init;
     Parameter weight, bias;
 };
 

@@ -27,9 +27,7 @@ LayerPtr CpuBackend::global_average_pool(const std::string& name) {
     return std::make_unique<Pooling>(name, dnnl::algorithm::pooling_avg_exclude_padding, Window{}, true, true);
 }
 
-LayerPtr CpuBackend::linear(const std::string& name, int in_features, int out_features) {
-    return std::make_unique<Linear>(name, in_features, out_features);
-}
+LayerPtr CpuBackend::linear(const LinearSpec& spec) { return std::make_unique<Linear>(spec); }
 
 LayerPtr CpuBackend::relu(const std::string& name) { return std::make_unique<Relu>(name); }
 

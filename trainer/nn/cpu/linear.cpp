@@ -2,8 +2,7 @@
 
 namespace trellis::nn::cpu {
 
-Linear::Linear(const std::string& name, int in_features, int out_features)
-    : parameters_(name, in_features, out_features) {}
+Linear::Linear(const LinearSpec& spec) : parameters_(spec) {}
 
 TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;

@@ -11,7 +11,7 @@ namespace trellis::nn::cpu {
 
 class Linear : public Layer {
 public:
-    Linear(const std::string& name, int in_features, int out_features);
+    explicit Linear(const LinearSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     void collect(ParameterStore& store) override { parameters_.collect(store); }
