@@ -2,14 +2,34 @@
 
 namespace trellis::nn::cpu {
 
+namespace {
+constexpr auto relu_from_output = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+}
+
+void ReluGradient::setup(const memory::desc& data, const tensor::Shape& shape) {
+    data_ = data, shape_ = shape;
+    dnnl::eltwise_forward::primitive_desc hint({dnnl::prop_kind::forward_training, relu_from_output, data, 0.0f, 0.0f},
+                                               engine());
+    pd_ = {{relu_from_output, data, data, 0.0f, 0.0f}, attributes(), engine(), hint};
+    primitive_ = dnnl::eltwise_backward(pd_);
+}
+
+tensor::Tensor ReluGradient::operator()(const tensor::Tensor& output, const tensor::Tensor& output_grad) {
+    auto diff_dst = reordered(output_grad, data_);
+    auto grad = allocate(data_, shape_);
+    primitive_.execute(stream(), {{DNNL_ARG_DST, memory_of(output)},
+                                  {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
+                                  {DNNL_ARG_DIFF_SRC, memory_of(grad)},
+                                  {DNNL_ARG_SCRATCHPAD, scratchpad(pd_.scratchpad_desc())}});
+    return grad;
+}
+
 TensorSpec Relu::setup(const TensorSpec& input, bool) {
     shape_ = input.shape;
     data_ = desc_of(input);
-    auto algorithm = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
-    forward_pd_ = {{dnnl::prop_kind::forward_training, algorithm, data_, 0.0f, 0.0f}, attributes(), engine()};
+    forward_pd_ = {{dnnl::prop_kind::forward_training, relu_from_output, data_, 0.0f, 0.0f}, attributes(), engine()};
     forward_ = dnnl::eltwise_forward(forward_pd_);
-    backward_pd_ = {{algorithm, data_, data_, 0.0f, 0.0f}, attributes(), engine(), forward_pd_};
-    backward_ = dnnl::eltwise_backward(backward_pd_);
+    gradient_.setup(data_, shape_);
     return input;
 }
 
@@ -24,12 +44,7 @@ tensor::Tensor Relu::forward(const tensor::Tensor& input, Mode mode) {
 }
 
 tensor::Tensor Relu::backward(const tensor::Tensor& output_grad) {
-    auto diff_dst = reordered(output_grad, data_);
-    auto grad = allocate(data_, shape_);
-    backward_.execute(stream(), {{DNNL_ARG_DST, memory_of(output_)},
-                                 {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                 {DNNL_ARG_DIFF_SRC, memory_of(grad)},
-                                 {DNNL_ARG_SCRATCHPAD, scratchpad(backward_pd_.scratchpad_desc())}});
+    auto grad = gradient_(output_, output_grad);
     output_ = {};
     return grad;
 }

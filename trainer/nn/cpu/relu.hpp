@@ -7,6 +7,20 @@
 
 namespace trellis::nn::cpu {
 
+// ReLU's backward from its output (y > 0 exactly where the input was): Relu's, and the
+// residual join's, whose ReLU is a post-op of its addition.
+class ReluGradient {
+public:
+    void setup(const memory::desc& data, const tensor::Shape& shape);
+    tensor::Tensor operator()(const tensor::Tensor& output, const tensor::Tensor& output_grad);
+
+private:
+    memory::desc data_;
+    tensor::Shape shape_;
+    dnnl::eltwise_backward::primitive_desc pd_;
+    dnnl::eltwise_backward primitive_;
+};
+
 class Relu : public Layer {
 public:
     explicit Relu(std::string name) : name_(std::move(name)) {}
@@ -20,9 +34,8 @@ private:
     tensor::Shape shape_;
     memory::desc data_;
     dnnl::eltwise_forward::primitive_desc forward_pd_;
-    dnnl::eltwise_backward::primitive_desc backward_pd_;
     dnnl::eltwise_forward forward_;
-    dnnl::eltwise_backward backward_;
+    ReluGradient gradient_;
     tensor::Tensor output_;
 };
 

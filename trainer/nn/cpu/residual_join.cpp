@@ -14,12 +14,7 @@ TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
     attr.set_post_ops(relu);
     add_relu_pd_ = {{dnnl::algorithm::binary_add, data_, data_, data_}, attr, engine()};
     add_relu_ = dnnl::binary(add_relu_pd_);
-
-    auto algorithm = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
-    dnnl::eltwise_forward::primitive_desc hint({dnnl::prop_kind::forward_training, algorithm, data_, 0.0f, 0.0f},
-                                               engine());
-    relu_backward_pd_ = {{algorithm, data_, data_, 0.0f, 0.0f}, attributes(), engine(), hint};
-    relu_backward_ = dnnl::eltwise_backward(relu_backward_pd_);
+    relu_gradient_.setup(data_, shape_);
     return spec_of(data_, shape_);
 }
 
@@ -34,12 +29,7 @@ tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tens
 }
 
 tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
-    auto diff_dst = reordered(output_grad, data_);
-    auto grad = allocate(data_, shape_);
-    relu_backward_.execute(stream(), {{DNNL_ARG_DST, memory_of(output_)},
-                                      {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                      {DNNL_ARG_DIFF_SRC, memory_of(grad)},
-                                      {DNNL_ARG_SCRATCHPAD, scratchpad(relu_backward_pd_.scratchpad_desc())}});
+    auto grad = relu_gradient_(output_, output_grad);
     output_ = {};
     return grad;
 }

@@ -4,6 +4,7 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/cpu/dnnl_context.hpp"
+#include "trainer/nn/cpu/relu.hpp"
 
 namespace trellis::nn::cpu {
 
@@ -22,8 +23,7 @@ private:
     memory::desc data_;
     dnnl::binary::primitive_desc add_relu_pd_;
     dnnl::binary add_relu_;
-    dnnl::eltwise_backward::primitive_desc relu_backward_pd_;
-    dnnl::eltwise_backward relu_backward_;
+    ReluGradient relu_gradient_;
     tensor::Tensor output_;
 };
 
