@@ -1,6 +1,6 @@
 // Every CUDA layer against the CPU backend on the same inputs and weights: the forward
 // output, the input gradient and the parameter gradients, in fp32 (plain FMA, TF32 off),
-// bf16 and fp16. Exits 77 (skip) with the reason where no GPU can be used.
+// bf16 and fp16; the ResNets' layers and those of tf_cnn_benchmarks' other models. Exits 77 (skip) with the reason where no GPU can be used.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainer/gpu/accelerator.hpp"
+#include "trainer/nn/concat.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 
 using namespace trellis;
@@ -49,6 +50,25 @@ struct Side {
 };
 
 int failures = 0;
+
+const nn::DropoutDraw dropout_draw{42, 3};
+
+// [1x1 | 1x1 -> (1x3 | 3x1)]: Inception's module E in small.
+nn::LayerPtr concat_with_fork(nn::Backend& b) {
+    auto column = [](nn::LayerPtr layer) {
+        auto c = std::make_unique<nn::Sequential>();
+        c->add(std::move(layer));
+        return c;
+    };
+    std::vector<std::unique_ptr<nn::Sequential>> fork;
+    fork.push_back(column(b.convolution({"f13", 6, 4, nn::Window::tf_same(1, 3), true})));
+    fork.push_back(column(b.convolution({"f31", 6, 4, nn::Window::tf_same(3, 1), true})));
+    std::vector<std::unique_ptr<nn::Sequential>> branches;
+    branches.push_back(column(b.convolution({"a", 8, 5, nn::Window::tf_same(1, 1), true})));
+    branches.push_back(column(b.convolution({"b", 8, 6, nn::Window::tf_same(1, 1), true})));
+    branches.back()->add(std::make_unique<nn::Concat>(std::move(fork), b.channel_concat("fork")));
+    return std::make_unique<nn::Concat>(std::move(branches), b.channel_concat("module"));
+}
 
 void report(const std::string& what, double diff, double tolerance) {
     bool ok = diff <= tolerance;
@@ -240,6 +260,25 @@ int main() {
         {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)}); }},
         {"global average pool", tensor::Shape{4, 64, 7, 7}, [](nn::Backend& b) { return b.global_average_pool("gap"); }},
         {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear({"fc", 64, 10}); }, true},
+        // The layers of tf_cnn_benchmarks' models.
+        {"convolution 1x7 SAME with a bias", tensor::Shape{2, 8, 9, 9},
+         [](nn::Backend& b) { return b.convolution({"c17", 8, 12, nn::Window::tf_same(1, 7), true}); }},
+        {"convolution 3x3 stride 2 VALID with a bias", tensor::Shape{2, 8, 9, 9},
+         [](nn::Backend& b) { return b.convolution({"c33", 8, 12, nn::Window::tf_valid(3, 3, 2), true}); }},
+        {"convolution 7x7 stride 2 SAME (one more padded after)", tensor::Shape{2, 3, 9, 9},
+         [](nn::Backend& b) { return b.convolution({"c77", 3, 8, nn::Window::tf_same(7, 7, 2), true}); }},
+        {"max pool 3x3 stride 2 SAME (one more padded after)", tensor::Shape{2, 8, 8, 8},
+         [](nn::Backend& b) { return b.pooling({"mpool", nn::PoolKind::max, nn::Window::tf_same(3, 3, 2)}); }},
+        {"batch norm without a learnt scale", tensor::Shape{4, 32, 8, 8},
+         [](nn::Backend& b) { return b.batch_norm({"bns", 32, true, 1, false, 1e-3f, 0.001f}); }},
+        {"average pool 3x3 SAME (padding not counted)", tensor::Shape{4, 16, 9, 9},
+         [](nn::Backend& b) { return b.pooling({"apool", nn::PoolKind::average, nn::Window::tf_same(3, 3)}); }},
+        {"relu", tensor::Shape{4, 16, 5, 5}, [](nn::Backend& b) { return b.relu("relu"); }},
+        {"dropout 0.5 (the CPU's mask)", tensor::Shape{8, 64},
+         [](nn::Backend& b) { return b.dropout("dropout0", 0.5f, dropout_draw); }},
+        {"fully connected over images", tensor::Shape{2, 8, 3, 3},
+         [](nn::Backend& b) { return b.linear({"fci", 0, 10}); }},
+        {"concatenation with a fork", tensor::Shape{2, 8, 5, 5}, [](nn::Backend& b) { return concat_with_fork(b); }},
     };
     // bf16 keeps 8 bits of mantissa, fp16 11: the tolerances follow.
     for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}}) {

@@ -48,9 +48,6 @@ int Convolution::choose(const char* direction, const std::string& what, Find fin
 
 Convolution::Convolution(CudaContext& context, const ConvolutionSpec& spec)
     : context_(context), parameters_(spec), spec_(parameters_.spec) {
-    if (spec.bias)
-        throw UsageError(spec.name + ": convolutions with a bias (alexnet, vgg16, googlenet) do not run on the CUDA "
-                         "backend yet; use --device cpu or a model with batch norm");
     check(cudnnCreateFilterDescriptor(&w_desc_), "cudnnCreateFilterDescriptor");
     check(cudnnCreateConvolutionDescriptor(&conv_desc_), "cudnnCreateConvolutionDescriptor");
 }
@@ -61,7 +58,7 @@ Convolution::~Convolution() {
 }
 
 void Convolution::collect(ParameterStore& store) {
-    store.add(parameters_.weight);
+    parameters_.collect(store);
     context_.parameters().hold_as_ohwi(parameters_.weight);
 }
 
@@ -71,14 +68,9 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     output_shape_ = parameters_.output_shape(input.shape);
     input_shape_ = input.shape;
     type_ = context_.compute_type();
-    x_desc_ = TensorDescriptor(input_shape_, type_);
+    window_ = end_padding_.setup(spec_.window.resolved(input_shape_[2], input_shape_[3]), input_shape_, spec_.name);
+    x_desc_ = TensorDescriptor(end_padding_.shape(), type_);
     y_desc_ = TensorDescriptor(output_shape_, type_);
-    // cuDNN pads both sides alike: TensorFlow's SAME with a stride can pad one more after.
-    window_ = spec_.window.resolved(input_shape_[2], input_shape_[3]);
-    if (!window_.padding.symmetric())
-        throw UsageError(spec_.name + ": " + spec_.window.str() + " pads one side more than the other on a " +
-                         std::to_string(input_shape_[2]) + "x" + std::to_string(input_shape_[3]) +
-                         " input, which the CUDA backend does not do yet; use --device cpu");
     check(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NHWC, spec_.out_channels,
                                       spec_.in_channels, window_.kernel_h, window_.kernel_w),
           spec_.name + ": filter descriptor");
@@ -86,6 +78,7 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
                                           window_.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
+    if (spec_.bias) bias_desc_ = TensorDescriptor(tensor::Shape{1, spec_.out_channels, 1, 1}, type_);
     math_ = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
                                        : CUDNN_TENSOR_OP_MATH;
     check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
@@ -97,8 +90,9 @@ std::string Convolution::key(const char* direction) const {
            std::to_string(spec_.out_channels);
 }
 
-tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
     auto& params = context_.parameters();
+    auto input = end_padding_.needed() ? end_padding_.pad(context_, given, type_, 0.0f) : given;
     const void* w = params.low_value(parameters_.weight);
     auto output = context_.allocate(output_shape_, type_);
     auto algo = cudnnConvolutionFwdAlgo_t(choose<cudnnConvolutionFwdAlgoPerf_t>(
@@ -115,6 +109,10 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode mode) {
     check(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_, algo,
                                   context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
           spec_.name + ": forward");
+    if (spec_.bias)
+        check(cudnnAddTensor(context_.cudnn(), &one, bias_desc_, params.low_value(parameters_.bias), &one, y_desc_,
+                             output.data()),
+              spec_.name + ": adding the bias");
     if (mode == Mode::train) input_ = input;
     return output;
 }
@@ -142,10 +140,18 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
     if (params.mixed())
         kernels::convert(dw, type_, params.grad(parameters_.weight), tensor::DType::f32,
                          std::size_t(parameters_.weight.elements()), 1.0f, context_.stream());
+    if (spec_.bias) {
+        void* db = params.low_grad(parameters_.bias);
+        check(cudnnConvolutionBackwardBias(cudnn, &one, y_desc_, output_grad.data(), &zero, bias_desc_, db),
+              spec_.name + ": bias gradient");
+        if (params.mixed())
+            kernels::convert(db, type_, params.grad(parameters_.bias), tensor::DType::f32,
+                             std::size_t(parameters_.bias.elements()), 1.0f, context_.stream());
+    }
 
     tensor::Tensor input_grad;
     if (input_grad_) {
-        input_grad = context_.allocate(input_shape_, type_);
+        input_grad = context_.allocate(end_padding_.shape(), type_);
         const void* w = params.low_value(parameters_.weight);
         auto dalgo = cudnnConvolutionBwdDataAlgo_t(choose<cudnnConvolutionBwdDataAlgoPerf_t>(
             "data", "input-gradient", [&](auto* results, int* count, void* workspace, std::size_t bytes) {
@@ -159,6 +165,7 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
                                            output_grad.data(), conv_desc_, dalgo, context_.workspace(bytes), bytes,
                                            &zero, x_desc_, input_grad.data()),
               spec_.name + ": input gradient");
+        if (end_padding_.needed()) input_grad = end_padding_.crop(context_, input_grad, type_);
     }
     input_ = {};
     return input_grad;

@@ -1,4 +1,5 @@
-// Convolution on cuDNN, NHWC with tensor cores in bf16/f16. The algorithm of each direction is
+// Convolution on cuDNN, NHWC with tensor cores in bf16/f16, with cuDNN's bias addition and
+// bias gradient where the spec has a bias. The algorithm of each direction is
 // chosen once per shape: cuDNN benchmarks its algorithms on the real buffers, and the fastest
 // that fits the workspace bound is kept (deterministic ones only with --deterministic).
 #pragma once
@@ -6,6 +7,7 @@
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/layer_parameters.hpp"
 #include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/end_padding.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -32,10 +34,11 @@ private:
     ConvolutionWeight parameters_;
     const ConvolutionSpec& spec_;
     bool input_grad_ = false;
-    Window window_;  // the spec's, its padding worked out for the input
+    EndPadding end_padding_;
+    Window window_;  // what cuDNN runs: the spec's, its padding worked out for the input
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
-    TensorDescriptor x_desc_, y_desc_;
+    TensorDescriptor x_desc_, y_desc_, bias_desc_;
     cudnnFilterDescriptor_t w_desc_ = nullptr;
     cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
     cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;  // what the benchmarks may use

@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "trainer/cuda/activations.hpp"
 #include "trainer/cuda/batch_norm.hpp"
+#include "trainer/cuda/channel_concat.hpp"
 #include "trainer/cuda/convolution.hpp"
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/kernels.hpp"
@@ -71,18 +73,14 @@ std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& 
     return std::make_unique<ResidualJoin>(context_, name);
 }
 
-namespace {
-[[noreturn]] void not_yet(const std::string& layer, const char* what) {
-    throw UsageError(layer + ": " + what + " does not run on the CUDA backend yet; use --device cpu");
+LayerPtr CudaBackend::relu(const std::string& name) { return std::make_unique<Relu>(context_, name); }
+
+LayerPtr CudaBackend::dropout(const std::string& name, float keep, const DropoutDraw& draw) {
+    return std::make_unique<Dropout>(context_, name, keep, draw);
 }
-}  // namespace
-
-LayerPtr CudaBackend::relu(const std::string& name) { not_yet(name, "a ReLU of its own"); }
-
-LayerPtr CudaBackend::dropout(const std::string& name, float, const DropoutDraw&) { not_yet(name, "dropout"); }
 
 std::unique_ptr<nn::ChannelConcat> CudaBackend::channel_concat(const std::string& name) {
-    not_yet(name, "a concatenation of branches");
+    return std::make_unique<ChannelConcat>(context_, name);
 }
 
 TensorSpec CudaBackend::nhwc_spec(const tensor::Shape& nchw_shape) {

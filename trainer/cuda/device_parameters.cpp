@@ -68,8 +68,7 @@ void* DeviceParameters::low_grad(const Parameter& p) const {
 
 void DeviceParameters::permute(std::span<float> flat, bool to_device) const {
     std::vector<float> scratch;
-    for (const auto* p : ohwi_) {
-        const auto& s = p->shape;  // O x I x H x W
+    for (const auto& [p, s] : ohwi_) {  // s: O x I x H x W
         std::int64_t o = s[0], i = s[1], hw = s[2] * s[3];
         float* w = flat.data() + offset_of(*p);
         scratch.assign(w, w + p->elements());

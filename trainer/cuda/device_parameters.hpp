@@ -23,8 +23,10 @@ public:
     DeviceParameters(const DeviceParameters&) = delete;
     ~DeviceParameters();
 
-    // Before bind(): this weight is a convolution's, stored O x H x W x I on the device.
-    void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back(&weight); }
+    // Before bind(): this weight is a convolution's, stored O x H x W x I on the device; or a
+    // fully connected layer's over images, O x (I x H x W) seen as the shape `oihw`.
+    void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back({&weight, weight.shape}); }
+    void hold_as_ohwi(const Parameter& weight, const tensor::Shape& oihw) { ohwi_.push_back({&weight, oihw}); }
     void bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
     void unregister_host();  // before the store's memory is freed
     bool bound() const { return store_ != nullptr; }
@@ -61,7 +63,7 @@ private:
     ParameterStore* store_ = nullptr;
     cudaStream_t stream_ = nullptr;
     tensor::DType low_type_ = tensor::DType::f32;
-    std::vector<const Parameter*> ohwi_;
+    std::vector<std::pair<const Parameter*, tensor::Shape>> ohwi_;
     std::size_t learned_ = 0, statistics_ = 0;
     float* values_ = nullptr;
     float* grads_ = nullptr;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "trainer/cuda/kernels.hpp"
+#include "trainer/nn/dropout_mask.hpp"
 
 namespace trellis::nn::cuda::kernels {
 
@@ -68,6 +69,35 @@ __global__ void add_relu_kernel(const void* a, const void* b, void* y, DType typ
 
 __global__ void relu_backward_kernel(const void* y, const void* dy, void* dx, DType type, std::size_t n) {
     FOR_EACH(i, n) store(dx, i, type, load(y, i, type) > 0.0f ? load(dy, i, type) : 0.0f);
+}
+
+__global__ void relu_kernel(const void* x, void* y, DType type, std::size_t n) {
+    FOR_EACH(i, n) store(y, i, type, fmaxf(load(x, i, type), 0.0f));
+}
+
+__global__ void dropout_kernel(const float* x, float* y, std::size_t n, std::uint64_t key, std::uint64_t threshold,
+                               float scale) {
+    FOR_EACH(i, n) y[i] = nn::keeps(key, i, threshold) ? x[i] * scale : 0.0f;
+}
+
+// One thread per element of the larger tensor (padding) or of the smaller (cropping).
+__global__ void pad_end_kernel(const void* x, void* y, DType type, int n, int h, int w, int c, int extra_h,
+                               int extra_w, float fill) {
+    int hp = h + extra_h, wp = w + extra_w;
+    FOR_EACH(i, std::size_t(n) * hp * wp * c) {
+        std::size_t channel = i % c, col = i / c % wp, row = i / c / wp % hp, image = i / c / wp / hp;
+        bool inside = row < std::size_t(h) && col < std::size_t(w);
+        store(y, i, type, inside ? load(x, ((image * h + row) * w + col) * c + channel, type) : fill);
+    }
+}
+
+__global__ void crop_end_kernel(const void* dy, void* dx, DType type, int n, int h, int w, int c, int extra_h,
+                                int extra_w) {
+    int hp = h + extra_h, wp = w + extra_w;
+    FOR_EACH(i, std::size_t(n) * h * w * c) {
+        std::size_t channel = i % c, col = i / c % w, row = i / c / w % h, image = i / c / w / h;
+        store(dx, i, type, load(dy, ((image * hp + row) * wp + col) * c + channel, type));
+    }
 }
 
 __global__ void accumulate_kernel(void* target, const void* addend, DType type, std::size_t n) {
@@ -251,6 +281,31 @@ void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, 
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::size_t n, cudaStream_t stream) {
     relu_backward_kernel<<<blocks_for(n), threads, 0, stream>>>(y, dy, dx, type, n);
     launched("relu_backward_kernel");
+}
+
+void relu(const void* x, void* y, DType type, std::size_t n, cudaStream_t stream) {
+    relu_kernel<<<blocks_for(n), threads, 0, stream>>>(x, y, type, n);
+    launched("relu_kernel");
+}
+
+void dropout(const float* x, float* y, std::size_t n, std::uint64_t key, std::uint64_t threshold, float scale,
+             cudaStream_t stream) {
+    dropout_kernel<<<blocks_for(n), threads, 0, stream>>>(x, y, n, key, threshold, scale);
+    launched("dropout_kernel");
+}
+
+void pad_end(const void* x, void* y, DType type, int n, int h, int w, int c, int extra_h, int extra_w, float fill,
+             cudaStream_t stream) {
+    std::size_t count = std::size_t(n) * (h + extra_h) * (w + extra_w) * c;
+    pad_end_kernel<<<blocks_for(count), threads, 0, stream>>>(x, y, type, n, h, w, c, extra_h, extra_w, fill);
+    launched("pad_end_kernel");
+}
+
+void crop_end(const void* dy, void* dx, DType type, int n, int h, int w, int c, int extra_h, int extra_w,
+              cudaStream_t stream) {
+    std::size_t count = std::size_t(n) * h * w * c;
+    crop_end_kernel<<<blocks_for(count), threads, 0, stream>>>(dy, dx, type, n, h, w, c, extra_h, extra_w);
+    launched("crop_end_kernel");
 }
 
 void accumulate(void* target, const void* addend, DType type, std::size_t n, cudaStream_t stream) {

@@ -1,6 +1,7 @@
 // The few kernels neither cuDNN nor cuBLAS provides: element type conversion (mixed
-// precision), the input's normalisation from bytes, the residual join, global average pooling into the f32 head, the fully
-// connected bias, the optimizer update fused over every parameter, and the loss-scale check.
+// precision), the input's normalisation from bytes, ReLU, dropout and the residual join,
+// global average pooling into the f32 head, the fully connected bias, the optimizer update
+// fused over every parameter, and the loss-scale check.
 // Element pointers are untyped where the type is a run-time choice (f32, bf16, f16).
 #pragma once
 
@@ -22,6 +23,17 @@ void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t 
                       const float* bias, cudaStream_t stream);
 // y = relu(a + b)
 void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream);
+// y = max(x, 0)
+void relu(const void* x, void* y, DType type, std::size_t n, cudaStream_t stream);
+// y[i] = keeps(key, i, threshold) ? x[i] * scale : 0 (nn/dropout_mask.hpp's mask, the CPU's)
+void dropout(const float* x, float* y, std::size_t n, std::uint64_t key, std::uint64_t threshold, float scale,
+             cudaStream_t stream);
+// y (N x (H + extra_h) x (W + extra_w) x C) = x (N x H x W x C), `fill` in the added last
+// rows and columns; and the way back, dx = dy without them.
+void pad_end(const void* x, void* y, DType type, int n, int h, int w, int c, int extra_h, int extra_w, float fill,
+             cudaStream_t stream);
+void crop_end(const void* dy, void* dx, DType type, int n, int h, int w, int c, int extra_h, int extra_w,
+              cudaStream_t stream);
 // dx = y > 0 ? dy : 0
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::size_t n, cudaStream_t stream);
 // target += addend

@@ -13,15 +13,19 @@ public:
     Linear(CudaContext& context, const LinearSpec& spec);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    void collect(ParameterStore& store) override;
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     double multiply_accumulates() const override { return parameters_.multiply_accumulates(batch_); }
 
 private:
+    tensor::Tensor widened(const tensor::Tensor& input) const;  // the input in f32, N x in
+
     CudaContext& context_;
     LinearParameters parameters_;
+    tensor::Shape image_shape_;  // an image input's shape; empty for a matrix input
+    tensor::DType input_type_ = tensor::DType::f32;
     int batch_ = 0;
     bool input_grad_ = false;
     tensor::Tensor input_;

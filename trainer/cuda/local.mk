@@ -2,7 +2,9 @@
 # that trellis-train loads at run time (trainer/gpu/open_cuda.cpp), so that the programs run
 # where CUDA is not installed. Built when configure finds nvcc, cuDNN and NCCL.
 cuda_sources = \
+	trainer/cuda/activations.cpp trainer/cuda/activations.hpp \
 	trainer/cuda/batch_norm.cpp trainer/cuda/batch_norm.hpp \
+	trainer/cuda/channel_concat.cpp trainer/cuda/channel_concat.hpp \
 	trainer/cuda/convolution.cpp trainer/cuda/convolution.hpp \
 	trainer/cuda/cuda_accelerator.cpp \
 	trainer/cuda/cuda_backend.cpp trainer/cuda/cuda_backend.hpp \
@@ -13,6 +15,7 @@ cuda_sources = \
 	trainer/cuda/device_optimizer.cpp trainer/cuda/device_optimizer.hpp \
 	trainer/cuda/device_parameters.cpp trainer/cuda/device_parameters.hpp \
 	trainer/cuda/device_pool.cpp trainer/cuda/device_pool.hpp \
+	trainer/cuda/end_padding.cpp trainer/cuda/end_padding.hpp \
 	trainer/cuda/kernels.hpp \
 	trainer/cuda/linear.cpp trainer/cuda/linear.hpp \
 	trainer/cuda/nccl_allreduce.cpp trainer/cuda/nccl_allreduce.hpp \
@@ -33,10 +36,11 @@ trellis_cuda_la_LIBADD = trainer/cuda/kernels.lo -lcudnn -lcublas -lnccl -lcudar
 trellis_cuda_la_DEPENDENCIES = trainer/cuda/kernels.lo
 
 # Kernels for the compute capabilities configure chose (--with-cuda-archs), plus PTX of the
-# newest. nvcc is no compiler libtool knows: libtool runs it through nvcc-pic, which hands the
+# newest; kernels call constexpr host functions (nn/dropout_mask.hpp's mask). nvcc is no
+# compiler libtool knows: libtool runs it through nvcc-pic, which hands the
 # position-independent-code flag to the host compiler, and writes kernels.lo itself.
-NVCC_FLAGS = -std=c++20 -O3 -I$(top_srcdir) $(NVCC_GENCODE)
-trainer/cuda/kernels.lo: trainer/cuda/kernels.cu trainer/cuda/kernels.hpp trainer/tensor/dtype.hpp
+NVCC_FLAGS = -std=c++20 -O3 --expt-relaxed-constexpr -I$(top_srcdir) $(NVCC_GENCODE)
+trainer/cuda/kernels.lo: trainer/cuda/kernels.cu trainer/cuda/kernels.hpp trainer/tensor/dtype.hpp trainer/nn/dropout_mask.hpp
 	$(AM_V_GEN)$(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=compile $(srcdir)/trainer/cuda/nvcc-pic $(CUDA_DIR)/bin/nvcc \
 		$(NVCC_FLAGS) -c $(srcdir)/trainer/cuda/kernels.cu -o $@
 CLEANFILES += trainer/cuda/kernels.lo trainer/cuda/.libs/kernels.o

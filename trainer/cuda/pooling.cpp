@@ -1,5 +1,8 @@
-#include "common/error.hpp"
 #include "trainer/cuda/pooling.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
 
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/kernels.hpp"
@@ -17,23 +20,25 @@ TensorSpec Pooling::setup(const TensorSpec& input, bool) {
     input_shape_ = input.shape;
     if (input_shape_.rank() != 4) throw UsageError(name_ + ": expects N x C x H x W, got " + input_shape_.str());
     output_shape_ = spec_.window.output_shape(input_shape_, input_shape_[1], name_);
-    auto w = spec_.window.resolved(input_shape_[2], input_shape_[3]);
-    // cuDNN pads both sides alike: TensorFlow's SAME with a stride can pad one more after.
-    if (!w.padding.symmetric())
-        throw UsageError(name_ + ": " + spec_.window.str() + " pads one side more than the other on a " +
+    auto resolved = spec_.window.resolved(input_shape_[2], input_shape_[3]);
+    // An explicit extra row would count in an average; max pooling ignores it (-infinity).
+    if (spec_.kind == PoolKind::average && !resolved.padding.symmetric())
+        throw UsageError(name_ + ": average pooling " + spec_.window.str() + " pads one side more than the other on a " +
                          std::to_string(input_shape_[2]) + "x" + std::to_string(input_shape_[3]) +
-                         " input, which the CUDA backend does not do yet; use --device cpu");
+                         " input, which the CUDA backend does not do (accepted: max pooling, or stride 1)");
+    auto w = end_padding_.setup(resolved, input_shape_, name_);
     auto mode = spec_.kind == PoolKind::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     check(cudnnSetPooling2dDescriptor(pool_desc_, mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel_h, w.kernel_w, w.padding.top,
                                       w.padding.left, w.stride, w.stride),
           name_ + ": pooling descriptor");
     type_ = type_of(input);
-    x_desc_ = TensorDescriptor(input_shape_, type_);
+    x_desc_ = TensorDescriptor(end_padding_.shape(), type_);
     y_desc_ = TensorDescriptor(output_shape_, type_);
     return context_.spec(output_shape_, type_);
 }
 
-tensor::Tensor Pooling::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor Pooling::forward(const tensor::Tensor& given, Mode mode) {
+    auto input = end_padding_.needed() ? end_padding_.pad(context_, given, type_, -INFINITY) : given;
     auto output = context_.allocate(output_shape_, type_);
     float one = 1, zero = 0;
     check(cudnnPoolingForward(context_.cudnn(), pool_desc_, &one, x_desc_, input.data(), &zero, y_desc_, output.data()),
@@ -46,13 +51,13 @@ tensor::Tensor Pooling::forward(const tensor::Tensor& input, Mode mode) {
 }
 
 tensor::Tensor Pooling::backward(const tensor::Tensor& output_grad) {
-    auto input_grad = context_.allocate(input_shape_, type_);
+    auto input_grad = context_.allocate(end_padding_.shape(), type_);
     float one = 1, zero = 0;
     check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_,
                                output_grad.data(), x_desc_, input_.data(), &zero, x_desc_, input_grad.data()),
           spec_.name + ": backward");
     input_ = output_ = {};
-    return input_grad;
+    return end_padding_.needed() ? end_padding_.crop(context_, input_grad, type_) : input_grad;
 }
 
 TensorSpec GlobalAveragePool::setup(const TensorSpec& input, bool) {

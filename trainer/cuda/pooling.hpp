@@ -5,6 +5,7 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/end_padding.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -20,6 +21,7 @@ public:
 private:
     CudaContext& context_;
     PoolingSpec spec_;
+    EndPadding end_padding_;
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
     TensorDescriptor x_desc_, y_desc_;

@@ -31,14 +31,14 @@ struct ConvolutionSpec {
     int out_channels = 0;
     Window window;
     bool bias = false;  // the models without batch norm add one
-    FanInGain init;
+    FanInGain init{};
 };
 
 struct LinearSpec {
     std::string name;
     int in_features = 0;  // 0: from the input at setup
     int out_features = 0;
-    FanInGain init;
+    FanInGain init{};
 };
 
 struct BatchNormSpec {
