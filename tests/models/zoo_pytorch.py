@@ -53,8 +53,32 @@ def same_padding(size, kernel, stride):
     return total // 2, total - total // 2
 
 
+class Loaded(dict):
+    """Tensors by name, as trellis wrote them; `get` checks the shape the network expects."""
+
+    def get(self, name, shape, initial=None):
+        assert tuple(self[name].shape) == tuple(shape), (name, tuple(self[name].shape), tuple(shape))
+        return self[name]
+
+
+class Fresh(dict):
+    """Tensors made on first use (tests/perf/models_vs_pytorch): weights a normal with
+    variance 1 / fan-in (as trellis starts these models), the rest at `initial`."""
+
+    def get(self, name, shape, initial=None):
+        if name not in self:
+            if initial is None:
+                fan_in = int(np.prod(shape[1:]))
+                value = torch.randn(*shape) * (1.0 / fan_in) ** 0.5
+            else:
+                value = torch.full(tuple(shape), float(initial))
+            self[name] = value.requires_grad_(initial is None or name.endswith(".bias"))
+        return self[name]
+
+
 class Net:
-    """tf_cnn_benchmarks' convnet_builder in PyTorch: each call appends a function."""
+    """tf_cnn_benchmarks' convnet_builder in PyTorch: each call appends a function. Parameters
+    and statistics come from `params` and `stats` (Loaded or Fresh) when a layer first runs."""
 
     def __init__(self, params, stats, config, channels, names=None, batch_norm=False):
         self.params, self.stats, self.config = params, stats, config
@@ -77,19 +101,18 @@ class Net:
         return F.pad(x, (left, right, top, bottom), value=value)
 
     def conv(self, out, kh, kw, stride=1, mode="same"):
-        name, p = self.name("conv"), self.params
-        weight = p[name + ".weight"]
-        assert tuple(weight.shape) == (out, self.channels, kh, kw), (name, weight.shape)
-        bias = None if self.batch_norm else p[name + ".bias"]
+        name, p, s, channels = self.name("conv"), self.params, self.stats, self.channels
         bn = name + ".bn"
 
         def run(x, training):
+            weight = p.get(name + ".weight", (out, channels, kh, kw))
+            bias = None if self.batch_norm else p.get(name + ".bias", (out,), 0.0)
             y = F.conv2d(self.pad(x, kh, kw, stride, mode), weight, bias, stride)
             if not self.batch_norm:
                 return F.relu(y)
-            scale = p.get(bn + ".weight", torch.ones(out, dtype=y.dtype))  # no learnt scale: gamma is 1
-            y = F.batch_norm(y, self.stats[bn + ".running_mean"], self.stats[bn + ".running_var"], scale,
-                             p[bn + ".bias"], training, 0.001, 1e-3)
+            scale = torch.ones(out, dtype=y.dtype)  # no learnt scale: gamma is 1
+            y = F.batch_norm(y, s.get(bn + ".running_mean", (out,), 0.0), s.get(bn + ".running_var", (out,), 1.0),
+                             scale, p.get(bn + ".bias", (out,), 0.0), training, 0.001, 1e-3)
             return F.relu(y)
 
         self.ops.append(run)
@@ -114,9 +137,15 @@ class Net:
         return self
 
     def affine(self, out, relu=True):
-        name = self.name("affine")
-        weight, bias = self.params[name + ".weight"], self.params[name + ".bias"]
-        self.ops.append(lambda x, t: (F.relu if relu else (lambda y: y))(F.linear(x.flatten(1), weight, bias)))
+        name, p = self.name("affine"), self.params
+
+        def run(x, training):
+            x = x.flatten(1)
+            weight = p.get(name + ".weight", (out, x.shape[1]))
+            y = F.linear(x, weight, p.get(name + ".bias", (out,), 0.0))
+            return F.relu(y) if relu else y
+
+        self.ops.append(run)
         self.channels = out
         return self
 
@@ -260,8 +289,8 @@ def step(meta, raw, dtype):
 
     n, size, classes = meta["batch"], meta["image_size"], meta["classes"]
     images = take((n, size, size, 3)).permute(0, 3, 1, 2).contiguous()  # trellis feeds NHWC
-    params = {p["name"]: take(p["shape"]).requires_grad_() for p in meta["parameters"]}
-    stats = {s["name"]: take(s["shape"]) for s in meta["statistics"]}
+    params = Loaded({p["name"]: take(p["shape"]).requires_grad_() for p in meta["parameters"]})
+    stats = Loaded({s["name"]: take(s["shape"]) for s in meta["statistics"]})
     build, batch_norm = MODELS[meta["model"]]
     net = Net(params, stats, meta, 3, batch_norm=batch_norm)
     build(net, classes)
