@@ -13,7 +13,8 @@ AM_TESTS_ENVIRONMENT = \
 	TRELLIS_BUILD='$(abs_top_builddir)'; export TRELLIS_BUILD; \
 	TRELLIS_CUDA_MODULE='$(abs_top_builddir)/.libs/trellis-cuda.so'; export TRELLIS_CUDA_MODULE; \
 	TRELLIS_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export TRELLIS_FIXTURES; \
-	PYTHON3='$(PYTHON3)'; export PYTHON3;
+	PYTHON3='$(PYTHON3)'; export PYTHON3; \
+	TRELLIS_ZOO_MODELS='$(TRELLIS_ZOO_MODELS)'; export TRELLIS_ZOO_MODELS;
 
 # The performance benchmarks print figures and ratios; `make perf` runs them.
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \

@@ -5,10 +5,11 @@
 # image size, metrics.jsonl and the TensorBoard events carry its name, 2 steps then --resume
 # to 4 give the losses of 4 steps in one go (dropout's masks included), and a synchronous
 # parameter server (2 workers, 1 server, the server holding all of the model's parameters)
-# trains it.
+# trains it. TRELLIS_ZOO_MODELS names fewer models (distcheck checks alexnet).
 . "$(dirname "$0")/../train/lib.sh"
-for model_size in alexnet:67 vgg16:32 googlenet:193 inception3:299 inception4:75; do
-    model=${model_size%:*} size=${model_size#*:}
+for model in ${TRELLIS_ZOO_MODELS:-alexnet vgg16 googlenet inception3 inception4}; do
+    case $model in alexnet) size=67 ;; vgg16) size=32 ;; googlenet) size=193 ;; inception3) size=299 ;; inception4) size=75 ;;
+        *) fail "TRELLIS_ZOO_MODELS: unknown model $model (accepted: alexnet vgg16 googlenet inception3 inception4)" ;; esac
     common=(--model "$model" --image-size "$size" --num-classes 10 --batch-size 2 --lr 0.001 --deterministic
             --threads 2 --display-every 1 --checkpoint-every 2)
     "$TRAIN" "${common[@]}" --steps 4 --checkpoint-dir "$work/$model-a" --log-dir "$work/$model-whole" \
