@@ -23,16 +23,18 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
 	tests/perf/time_to_accuracy tests/perf/pytorch_fashion_mnist.py tests/perf/data_vs_pytorch tests/perf/pytorch_data.py \
-	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py
+	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py tests/perf/comm_bound_models
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
 # The long benchmarks, too slow for every run: Fashion-MNIST trained to accuracy (about an hour
 # for each of trellis and PyTorch on 2 cores), then to 0.94 with 2 ranks through srun on the
-# test cluster (half an hour).
+# test cluster (half an hour); AlexNet's gradients between 2 and 4 ranks, allreduce in f32 and
+# bf16 against a parameter server (a few minutes).
 perf-long: all
 	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
-	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)' 
+	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)'
+	$(srcdir)/tests/perf/comm_bound_models '$(abs_top_builddir)' '$(abs_top_srcdir)'
 .PHONY: perf perf-long
 
 # The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge). The
