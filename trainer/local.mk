@@ -17,7 +17,7 @@ noinst_LTLIBRARIES += trainer/libtrellis-nn.la
 trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/backend.hpp trainer/nn/layer.hpp trainer/nn/parameter.hpp \
 	trainer/nn/concat.cpp trainer/nn/concat.hpp \
-	trainer/nn/dropout_mask.cpp trainer/nn/dropout_mask.hpp \
+	trainer/nn/dropout.cpp trainer/nn/dropout.hpp trainer/nn/dropout_mask.cpp trainer/nn/dropout_mask.hpp \
 	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
 	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \

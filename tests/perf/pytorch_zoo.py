@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The PyTorch peer of tests/perf/models_vs_pytorch: the same model as trellis-train on one
-synthetic batch, plain SGD with momentum and weight decay, the same batch, image size and
-threads. tf_cnn_benchmarks' models are tests/models/zoo_pytorch.py's (written there from the
+"""The PyTorch peer of tests/perf/models_vs_pytorch and trainer_vs_pytorch: the same model as
+trellis-train on one synthetic batch, SGD with momentum and weight decay, the same batch,
+image size, classes and threads. tf_cnn_benchmarks' models are tests/models/zoo_pytorch.py's (written there from the
 benchmark's layer lists); the ResNets are torchvision's (v1.5, trellis's resnet50/152).
 Prints the per-step images/sec after the warmup steps and the peak resident memory."""
 import argparse
@@ -24,11 +24,12 @@ parser.add_argument("--image-size", type=int, required=True)
 parser.add_argument("--steps", type=int, default=5)
 parser.add_argument("--warmup", type=int, default=1)
 parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--classes", type=int, default=1001)
 args = parser.parse_args()
 
 torch.set_num_threads(args.threads)
 torch.manual_seed(1)
-classes = 1001
+classes = args.classes
 images = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
 labels = torch.randint(0, classes, (args.batch_size,))
 
@@ -39,7 +40,7 @@ if args.model in zoo_pytorch.MODELS:
     build(net, classes)
     forward = lambda x: net(x, True)  # noqa: E731
     with torch.no_grad():
-        forward(images[:1])  # makes the parameters
+        forward(images)  # makes the parameters
     learned = [p for p in params.values() if p.requires_grad]
 else:
     model = getattr(torchvision.models, args.model)(num_classes=classes)

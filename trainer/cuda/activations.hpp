@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
+#include "trainer/nn/dropout.hpp"
 #include "trainer/cuda/cuda_context.hpp"
 
 namespace trellis::nn::cuda {
@@ -24,23 +25,20 @@ private:
     tensor::Tensor output_;  // its backward reads the output
 };
 
-class Dropout : public Layer {
+// On the f32 N x F matrices of the head (nn/dropout.hpp has the rest).
+class Dropout : public nn::Dropout {
 public:
-    Dropout(CudaContext& context, std::string name, float keep, const DropoutDraw& draw);
+    Dropout(CudaContext& context, std::string name, float keep, const DropoutDraw& draw)
+        : nn::Dropout(std::move(name), keep, draw), context_(context) {}
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
-    tensor::Tensor backward(const tensor::Tensor& output_grad) override;
+
+protected:
+    tensor::Tensor masked(const tensor::Tensor& in, std::uint64_t key, std::uint64_t threshold,
+                          float scale) const override;
 
 private:
-    tensor::Tensor masked(const tensor::Tensor& in) const;
-
     CudaContext& context_;
-    std::string name_;
-    float keep_;
-    const DropoutDraw& draw_;
-    tensor::Shape shape_;
-    std::uint64_t key_ = 0;  // the mask of the last training forward pass
 };
 
 }  // namespace trellis::nn::cuda
