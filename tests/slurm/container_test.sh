@@ -116,7 +116,8 @@ grep -q "^tmp=1777$" "$dir/who.out" && pass "/tmp inside: the container's own, 1
 # While a step runs: only the user's tasks have the image as their root, none of root's.
 as_user srun -N1 -n2 -w n1 "${image[@]}" sleep 8 >/dev/null 2>&1 &
 step=$!
-for _ in $(seq 1 100); do [ "$(in_image | wc -l)" -ge 2 ] && break; sleep 0.1; done
+# Up to 30 s for both tasks to be set up: a loaded machine (two CI runs side by side) took more than 10.
+for _ in $(seq 1 300); do [ "$(in_image | wc -l)" -ge 2 ] && break; sleep 0.1; done
 seen=$(in_image)
 echo "processes in the image: $(echo "$seen" | tr '\n' ',')"
 [ "$(echo "$seen" | grep -c " $uid$")" -ge 2 ] && ! echo "$seen" | grep -qv " $uid$" &&
