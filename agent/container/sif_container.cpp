@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -28,9 +27,16 @@ namespace fs = std::filesystem;
 // Inside the container: Apptainer gives a contained /tmp of its own.
 const char* pause_inside = "/tmp/.trellis-pause";
 
+// read(2) rather than a stream: reading the stat of a process that exits meanwhile fails with
+// ESRCH, which std::ifstream throws as an exception; here it only means the process is gone.
 pid_t parent_of(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buffer[1024];  // "PID (COMM) S PPID ...": COMM is at most 16 bytes, PPID comes next
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    ::close(fd);
+    if (got <= 0) return 0;
+    std::string stat(buffer, size_t(got));
     auto close = stat.rfind(')');
     if (close == std::string::npos || close + 4 >= stat.size()) return 0;
     return pid_t(std::atoi(stat.c_str() + close + 4));  // ") S PPID"
