@@ -67,6 +67,8 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
 	trainer/comm/ring_allreduce.cpp trainer/comm/ring_allreduce.hpp \
 	trainer/comm/segmented_exchange.cpp trainer/comm/segmented_exchange.hpp \
+	trainer/comm/shared_memory_transport.cpp trainer/comm/shared_memory_transport.hpp \
+	trainer/comm/shm_mailbox.cpp trainer/comm/shm_mailbox.hpp \
 	trainer/comm/socket.cpp trainer/comm/socket.hpp \
 	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
 	trainer/comm/transport.hpp \
@@ -158,6 +160,10 @@ TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
 
 # The communication layer: ranks as threads over real TCP connections.
 unit_tests += tests/unit/comm_test
-tests_unit_comm_test_SOURCES = tests/unit/comm_test.cpp
+tests_unit_comm_test_SOURCES = tests/unit/comm_test.cpp tests/unit/ranks_in_threads.hpp
 tests_unit_comm_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_comm_test_LDADD = tests/unit/libcatch-main.la $(COMM_LIBS)
+unit_tests += tests/unit/shm_transport_test
+tests_unit_shm_transport_test_SOURCES = tests/unit/shm_transport_test.cpp tests/unit/ranks_in_threads.hpp
+tests_unit_shm_transport_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_shm_transport_test_LDADD = tests/unit/libcatch-main.la $(COMM_LIBS)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Distributed trellis-train under a real Slurm: 2 nodes x 2 tasks with --mpi=pmix (PMIx
 # wireup), with --mpi=none (Slurm wireup: SLURM_* variables, the step's first node from
-# libslurm, a TCP rendezvous there), and with the plain-environment wireup; then kill -9 of
-# one rank mid-run: the others stop within 10 s naming it; the batch example's requeue after a
+# libslurm, a TCP rendezvous there), and with the plain-environment wireup; with shared memory
+# inside each node; then kill -9 of one rank mid-run, over TCP and over shared memory: the
+# others stop within 10 s naming it; the batch example's requeue after a
 # USR1. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
@@ -21,16 +22,16 @@ train_step() {
     timeout 120 srun -N2 --ntasks-per-node=2 --trellis-bind=closest -o "$dir/$name.%t" "$@"
 }
 
-check_run() {  # NAME WIREUP STATUS
-    local name=$1 wireup=$2 rc=$3
+check_run() {  # NAME WIREUP STATUS [TRANSPORT]
+    local name=$1 wireup=$2 rc=$3 transport=${4:-tcp}
     if [ "$rc" -ne 0 ]; then
         fail "$name: srun exit status $rc: $(tail -n 3 "$dir/$name".*)"
         return
     fi
-    grep -q "Strategy: *allreduce over tcp, 4 ranks (wireup $wireup.* reduced by halving-doubling" "$dir/$name.0" ||
-        { fail "$name: rank 0 does not report 4 ranks over $wireup, halving-doubling: $(head -n 8 "$dir/$name.0")"; return; }
+    grep -q "Strategy: *allreduce over $transport, 4 ranks (wireup $wireup.* reduced by halving-doubling" "$dir/$name.0" ||
+        { fail "$name: rank 0 does not report 4 ranks over $transport and $wireup, halving-doubling: $(head -n 8 "$dir/$name.0")"; return; }
     grep -q "^total images/sec" "$dir/$name.0" || { fail "$name: training did not finish"; return; }
-    pass "$name: 4 ranks on n1 and n2, wireup $wireup, halving-doubling allreduce, training finished"
+    pass "$name: 4 ranks on n1 and n2, wireup $wireup, halving-doubling allreduce over $transport, training finished"
 }
 
 train_step pmix --mpi=pmix "$train" "${short[@]}"
@@ -42,30 +43,41 @@ train_step env --mpi=none bash -c 'TRELLIS_RANK=$SLURM_PROCID TRELLIS_WORLD_SIZE
     TRELLIS_LOCAL_RANK=$SLURM_LOCALID TRELLIS_MASTER=127.0.0.1:'"$port"' exec "$0" --wireup env "$@"' \
     "$train" "${short[@]}"
 check_run env env $?
+# Shared memory between the two ranks of each node, TCP between the nodes.
+train_step shm --mpi=pmix "$train" "${short[@]}" --transport shm
+check_run shm pmix $? shm+tcp
 
-# kill -9 of rank 2 (on n2) while all four train
-timeout 120 srun -N2 --ntasks-per-node=2 --mpi=pmix -o "$dir/kill.%t" bash -c \
-    'echo $$ >"pid.$SLURM_PROCID"; exec "$0" "$@"' "$train" --model resnet20 --batch-size 8 --steps 100000 \
-    --threads 1 --display-every 1 &
-srun_pid=$!
-for _ in $(seq 1 600); do grep -q "^3	" "$dir/kill.0" 2>/dev/null && break; sleep 0.1; done
-if ! grep -q "^3	" "$dir/kill.0" 2>/dev/null || [ ! -f pid.2 ]; then
-    fail "kill: the 4-rank run did not get going: $(tail -n 3 "$dir"/kill.*)"
-    kill "$srun_pid"
-else
+# kill -9 of rank 2 (on n2) while all four train, over TCP and over shared memory (rank 3
+# shares n2 with rank 2: it must see the death through the control connection, its ring
+# will never fill).
+kill_rank_2() {  # TRANSPORT
+    local transport=$1 srun_pid killed_at rc elapsed named t
+    rm -f pid.*
+    timeout 120 srun -N2 --ntasks-per-node=2 --mpi=pmix -o "$dir/kill-$transport.%t" bash -c \
+        'echo $$ >"pid.$SLURM_PROCID"; exec "$0" "$@"' "$train" --model resnet20 --batch-size 8 --steps 100000 \
+        --threads 1 --display-every 1 --transport "$transport" &
+    srun_pid=$!
+    for _ in $(seq 1 600); do grep -q "^3	" "$dir/kill-$transport.0" 2>/dev/null && break; sleep 0.1; done
+    if ! grep -q "^3	" "$dir/kill-$transport.0" 2>/dev/null || [ ! -f pid.2 ]; then
+        fail "kill ($transport): the 4-rank run did not get going: $(tail -n 3 "$dir"/kill-"$transport".*)"
+        kill "$srun_pid"
+        return
+    fi
     kill -KILL "$(cat pid.2)"
     killed_at=$(date +%s.%N)
     wait "$srun_pid"
     rc=$?
     elapsed=$("$python" -c "import time; print(round(time.time() - $killed_at, 1))")
     named=0
-    for t in 0 1 3; do grep -q "stopping: rank 2 " "$dir/kill.$t" && named=$((named + 1)); done
-    if [ "$rc" -eq 0 ]; then fail "kill: srun exited 0"
-    elif ! "$python" -c "import sys; sys.exit(0 if $elapsed < 10 else 1)"; then fail "kill: the step took $elapsed s to end"
-    elif [ $named -ne 3 ]; then fail "kill: only $named of 3 ranks name rank 2: $(tail -n 2 "$dir"/kill.*)"
-    else pass "kill -9 of rank 2: ranks 0, 1, 3 stopped naming it; the step ended $elapsed s after the kill"; fi
-    grep -h "stopping" "$dir"/kill.* | head -n 3
-fi
+    for t in 0 1 3; do grep -q "stopping: rank 2 " "$dir/kill-$transport.$t" && named=$((named + 1)); done
+    if [ "$rc" -eq 0 ]; then fail "kill ($transport): srun exited 0"
+    elif ! "$python" -c "import sys; sys.exit(0 if $elapsed < 10 else 1)"; then fail "kill ($transport): the step took $elapsed s to end"
+    elif [ $named -ne 3 ]; then fail "kill ($transport): only $named of 3 ranks name rank 2: $(tail -n 2 "$dir"/kill-"$transport".*)"
+    else pass "kill -9 of rank 2 over $transport: ranks 0, 1, 3 stopped naming it; the step ended $elapsed s after the kill"; fi
+    grep -h "stopping" "$dir"/kill-"$transport".* | head -n 3
+}
+kill_rank_2 tcp
+kill_rank_2 shm
 
 # The installed batch example carries on past a time limit: USR1 (what --signal sends before
 # the limit; scancel -s USR1 here) makes trellis-train save and exit 75, the script requeues

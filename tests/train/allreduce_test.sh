@@ -5,8 +5,9 @@
 #    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
 #    step differs by more than that, so the comparison can tell;
 #  - bfloat16 gradients on the wire change the losses by less than 1%;
-#  - the ring and halving-doubling schedules give the same losses; halving-doubling with 3
-#    ranks is refused, naming why.
+#  - the ring and halving-doubling schedules give the same losses, and so do TCP and shared
+#    memory; an asynchronous parameter server works over shared memory; halving-doubling with
+#    3 ranks is refused, naming why.
 . "$(dirname "$0")/lib.sh"
 make_learnable_dataset "$work/data"
 common=(--model resnet8 --image-size 32 --data "$work/data/folder" --steps 5 --lr 0.05 --deterministic
@@ -46,6 +47,21 @@ wait_ranks "$work/ring.out" "the ring run"
 ring_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ring/metrics.jsonl" 5)
 [ "$ring_difference" = 0 ] || [ "$ring_difference" = 0.0 ] || fail "ring and halving-doubling differ by $ring_difference"
 pass "ring and halving-doubling allreduce: the same losses"
+# Shared memory between the ranks of this node: the same sums in the same order, so the same
+# losses to the bit; and the parameter server reached through it, asynchronous (whichever
+# worker's push comes first), ends its steps.
+launch_ranks 2 "$work/shm.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport shm --log-dir "$work/shm"
+wait_ranks "$work/shm.out" "the shared memory run"
+[ "$(run_fields "$work/shm/metrics.jsonl" transport)" = shm ] ||
+    fail "the shared memory run's record: $(run_fields "$work/shm/metrics.jsonl" transport)"
+shm_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/shm/metrics.jsonl" 5)
+[ "$shm_difference" = 0 ] || [ "$shm_difference" = 0.0 ] || fail "shared memory and TCP differ by $shm_difference"
+pass "allreduce over shared memory: the same losses as over TCP"
+launch_ranks 3 "$work/shm-ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport shm --strategy ps --ps-mode async
+wait_ranks "$work/shm-ps.out" "the asynchronous parameter server over shared memory"
+grep -q "^total images/sec" "$work/shm-ps.out.0" || fail "the asynchronous parameter server over shared memory: $(tail -n 2 "$work/shm-ps.out.0")"
+pass "asynchronous parameter server over shared memory: 2 workers and a server finished"
+
 launch_ranks 3 "$work/hd3.out" "$TRAIN" "${common[@]}" --batch-size 16 --allreduce-algorithm halving-doubling
 refused=0
 for pid in "${rank_pids[@]}"; do wait "$pid" || refused=$((refused + 1)); done

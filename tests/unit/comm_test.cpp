@@ -9,10 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -23,67 +19,12 @@
 #include "trainer/comm/rendezvous.hpp"
 #include "trainer/comm/ring_allreduce.hpp"
 #include "trainer/comm/tcp_transport.hpp"
+#include "tests/unit/ranks_in_threads.hpp"
 
 using namespace trellis::comm;
+using namespace trellis::comm::testing;
 
 namespace {
-
-// The ranks' all-gather through memory shared by their threads: no port is fixed, so test
-// runs side by side never meet. Each TCP transport listens on a port the kernel picks and
-// publishes it through the all-gather, as it does under every wireup.
-class InMemoryWireup : public Wireup {
-public:
-    struct Board {
-        explicit Board(int ranks) : ranks(ranks) {}
-        int ranks;
-        std::mutex mutex;
-        std::condition_variable changed;
-        std::map<int, std::vector<std::string>> rounds;
-        std::map<int, int> arrived;
-    };
-
-    InMemoryWireup(Board& board, int rank) : board_(board) {
-        identity_ = Identity{rank, board.ranks, rank, 0, "rank" + std::to_string(rank)};
-    }
-    std::string name() const override { return "in memory"; }
-    std::string reachable_address() const override { return "127.0.0.1"; }
-    std::vector<std::string> all_gather(const std::string& mine) override {
-        std::unique_lock lock(board_.mutex);
-        int round = round_++;
-        auto& slots = board_.rounds[round];
-        slots.resize(std::size_t(board_.ranks));
-        slots[std::size_t(identity_.rank)] = mine;
-        ++board_.arrived[round];
-        board_.changed.notify_all();
-        board_.changed.wait(lock, [&] { return board_.arrived[round] == board_.ranks; });
-        return slots;
-    }
-
-private:
-    Board& board_;
-    int round_ = 0;
-};
-
-// Runs body(rank, transport) on `ranks` threads, each with its own wireup and transport.
-void with_ranks(int ranks, const std::function<void(int, Transport&)>& body, int streams = 2,
-                std::chrono::seconds timeout = std::chrono::seconds(20)) {
-    InMemoryWireup::Board board(ranks);
-    std::vector<std::thread> threads;
-    std::vector<std::exception_ptr> failures(static_cast<std::size_t>(ranks));
-    for (int r = 0; r < ranks; ++r)
-        threads.emplace_back([&, r] {
-            try {
-                InMemoryWireup wireup(board, r);
-                TcpTransport transport(wireup, {streams, 1024, timeout, ""});
-                body(r, transport);
-            } catch (...) {
-                failures[std::size_t(r)] = std::current_exception();
-            }
-        });
-    for (auto& t : threads) t.join();
-    for (auto& f : failures)
-        if (f) std::rethrow_exception(f);
-}
 
 // A port nobody listens on now, from the kernel, for the tests of the TCP rendezvous itself.
 std::uint16_t unused_port() {

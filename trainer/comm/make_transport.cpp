@@ -3,6 +3,7 @@
 #include "common/environment.hpp"
 #include "common/error.hpp"
 #include "common/host.hpp"
+#include "trainer/comm/shared_memory_transport.hpp"
 #include "trainer/comm/socket.hpp"
 #include "trainer/comm/verbs_transport.hpp"
 
@@ -10,7 +11,10 @@ namespace trellis::comm {
 
 const cli::Choices<TransportKind>& transport_kinds() {
     static const cli::Choices<TransportKind> choices{
-        {{"tcp", TransportKind::tcp}, {"verbs", TransportKind::verbs}, {"auto", TransportKind::automatic}}};
+        {{"tcp", TransportKind::tcp},
+         {"verbs", TransportKind::verbs},
+         {"shm", TransportKind::shm},
+         {"auto", TransportKind::automatic}}};
     return choices;
 }
 
@@ -55,6 +59,7 @@ std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, co
     if (wireup.identity().size == 1) return nullptr;
     bool use_verbs = kind == TransportKind::verbs || (kind == TransportKind::automatic && verbs_device_available());
     if (use_verbs) return std::make_unique<VerbsTransport>(wireup, tcp, verbs_options());
+    if (kind == TransportKind::shm) return std::make_unique<SharedMemoryTransport>(wireup, tcp);
     return std::make_unique<TcpTransport>(wireup, tcp);
 }
 

@@ -1,5 +1,6 @@
-// The transport a job asked for: tcp, verbs, or auto (verbs when an RDMA device has an active
-// port, else TCP). Null for a single process.
+// The transport a job asked for: tcp, verbs, shm (shared memory between the ranks of a node,
+// TCP to the others), or auto (verbs when an RDMA device has an active port, else TCP). Null
+// for a single process.
 #pragma once
 
 #include <functional>
@@ -12,8 +13,8 @@
 
 namespace trellis::comm {
 
-enum class TransportKind { tcp, verbs, automatic };
-// Its spellings: tcp, verbs, auto.
+enum class TransportKind { tcp, verbs, shm, automatic };
+// Its spellings: tcp, verbs, shm, auto.
 const cli::Choices<TransportKind>& transport_kinds();
 
 // The transports' options from the binding the plugin (or trellis-agent launch) exported, so

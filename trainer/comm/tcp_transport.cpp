@@ -302,31 +302,35 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
 
 namespace trellis::comm {
 
-std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
-    if (receives.empty()) throw UsageError("tcp: exchange_first with nothing to receive");
+std::optional<std::size_t> TcpTransport::first_arriving(std::span<const Transfer> receives,
+                                                        std::chrono::milliseconds wait) {
     // A message starts on the peer's first stream whatever its size, so a readable first
     // stream means that peer's message is under way.
-    auto last_progress = Clock::now();
     std::vector<pollfd> fds;
     std::vector<int> control_peers;
+    for (const auto& t : receives) fds.push_back({peers_.at(std::size_t(t.peer)).streams[0].fd(), POLLIN, 0});
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_ && !peers_[std::size_t(r)].finished) {
+            fds.push_back({peers_[std::size_t(r)].control.fd(), POLLIN, 0});
+            control_peers.push_back(r);
+        }
+    int ready = ::poll(fds.data(), fds.size(), int(wait.count()));
+    if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
+    for (std::size_t i = 0; ready > 0 && i < receives.size(); ++i)
+        if (fds[i].revents) return i;
+    for (std::size_t i = receives.size(); ready > 0 && i < fds.size(); ++i)
+        if (fds[i].revents) check_control(control_peers[i - receives.size()]);
+    return std::nullopt;
+}
+
+std::size_t TcpTransport::exchange_first(std::span<const Transfer> receives) {
+    if (receives.empty()) throw UsageError("tcp: exchange_first with nothing to receive");
+    auto last_progress = Clock::now();
     while (true) {
-        fds.clear();
-        control_peers.clear();
-        for (const auto& t : receives) fds.push_back({peers_.at(std::size_t(t.peer)).streams[0].fd(), POLLIN, 0});
-        for (int r = 0; r < size_; ++r)
-            if (r != rank_ && !peers_[std::size_t(r)].finished) {
-                fds.push_back({peers_[std::size_t(r)].control.fd(), POLLIN, 0});
-                control_peers.push_back(r);
-            }
-        int ready = ::poll(fds.data(), fds.size(), 1000);
-        if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
-        for (std::size_t i = 0; ready > 0 && i < receives.size(); ++i)
-            if (fds[i].revents) {
-                exchange(receives.subspan(i, 1));
-                return i;
-            }
-        for (std::size_t i = receives.size(); ready > 0 && i < fds.size(); ++i)
-            if (fds[i].revents) check_control(control_peers[i - receives.size()]);
+        if (auto first = first_arriving(receives, std::chrono::milliseconds(1000))) {
+            exchange(receives.subspan(*first, 1));
+            return *first;
+        }
         for (const auto& t : receives)
             if (silent(t.peer, last_progress))
                 fail(PeerFailure(t.peer, host_of(t.peer),

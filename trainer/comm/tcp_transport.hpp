@@ -41,6 +41,11 @@ public:
     // Whether `peer` has been silent (no heartbeat, no notice) for longer than the timeout:
     // a peer that is busy computing, evaluating or checkpointing still beats.
     bool silent(int peer, Clock::time_point last_progress) const;
+    // Whether `peer` has said goodbye: it has ended, having sent all it meant to.
+    bool finished(int peer) const { return peers_.at(std::size_t(peer)).finished; }
+    // Of `receives` (from different peers), one whose message has begun to arrive, waiting at
+    // most `wait`; none if none has. Control messages are read meanwhile (throws PeerFailure).
+    std::optional<std::size_t> first_arriving(std::span<const Transfer> receives, std::chrono::milliseconds wait);
 
 private:
     struct Peer {

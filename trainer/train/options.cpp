@@ -17,6 +17,7 @@ const cli::Choices<PsMode>& ps_modes() {
 const cli::Choices<Transport>& transports() {
     static const cli::Choices<Transport> choices{{{"tcp", Transport::tcp},
                                                   {"verbs", Transport::verbs},
+                                                  {"shm", Transport::shm},
                                                   {"auto", Transport::automatic},
                                                   {"nccl", Transport::nccl}}};
     return choices;
@@ -37,6 +38,7 @@ const cli::Choices<Device>& devices() {
 comm::TransportKind host_transport(Transport transport) {
     switch (transport) {
         case Transport::verbs: return comm::TransportKind::verbs;
+        case Transport::shm: return comm::TransportKind::shm;
         case Transport::automatic: return comm::TransportKind::automatic;
         case Transport::tcp:
         case Transport::nccl: break;
@@ -145,9 +147,10 @@ cli::OptionTable option_table(TrainOptions& o) {
                "TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)",
                [&](auto& v) { o.wireup = comm::wireup_kinds().parse(v, "--wireup"); })
         .value("--transport", "T",
-               "tcp | verbs | auto | nccl (default tcp; auto: verbs when an RDMA\n"
-               "device has an active port, TRELLIS_HCA/NCCL_IB_HCA choose the\n"
-               "device; nccl: gradients over NCCL on the GPU, control over tcp)",
+               "tcp | verbs | shm | auto | nccl (default tcp; shm: shared memory\n"
+               "between the ranks of a node, tcp to the others; auto: verbs when\n"
+               "an RDMA device has an active port, TRELLIS_HCA/NCCL_IB_HCA choose\n"
+               "the device; nccl: gradients over NCCL on the GPU, control over tcp)",
                [&](auto& v) { o.transport = transports().parse(v, "--transport"); })
         .value("--tcp-streams", "N", "connections per peer for large messages (default 2)",
                [&](auto& v) { o.tcp_streams = positive("--tcp-streams", v); })

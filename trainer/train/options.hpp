@@ -22,7 +22,7 @@ namespace trellis::train {
 enum class Strategy { allreduce, ps };
 enum class PsMode { sync, async };
 // The host transports, or NCCL for the gradients (with control over TCP).
-enum class Transport { tcp, verbs, automatic, nccl };
+enum class Transport { tcp, verbs, shm, automatic, nccl };
 enum class Device { automatic, cpu, cuda };
 // What the input pipeline hands the model: normalised floats, or bytes that the backend
 // normalises (auto: bytes on a GPU, floats on the CPU).

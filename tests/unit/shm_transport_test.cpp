@@ -1,0 +1,179 @@
+// The shared memory transport between ranks running as threads of this process, on one node or
+// several (their hosts are given; "nodes" here share the machine, and the transport tells them
+// apart by host name, as it does on a cluster): exact sums for both allreduce schedules and
+// every placement, compressed or not; messages larger than a ring in posting order; whichever
+// message comes first; the failure notice naming the rank that failed; and /dev/shm left clean.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "trainer/comm/allreduce.hpp"
+#include "trainer/comm/barrier.hpp"
+#include "trainer/comm/ring_allreduce.hpp"
+#include "trainer/comm/shared_memory_transport.hpp"
+#include "tests/unit/ranks_in_threads.hpp"
+
+using namespace trellis::comm;
+using namespace trellis::comm::testing;
+
+namespace {
+
+// Small slots and rings, so that the tests' messages span many slots and fill the rings.
+MakeTransport shared_memory(std::chrono::seconds timeout = std::chrono::seconds(20)) {
+    return [timeout](Wireup& wireup) {
+        return std::make_unique<SharedMemoryTransport>(wireup, TcpOptions{2, 1024, timeout, ""},
+                                                       ShmLayout{0, 3, 4096});
+    };
+}
+
+// Hosts for `nodes` nodes of `per_node` ranks each, ranks numbered node by node.
+std::vector<std::string> placement(const std::vector<int>& ranks_per_node) {
+    std::vector<std::string> hosts;
+    int node = 0;
+    for (int ranks : ranks_per_node) {
+        for (int r = 0; r < ranks; ++r) hosts.push_back("node" + std::to_string(node));
+        ++node;
+    }
+    return hosts;
+}
+
+std::set<std::string> trellis_segments() {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+        if (entry.path().filename().string().starts_with("trellis-")) names.insert(entry.path().filename());
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("shared memory: the name says whether the job spans nodes") {
+    std::vector<std::string> names(4);
+    for (auto hosts : {placement({4}), placement({2, 2})}) {
+        with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
+            names[std::size_t(rank)] = transport.name();
+        });
+        CHECK(names[0] == (hosts[3] == hosts[0] ? "shm" : "shm+tcp"));
+    }
+}
+
+TEST_CASE("shared memory: both schedules sum exactly on every placement, compressed or not") {
+    const std::vector<std::vector<int>> placements = {{4}, {2, 2}, {1, 1, 1, 1}, {3, 1}, {1, 2, 1}};
+    for (auto layout : placements) {
+        auto hosts = placement(layout);
+        int ranks = int(hosts.size());
+        for (auto algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::halving_doubling})
+            for (auto format : {WireFormat::f32, WireFormat::bf16})
+                for (std::size_t count : {std::size_t(0), std::size_t(3), std::size_t(100003)}) {
+                    INFO(hosts.front() << ".." << hosts.back() << ", " << allreduce_algorithms().name(algorithm) << ", "
+                                       << wire_formats().name(format) << ", " << count << " values");
+                    std::vector<std::vector<float>> results(hosts.size());
+                    with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
+                        std::vector<float> data(count);
+                        // Small integers: exact in bfloat16 too.
+                        for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 5));
+                        make_allreduce(transport, algorithm, format, 16 << 10)->sum(data);
+                        results[std::size_t(rank)] = data;
+                    });
+                    float ranks_sum = float(ranks * (ranks + 1) / 2);
+                    for (const auto& result : results)
+                        for (std::size_t i = 0; i < count; ++i) REQUIRE(result[i] == ranks_sum * float(i % 5));
+                }
+    }
+}
+
+TEST_CASE("shared memory: messages larger than a ring arrive whole and in posting order") {
+    const std::vector<std::size_t> sizes = {50000, 0, 1, 123457, 4096};
+    std::vector<std::vector<std::vector<char>>> received(2);
+    with_transports(placement({2}), shared_memory(), [&](int rank, Transport& transport) {
+        int peer = 1 - rank;
+        std::vector<std::vector<char>> out, in;
+        std::vector<Transfer> transfers;
+        for (std::size_t m = 0; m < sizes.size(); ++m) {
+            out.emplace_back(sizes[m], char('a' + m + 5 * rank));
+            in.emplace_back(sizes[m]);
+        }
+        // Both directions at once, every message posted before any has moved.
+        for (std::size_t m = 0; m < sizes.size(); ++m) {
+            transfers.push_back(Transfer::send(peer, out[m].data(), sizes[m]));
+            transfers.push_back(Transfer::recv(peer, in[m].data(), sizes[m]));
+        }
+        transport.exchange(transfers);
+        received[std::size_t(rank)] = in;
+    });
+    for (int rank = 0; rank < 2; ++rank)
+        for (std::size_t m = 0; m < sizes.size(); ++m) {
+            const auto& message = received[std::size_t(rank)][m];
+            REQUIRE(message == std::vector<char>(sizes[m], char('a' + m + 5 * (1 - rank))));
+        }
+}
+
+TEST_CASE("shared memory: exchange_first takes whichever message comes first, on the node or not") {
+    for (auto hosts : {placement({3}), placement({2, 1})}) {
+        std::vector<std::size_t> order;
+        with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
+            std::vector<char> message(20000, char(rank));
+            if (rank == 0) {
+                std::vector<char> from1(message.size()), from2(message.size());
+                Transfer receives[] = {Transfer::recv(1, from1.data(), from1.size()),
+                                       Transfer::recv(2, from2.data(), from2.size())};
+                auto first = transport.exchange_first(receives);
+                order.push_back(first);
+                transport.exchange({&receives[1 - first], 1});
+                order.push_back(std::size_t(from1[0] + from2[0]));  // both arrived: 1 + 2
+                return;
+            }
+            // Rank 1 sends late: rank 2's message is first.
+            if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            auto send = Transfer::send(0, message.data(), message.size());
+            transport.exchange({&send, 1});
+        });
+        INFO(hosts[0] << " " << hosts[1] << " " << hosts[2]);
+        CHECK(order == std::vector<std::size_t>{1, 3});
+    }
+}
+
+TEST_CASE("shared memory: a rank that fails is named to the others, who stop instead of hanging") {
+    for (auto hosts : {placement({3}), placement({2, 1})}) {
+        std::vector<std::string> messages(3);
+        auto started = std::chrono::steady_clock::now();
+        with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
+            std::vector<float> data(100000, 1.0f);
+            if (rank == 1) return;  // leaves before the allreduce: its connections close
+            try {
+                RingAllreduce(transport).sum(data);
+            } catch (const PeerFailure& failure) {
+                messages[std::size_t(rank)] = failure.what();
+            }
+        });
+        INFO(hosts[0] << " " << hosts[1] << " " << hosts[2]);
+        CHECK_THAT(messages[0], Catch::Contains("rank 1"));
+        CHECK_THAT(messages[2], Catch::Contains("rank 1"));
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+    }
+}
+
+TEST_CASE("shared memory: a rank busy for longer than the timeout still beats, and is waited for") {
+    std::vector<float> sums(2);
+    with_transports(placement({2}), shared_memory(std::chrono::seconds(1)), [&](int rank, Transport& transport) {
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+        std::vector<float> data(1000, 1.0f);
+        RingAllreduce(transport).sum(data);
+        sums[std::size_t(rank)] = data[999];
+    });
+    CHECK(sums == std::vector<float>{2.0f, 2.0f});
+}
+
+TEST_CASE("shared memory: nothing is left in /dev/shm, even by a rank that dies") {
+    auto before = trellis_segments();
+    std::set<std::string> while_running;
+    with_transports(placement({3}), shared_memory(), [&](int rank, Transport& transport) {
+        // Once every transport is made, the names are gone: a rank killed now leaves nothing.
+        barrier(transport);
+        if (rank == 0) while_running = trellis_segments();
+    });
+    CHECK(while_running == before);
+    CHECK(trellis_segments() == before);
+}
