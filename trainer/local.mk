@@ -61,7 +61,9 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp trainer/comm/comm_stats.hpp trainer/comm/gradient_buckets.hpp \
+	trainer/comm/group_transport.cpp trainer/comm/group_transport.hpp \
 	trainer/comm/halving_doubling_allreduce.cpp trainer/comm/halving_doubling_allreduce.hpp \
+	trainer/comm/hierarchical_allreduce.cpp trainer/comm/hierarchical_allreduce.hpp \
 	trainer/comm/make_transport.cpp trainer/comm/make_transport.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \

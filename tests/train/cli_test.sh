@@ -16,7 +16,7 @@ done
 pass "bad command lines refused with one line and exit status 2"
 grep -q "resnet18, resnet34" < <("$TRAIN" --model resnet42 2>&1) || fail "unknown model: accepted models not listed"
 # The same option is spelt, and refused, the same way in trellis-train and trellis-bench.
-refusal="invalid value 'tree' for --allreduce-algorithm (accepted: auto, ring, halving-doubling)"
+refusal="invalid value 'tree' for --allreduce-algorithm (accepted: auto, ring, halving-doubling, hierarchical)"
 grep -qF "$refusal" < <("$TRAIN" --allreduce-algorithm tree 2>&1) ||
     fail "unknown allreduce algorithm: accepted ones not listed"
 grep -qF "$refusal" < <("$TRELLIS_BUILD/trellis-bench" allreduce --allreduce-algorithm tree 2>&1) ||

@@ -1,10 +1,12 @@
 // The shared memory transport between ranks running as threads of this process, on one node or
 // several (their hosts are given; "nodes" here share the machine, and the transport tells them
-// apart by host name, as it does on a cluster): exact sums for both allreduce schedules and
-// every placement, compressed or not; messages larger than a ring in posting order; whichever
+// apart by host name, as it does on a cluster): exact sums for every allreduce schedule and
+// placement, compressed or not, the hierarchical one over TCP alone too and refused where nodes
+// are uneven; messages larger than a ring in posting order; whichever
 // message comes first; the failure notice naming the rank that failed; and /dev/shm left clean.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -59,29 +61,64 @@ TEST_CASE("shared memory: the name says whether the job spans nodes") {
     }
 }
 
-TEST_CASE("shared memory: both schedules sum exactly on every placement, compressed or not") {
-    const std::vector<std::vector<int>> placements = {{4}, {2, 2}, {1, 1, 1, 1}, {3, 1}, {1, 2, 1}};
-    for (auto layout : placements) {
+TEST_CASE("shared memory: every schedule sums exactly on every placement, compressed or not") {
+    const std::vector<std::vector<int>> placements = {{4}, {2, 2}, {1, 1, 1, 1}, {3, 1}, {1, 2, 1}, {2, 2, 2}, {3, 3},
+                                                      {2, 2, 2, 2}};
+    for (const auto& layout : placements) {
         auto hosts = placement(layout);
         int ranks = int(hosts.size());
-        for (auto algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::halving_doubling})
+        bool uniform = layout.size() > 1 && layout[0] > 1 && std::count(layout.begin(), layout.end(), layout[0]) == int(layout.size());
+        std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::ring, AllreduceAlgorithm::automatic};
+        if ((ranks & (ranks - 1)) == 0) algorithms.push_back(AllreduceAlgorithm::halving_doubling);
+        if (uniform) algorithms.push_back(AllreduceAlgorithm::hierarchical);
+        for (auto algorithm : algorithms)
             for (auto format : {WireFormat::f32, WireFormat::bf16})
                 for (std::size_t count : {std::size_t(0), std::size_t(3), std::size_t(100003)}) {
-                    INFO(hosts.front() << ".." << hosts.back() << ", " << allreduce_algorithms().name(algorithm) << ", "
-                                       << wire_formats().name(format) << ", " << count << " values");
+                    INFO(hosts.front() << ".." << hosts.back() << " (" << ranks << " ranks), "
+                                       << allreduce_algorithms().name(algorithm) << ", " << wire_formats().name(format)
+                                       << ", " << count << " values");
                     std::vector<std::vector<float>> results(hosts.size());
+                    std::vector<AllreduceAlgorithm> chosen(hosts.size());
                     with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
                         std::vector<float> data(count);
                         // Small integers: exact in bfloat16 too.
                         for (std::size_t i = 0; i < count; ++i) data[i] = float((rank + 1) * int(i % 5));
-                        make_allreduce(transport, algorithm, format, 16 << 10)->sum(data);
+                        auto allreduce = make_allreduce(transport, algorithm, format, 16 << 10);
+                        allreduce->sum(data);
                         results[std::size_t(rank)] = data;
+                        chosen[std::size_t(rank)] = allreduce->algorithm();
                     });
                     float ranks_sum = float(ranks * (ranks + 1) / 2);
                     for (const auto& result : results)
                         for (std::size_t i = 0; i < count; ++i) REQUIRE(result[i] == ranks_sum * float(i % 5));
+                    // auto: the hierarchy wherever it applies
+                    if (algorithm == AllreduceAlgorithm::automatic && uniform) CHECK(chosen[0] == AllreduceAlgorithm::hierarchical);
+                    if (algorithm == AllreduceAlgorithm::automatic && !uniform) CHECK(chosen[0] != AllreduceAlgorithm::hierarchical);
                 }
     }
+}
+
+TEST_CASE("hierarchical allreduce: over TCP alone too, and refused where nodes are uneven, naming them") {
+    std::vector<std::vector<float>> results(4);
+    with_transports(placement({2, 2}),
+                    [](Wireup& wireup) { return std::make_unique<TcpTransport>(wireup, TcpOptions{2, 1024, std::chrono::seconds(20), ""}); },
+                    [&](int rank, Transport& transport) {
+                        std::vector<float> data(70001, float(rank + 1));
+                        make_allreduce(transport, AllreduceAlgorithm::hierarchical, WireFormat::f32, 16 << 10)->sum(data);
+                        results[std::size_t(rank)] = data;
+                    });
+    for (const auto& result : results)
+        for (float v : result) REQUIRE(v == 10.0f);
+    std::vector<std::string> refusals(4);
+    with_transports(placement({3, 1}), shared_memory(), [&](int rank, Transport& transport) {
+        try {
+            make_allreduce(transport, AllreduceAlgorithm::hierarchical);
+        } catch (const trellis::UsageError& refusal) {
+            refusals[std::size_t(rank)] = refusal.what();
+        }
+    });
+    CHECK_THAT(refusals[0], Catch::Contains("this job has 3 on node0, 1 on node1"));
+    CHECK(refusals[3] == refusals[0]);
 }
 
 TEST_CASE("shared memory: messages larger than a ring arrive whole and in posting order") {

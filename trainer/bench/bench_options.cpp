@@ -43,8 +43,8 @@ cli::OptionTable option_table(BenchOptions& o) {
                "allreduce values on the wire: none | bf16 | fp16 (default none;\nbandwidths count the float32 bytes)",
                [&](auto& v) { o.compress = comm::wire_formats().parse(v, "--compress"); })
         .value("--allreduce-algorithm", "A",
-               "auto | ring | halving-doubling (default auto: halving-doubling\n"
-               "when the number of ranks is a power of two), as trellis-train's",
+               "auto | ring | halving-doubling | hierarchical (default auto), as\n"
+               "trellis-train's",
                algorithm)
         .value("--algorithm", "A", "the former spelling of --allreduce-algorithm", algorithm)
         .value("--comm-timeout", "S", "seconds without progress before a peer counts as lost (default 60)",

@@ -6,7 +6,9 @@
 //   halving-doubling   log2 n steps each way (Rabenseifner's algorithm), exchanging halves
 //                      with the rank whose number differs in one bit; n a power of two.
 // `auto` takes halving-doubling where it applies: fewer waits, and the pairs of a step need
-// no one else, which matters most when ranks share cores (measured in tests/perf).
+// no one else, which matters most when ranks share cores (measured in tests/perf). Where a job
+// spans nodes with several ranks on each, `auto` takes the hierarchical schedule
+// (hierarchical_allreduce.hpp), which runs one of these inside each node and one across them.
 #pragma once
 
 #include <memory>
@@ -20,9 +22,9 @@
 
 namespace trellis::comm {
 
-enum class AllreduceAlgorithm { automatic, ring, halving_doubling };
+enum class AllreduceAlgorithm { automatic, ring, halving_doubling, hierarchical };
 
-// Its spellings: auto, ring, halving-doubling.
+// Its spellings: auto, ring, halving-doubling, hierarchical.
 const cli::Choices<AllreduceAlgorithm>& allreduce_algorithms();
 
 class Allreduce {
@@ -41,8 +43,9 @@ protected:
     SegmentedExchange exchange_;  // the one move both schedules are made of
 };
 
-// `automatic` resolves by the transport's number of ranks; halving-doubling with a number of
-// ranks that is not a power of two throws UsageError saying so.
+// `automatic` resolves by the transport's placement and number of ranks; halving-doubling with
+// a number of ranks that is not a power of two, and hierarchical where it does not apply, throw
+// UsageError saying so.
 std::unique_ptr<Allreduce> make_allreduce(Transport& transport, AllreduceAlgorithm algorithm,
                                           WireFormat format = WireFormat::f32, std::size_t segment_bytes = 1 << 20);
 

@@ -18,4 +18,11 @@ public:
     AllreduceAlgorithm algorithm() const override { return AllreduceAlgorithm::ring; }
 };
 
+// The two halves of the ring on `exchange`'s transport, for the schedules made of them. Chunk c
+// of n covers [size c / n, size (c + 1) / n). The reduce-scatter leaves rank r with the sum of
+// chunk r + 1 (returned, not yet rounded to the wire format); the allgather passes each rank's
+// finished chunk around.
+std::span<float> ring_reduce_scatter(SegmentedExchange& exchange, int rank, int n, std::span<float> data);
+void ring_allgather(SegmentedExchange& exchange, int rank, int n, std::span<float> data);
+
 }  // namespace trellis::comm

@@ -159,8 +159,10 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--bucket-mb", "M", "gradient bucket size (default 25)",
                [&](auto& v) { o.bucket_mb = above_zero("--bucket-mb", v); })
         .value("--allreduce-algorithm", "A",
-               "auto | ring | halving-doubling (default auto: halving-doubling\n"
-               "when the number of ranks is a power of two, else ring)",
+               "auto | ring | halving-doubling | hierarchical (default auto:\n"
+               "hierarchical when the job spans nodes with the same number of\n"
+               "ranks, more than one, on each; else halving-doubling when the\n"
+               "number of ranks is a power of two; else ring)",
                [&](auto& v) { o.allreduce_algorithm = comm::allreduce_algorithms().parse(v, "--allreduce-algorithm"); })
         .value("--compress", "C", "gradients on the wire: none | bf16 | fp16 (allreduce; default none)",
                [&](auto& v) { o.compress = comm::wire_formats().parse(v, "--compress"); });
