@@ -59,7 +59,8 @@ std::unique_ptr<Transport> make_transport(TransportKind kind, Wireup& wireup, co
     if (wireup.identity().size == 1) return nullptr;
     bool use_verbs = kind == TransportKind::verbs || (kind == TransportKind::automatic && verbs_device_available());
     if (use_verbs) return std::make_unique<VerbsTransport>(wireup, tcp, verbs_options());
-    if (kind == TransportKind::shm) return std::make_unique<SharedMemoryTransport>(wireup, tcp);
+    if (kind == TransportKind::shm || kind == TransportKind::automatic)
+        return std::make_unique<SharedMemoryTransport>(wireup, tcp);
     return std::make_unique<TcpTransport>(wireup, tcp);
 }
 

@@ -149,8 +149,9 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--transport", "T",
                "tcp | verbs | shm | auto | nccl (default tcp; shm: shared memory\n"
                "between the ranks of a node, tcp to the others; auto: verbs when\n"
-               "an RDMA device has an active port, TRELLIS_HCA/NCCL_IB_HCA choose\n"
-               "the device; nccl: gradients over NCCL on the GPU, control over tcp)",
+               "an RDMA device has an active port, else shm; TRELLIS_HCA/NCCL_IB_HCA\n"
+               "choose the device; nccl: gradients over NCCL on the GPU, control\n"
+               "over tcp)",
                [&](auto& v) { o.transport = transports().parse(v, "--transport"); })
         .value("--tcp-streams", "N", "connections per peer for large messages (default 2)",
                [&](auto& v) { o.tcp_streams = positive("--tcp-streams", v); })
