@@ -38,25 +38,25 @@ bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16
     fail "bf16 compression changes the losses by $bf16_difference"
 pass "bf16 gradient compression: losses within 1% of float32 ($bf16_difference)"
 
-# The ring schedule: with 2 ranks each sum is the same two numbers in either order, so the
-# losses are the same to the bit.
-launch_ranks 2 "$work/ring.out" "$TRAIN" "${common[@]}" --batch-size 16 --allreduce-algorithm ring --log-dir "$work/ring"
-wait_ranks "$work/ring.out" "the ring run"
-[ "$(run_fields "$work/ring/metrics.jsonl" allreduce_algorithm)" = ring ] ||
-    fail "the ring run's record: $(run_fields "$work/ring/metrics.jsonl" allreduce_algorithm)"
-ring_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ring/metrics.jsonl" 5)
-[ "$ring_difference" = 0 ] || [ "$ring_difference" = 0.0 ] || fail "ring and halving-doubling differ by $ring_difference"
-pass "ring and halving-doubling allreduce: the same losses"
-# Shared memory between the ranks of this node: the same sums in the same order, so the same
-# losses to the bit; and the parameter server reached through it, asynchronous (whichever
-# worker's push comes first), ends its steps.
-launch_ranks 2 "$work/shm.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport shm --log-dir "$work/shm"
-wait_ranks "$work/shm.out" "the shared memory run"
-[ "$(run_fields "$work/shm/metrics.jsonl" transport)" = shm ] ||
-    fail "the shared memory run's record: $(run_fields "$work/shm/metrics.jsonl" transport)"
-shm_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/shm/metrics.jsonl" 5)
-[ "$shm_difference" = 0 ] || [ "$shm_difference" = 0.0 ] || fail "shared memory and TCP differ by $shm_difference"
-pass "allreduce over shared memory: the same losses as over TCP"
+# same_losses NAME FIELD VALUE WHAT ARGS...: 2 ranks with ARGS record FIELD=VALUE and give the
+# default run's losses to the bit.
+same_losses() {
+    local name=$1 field=$2 value=$3 what=$4 difference
+    shift 4
+    launch_ranks 2 "$work/$name.out" "$TRAIN" "${common[@]}" --batch-size 16 "$@" --log-dir "$work/$name"
+    wait_ranks "$work/$name.out" "the $name run"
+    [ "$(run_fields "$work/$name/metrics.jsonl" "$field")" = "$value" ] ||
+        fail "the $name run's record: $(run_fields "$work/$name/metrics.jsonl" "$field")"
+    difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/$name/metrics.jsonl" 5)
+    [ "$difference" = 0 ] || [ "$difference" = 0.0 ] || fail "$what differ by $difference"
+    pass "$what: the same losses"
+}
+# The ring schedule: with 2 ranks each sum is the same two numbers in either order. Shared
+# memory between the ranks of this node: the same sums in the same order.
+same_losses ring allreduce_algorithm ring "ring and halving-doubling allreduce" --allreduce-algorithm ring
+same_losses shm transport shm "allreduce over shared memory and over TCP" --transport shm
+# The parameter server reached through shared memory, asynchronous (whichever worker's push
+# comes first), ends its steps.
 launch_ranks 3 "$work/shm-ps.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport shm --strategy ps --ps-mode async
 wait_ranks "$work/shm-ps.out" "the asynchronous parameter server over shared memory"
 grep -q "^total images/sec" "$work/shm-ps.out.0" || fail "the asynchronous parameter server over shared memory: $(tail -n 2 "$work/shm-ps.out.0")"

@@ -5,7 +5,6 @@
 #include <exception>
 #include <fstream>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "common/cli.hpp"
@@ -126,14 +125,16 @@ bool SharedMemoryTransport::receive_some(Pending& pending) {
 
 bool SharedMemoryTransport::move(std::vector<Pending>& pending) {
     bool moved = false;
-    std::set<std::pair<int, bool>> blocked;  // (peer, sending) with an earlier message unfinished
-    for (auto& p : pending) {
+    // An unfinished message holds back the later ones of its peer and direction. An exchange has
+    // a few transfers: a scan of those before is cheaper than a set on every pass.
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        auto& p = pending[i];
         if (p.done == p.transfer->bytes) continue;
-        bool sending = p.transfer->kind == Transfer::Kind::send;
-        if (!blocked.insert({p.transfer->peer, sending}).second) continue;
-        moved |= sending ? send_some(p) : receive_some(p);
-        if (p.done < p.transfer->bytes) continue;
-        blocked.erase({p.transfer->peer, sending});
+        bool held = std::any_of(pending.begin(), pending.begin() + std::ptrdiff_t(i), [&](const Pending& earlier) {
+            return earlier.done < earlier.transfer->bytes && earlier.transfer->peer == p.transfer->peer &&
+                   earlier.transfer->kind == p.transfer->kind;
+        });
+        if (!held) moved |= p.transfer->kind == Transfer::Kind::send ? send_some(p) : receive_some(p);
     }
     return moved;
 }
