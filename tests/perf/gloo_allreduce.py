@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch gloo peer of trellis-bench allreduce: torch.distributed.all_reduce (float32
-sum) on CPU tensors with the same sizes, iterations and check. Rank and world size come from
+sum) on CPU tensors with the same sizes, iterations (TRELLIS_ALLREDUCE_ITERS timed, 1 warm-up)
+and check. Rank and world size come from
 RANK/WORLD_SIZE, the rendezvous from MASTER_ADDR/MASTER_PORT. Prints JSON lines on rank 0."""
 import json
 import os
@@ -12,7 +13,7 @@ import torch.distributed as dist
 
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
-iterations, warmup = 10, 3
+iterations, warmup = int(os.environ.get("TRELLIS_ALLREDUCE_ITERS", "10")), 1
 for size in map(int, sys.argv[1:]):
     count = size // 4
     pattern = (torch.arange(count) % 7 + 1).float()

@@ -1,5 +1,5 @@
 /* The Open MPI peer of trellis-bench allreduce: MPI_Allreduce (float sum, in place) with the
- * same sizes, iteration counts and check, printing one line per size with the median time
+ * same sizes, iteration counts (TRELLIS_ALLREDUCE_ITERS timed, 1 warm-up) and check, printing one line per size with the median time
  * and the bus bandwidth as nccl-tests defines it. Built by tests/perf/allreduce_vs_peers. */
 #include <mpi.h>
 #include <stdio.h>
@@ -15,7 +15,9 @@ int main(int argc, char** argv) {
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int iterations = 10, warmup = 3;
+    const char* iters = getenv("TRELLIS_ALLREDUCE_ITERS");
+    int iterations = iters ? atoi(iters) : 10, warmup = 1;
+    if (iterations < 1 || iterations > 64) iterations = 10;
     for (int a = 1; a < argc; ++a) {
         size_t count = strtoull(argv[a], NULL, 10) / sizeof(float);
         float* data = malloc(count * sizeof(float));
