@@ -23,18 +23,21 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
 	tests/perf/time_to_accuracy tests/perf/pytorch_fashion_mnist.py tests/perf/data_vs_pytorch tests/perf/pytorch_data.py \
-	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py tests/perf/comm_bound_models
+	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py tests/perf/comm_bound_models \
+	tests/perf/shaped_network
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
 # The long benchmarks, too slow for every run: Fashion-MNIST trained to accuracy (about an hour
 # for each of trellis and PyTorch on 2 cores), then to 0.94 with 2 ranks through srun on the
 # test cluster (half an hour); AlexNet's gradients between 2 and 4 ranks, allreduce in f32 and
-# bf16 against a parameter server (a few minutes).
+# bf16 against a parameter server (a few minutes); ResNet-50 on the shaped network, 1 to 4
+# nodes, both profiles (about 10 minutes).
 perf-long: all
 	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
 	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/comm_bound_models '$(abs_top_builddir)' '$(abs_top_srcdir)'
+	$(srcdir)/tests/perf/shaped_network '$(abs_top_builddir)' '$(abs_top_srcdir)' training
 .PHONY: perf perf-long
 
 # The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge). The
@@ -47,7 +50,7 @@ tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
 endif
 TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh
-EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster \
+EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster tests/slurm/network \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The parameter server on this machine with the plain-environment wireup: the synchronous one
-# equals the allreduce (its server never opens the dataset) and resumes from its checkpoints (the servers' shards beside rank 0's)
+# equals the allreduce (its server never opens the dataset), takes bf16 pushes, and resumes from its checkpoints (the servers' shards beside rank 0's)
 # to the same losses; the asynchronous one learns.
 . "$(dirname "$0")/lib.sh"
 make_learnable_dataset "$work/data"
@@ -24,6 +24,18 @@ ps_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ps/met
 "$PYTHON3" -c "import sys; sys.exit(0 if $ps_difference < 1e-4 else 1)" ||
     fail "synchronous PS differs from the allreduce by $ps_difference"
 pass "synchronous PS (2 workers + 1 server) equals the 2-rank allreduce ($ps_difference)"
+
+# bf16 pushes (--compress): the workers send half the bytes, the server widens them before
+# averaging; the parameters come back in f32. The losses stay within 1% of the f32 pushes'.
+launch_ranks 3 "$work/ps-bf16.out" "$TRAIN" "${common[@]}" --batch-size 16 --strategy ps --compress bf16 --log-dir "$work/ps-bf16"
+wait_ranks "$work/ps-bf16.out" "the PS run with bf16 pushes"
+[ "$(run_fields "$work/ps-bf16/metrics.jsonl" strategy compression)" = "ps bf16" ] ||
+    fail "the run record of the PS run with bf16 pushes does not say so"
+grep -q "1 servers, bf16 pushes" "$work/ps-bf16.out.0" || fail "the strategy line does not name bf16 pushes: $(grep -m1 strategy "$work/ps-bf16.out.0")"
+bf16_difference=$(mean_relative_difference "$work/ps/metrics.jsonl" "$work/ps-bf16/metrics.jsonl" 5)
+"$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
+    fail "bf16 pushes change the parameter server's losses by $bf16_difference"
+pass "synchronous PS with bf16 pushes: losses within 1% of f32 pushes ($bf16_difference)"
 
 # Synchronous PS with checkpoints: the servers save their shards (weights and optimizer
 # state) beside rank 0's checkpoint; 3 steps, then --resume to 6, give the losses of 6 steps

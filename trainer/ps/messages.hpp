@@ -1,6 +1,7 @@
 // The parameter server's messages, after ps-lite's split of control from data. A push (worker
-// to server) is the server's slice of the gradients, then a PushHeader; a pull (server to
-// worker) is the slice of the updated parameters, then a PullHeader. Each part is its own
+// to server) is the server's slice of the gradients in the run's wire format (--compress:
+// f32, or bf16/fp16 for half the bytes), then a PushHeader; a pull (server to worker) is the
+// slice of the updated parameters, always f32 (they are the model), then a PullHeader. Each part is its own
 // transfer, in order on one connection; sizes are known to both sides, so nothing is framed.
 // Both ends run the same program, so the headers travel as their bytes.
 #pragma once

@@ -31,7 +31,8 @@ Server::Server(const ServerConfig& config, comm::Transport& transport, const Lay
     : config_(config), transport_(transport), layout_(layout), server_(server),
       shard_(std::make_unique<ShardStore>(full, layout.shard(server))),
       optimizer_(optim::make_optimizer(config.optimizer, shard_->store())), info_(std::move(info)),
-      gradients_(std::size_t(layout.workers()), std::vector<float>(layout.shard(server).size())),
+      pushes_(std::size_t(layout.workers()),
+              std::vector<std::byte>(layout.shard(server).size() * comm::wire_bytes(config.pushes))),
       headers_(std::size_t(layout.workers())) {
     if (!config.checkpoint_dir.empty()) open_checkpoints();
 }
@@ -51,7 +52,7 @@ Server::Outcome Server::run_synchronous() {
         double loss = 0;
         bool stop = false, last = false;
         for (std::size_t w = 0; w < workers.size(); ++w) {
-            for (std::size_t i = 0; i < grads.size(); ++i) grads[i] += gradients_[w][i];
+            comm::decode_add(config_.pushes, pushes_[w].data(), grads);
             loss += headers_[w].loss;
             stop = stop || headers_[w].stop;
             last = last || headers_[w].last;
@@ -77,13 +78,13 @@ Server::Outcome Server::run_asynchronous() {
         // The gradients of whichever push starts arriving first, then its header.
         std::vector<comm::Transfer> slices;
         for (int w : active)
-            slices.push_back(comm::Transfer::recv(w, gradients_[std::size_t(w)].data(), grads.size_bytes()));
+            slices.push_back(comm::Transfer::recv(w, pushes_[std::size_t(w)].data(), pushes_[std::size_t(w)].size()));
         auto index = transport_.exchange_first(slices);
         int worker = active[index];
         auto& header = headers_[std::size_t(worker)];
         auto header_receive = comm::Transfer::recv(worker, &header, sizeof header);
         transport_.exchange({&header_receive, 1});
-        std::copy(gradients_[std::size_t(worker)].begin(), gradients_[std::size_t(worker)].end(), grads.begin());
+        comm::decode(config_.pushes, pushes_[std::size_t(worker)].data(), grads);
         stop = stop || header.stop;
         // Each push is one worker's batch: a 1/workers share of the global batch the learning
         // rate was scaled for.
@@ -98,8 +99,8 @@ Server::Outcome Server::run_asynchronous() {
 void Server::receive_pushes(const std::vector<int>& workers) {
     std::vector<comm::Transfer> receives;
     for (int w : workers) {
-        auto& slice = gradients_[std::size_t(w)];
-        receives.push_back(comm::Transfer::recv(w, slice.data(), slice.size() * sizeof(float)));
+        auto& slice = pushes_[std::size_t(w)];
+        receives.push_back(comm::Transfer::recv(w, slice.data(), slice.size()));
         receives.push_back(comm::Transfer::recv(w, &headers_[std::size_t(w)], sizeof(PushHeader)));
     }
     transport_.exchange(receives);

@@ -12,6 +12,7 @@
 
 #include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/transport.hpp"
+#include "trainer/comm/wire_format.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/ps/layout.hpp"
 #include "trainer/ps/messages.hpp"
@@ -23,6 +24,7 @@ struct ServerConfig {
     bool asynchronous = false;
     std::string checkpoint_dir;  // rank 0's folder ("": no checkpoints); the shard goes beside it
     bool resume = false;
+    comm::WireFormat pushes = comm::WireFormat::f32;  // the workers' gradients on the wire
 };
 
 class Server {
@@ -53,7 +55,7 @@ private:
     std::unique_ptr<optim::Optimizer> optimizer_;
     checkpoint::CheckpointInfo info_;
     std::optional<checkpoint::CheckpointStore> checkpoints_;
-    std::vector<std::vector<float>> gradients_;  // one slice per worker
+    std::vector<std::vector<std::byte>> pushes_;  // one slice per worker, as it came
     std::vector<PushHeader> headers_;            // and its header
 };
 

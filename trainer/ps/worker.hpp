@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainer/comm/transport.hpp"
+#include "trainer/comm/wire_format.hpp"
 #include "trainer/nn/parameter_store.hpp"
 #include "trainer/ps/layout.hpp"
 #include "trainer/ps/messages.hpp"
@@ -13,16 +14,20 @@ namespace trellis::ps {
 
 class Worker {
 public:
-    Worker(comm::Transport& transport, const Layout& layout, nn::ParameterStore& store);
+    // Pushes travel in `pushes` (f32, or compressed); pulls are f32.
+    Worker(comm::Transport& transport, const Layout& layout, nn::ParameterStore& store,
+           comm::WireFormat pushes = comm::WireFormat::f32);
 
     // Sends `push` with the gradients to every server; returns the first server's reply.
     PullHeader push_pull(const PushHeader& push);
-    double bytes_per_step() const;
+    double bytes_per_step() const;  // pushed and pulled
 
 private:
     comm::Transport& transport_;
     const Layout& layout_;
     nn::ParameterStore& store_;
+    comm::WireFormat format_;
+    std::vector<std::vector<std::byte>> wire_;  // each server's compressed slice
     std::vector<PullHeader> replies_;
 };
 

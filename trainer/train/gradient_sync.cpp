@@ -113,7 +113,7 @@ class ParameterServers : public GradientSync {
 public:
     explicit ParameterServers(const SyncContext& c)
         : context_(c), layout_(c.parameters, c.identity.size, c.options.ps_servers),
-          worker_(*c.transport, layout_, c.parameters) {}
+          worker_(*c.transport, layout_, c.parameters, c.options.compress) {}
     Synchronised finish(const StepState& step) override {
         auto started = std::chrono::steady_clock::now();
         bool async = context_.options.ps_mode == PsMode::async;
@@ -128,7 +128,7 @@ public:
         Synchronised done;
         done.comm.seconds = done.comm.wait_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        done.comm.bytes = std::size_t(worker_.bytes_per_step() / 2);
+        done.comm.bytes = std::size_t(worker_.bytes_per_step() / 2);  // pushed or pulled, as a mean
         done.applied = true;
         done.stop = stopping_ = reply.stop;
         // Synchronous servers average one push of every worker: their mean loss is the step's.
@@ -142,10 +142,13 @@ public:
         run["transport"] = context_.transport->name();
         run["workers"] = layout_.workers();
         run["servers"] = layout_.servers();
+        run["compression"] = comm::wire_formats().name(context_.options.compress);
     }
     std::string strategy() const override {
-        return format("ps (%s) %s: %d workers, %d servers", ps_modes().name(context_.options.ps_mode).c_str(),
-                      over(context_, context_.transport->name()).c_str(), layout_.workers(), layout_.servers());
+        const auto pushes = context_.options.compress;
+        return format("ps (%s) %s: %d workers, %d servers%s", ps_modes().name(context_.options.ps_mode).c_str(),
+                      over(context_, context_.transport->name()).c_str(), layout_.workers(), layout_.servers(),
+                      pushes == comm::WireFormat::f32 ? "" : (", " + comm::wire_formats().name(pushes) + " pushes").c_str());
     }
     std::string progress_header() const override { return "\tpush/pull time and rate"; }
     std::string progress(const comm::CommStats& comm, int) const override {  // both ways counted

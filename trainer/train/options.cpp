@@ -165,7 +165,8 @@ cli::OptionTable option_table(TrainOptions& o) {
                "ranks, more than one, on each; else halving-doubling when the\n"
                "number of ranks is a power of two; else ring)",
                [&](auto& v) { o.allreduce_algorithm = comm::allreduce_algorithms().parse(v, "--allreduce-algorithm"); })
-        .value("--compress", "C", "gradients on the wire: none | bf16 | fp16 (allreduce; default none)",
+        .value("--compress", "C", "gradients on the wire: none | bf16 | fp16 (the allreduce, and\n"
+               "the parameter server's pushes; its pulls stay f32) (default none)",
                [&](auto& v) { o.compress = comm::wire_formats().parse(v, "--compress"); });
     t.section("Running")
         .value("--eval-every", "K", "evaluate every K steps (default: at the end only)",

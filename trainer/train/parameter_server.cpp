@@ -47,7 +47,8 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     info.model = architecture.name, info.num_classes = classes, info.step = start.step;
     info.optimizer = optim::optimizer_kinds().name(options.optimizer.kind);
     info.seed = options.seed, info.global_batch = options.batch_size * options.accumulate * layout.workers();
-    ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume};
+    ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume,
+                             options.compress};
     auto outcome = ps::Server(serving, transport, layout, server, store, info).run();
     return outcome == ps::Server::Outcome::stopped ? exit_stopped_early : 0;
 }
