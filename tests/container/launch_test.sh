@@ -108,6 +108,14 @@ if [ $can_contain -eq 1 ]; then
         sh -c "cat /trellis-image-marker; ls /work/trellis.toml; id -u; exec /usr/local/bin/trellis-train ${short[*]}" >"$work/oci.out" 2>&1 ||
         fail "launch in the container: status $?"
     check_training oci "in an OCI container"
+    # The ranks on a node share the step's container, its /dev/shm with it: the shared memory
+    # transport works between them.
+    as_runner "$agent" launch --nproc-per-node 2 --image "$work/bundle" "${config[@]}" -- \
+        /usr/local/bin/trellis-train "${short[@]}" --transport shm >"$work/oci-shm.out" 2>&1 ||
+        fail "launch in the container over shared memory: status $?"
+    grep -q "^\[0\] Strategy: *allreduce over shm, 2 ranks" "$work/oci-shm.out" && grep -q "^\[0\] total images/sec" "$work/oci-shm.out" &&
+        pass "2 ranks in containers of their own train over shared memory" ||
+        { tail -n 5 "$work/oci-shm.out"; fail "2 ranks in containers over shared memory"; }
     [ "$(grep -c "inside a trellis test image" "$work/oci.out")" -eq 2 ] && grep -q "^\[1\] /work/trellis.toml" "$work/oci.out" &&
         grep -q "^\[0\] $(id -u "$runner")$" "$work/oci.out" &&
         pass "both ranks ran in the image as $runner and see the mount" || fail "the ranks did not run in the image"
