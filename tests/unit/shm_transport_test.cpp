@@ -2,7 +2,7 @@
 // several (their hosts are given; "nodes" here share the machine, and the transport tells them
 // apart by host name, as it does on a cluster): exact sums for every allreduce schedule and
 // placement, compressed or not, the hierarchical one over TCP alone too and refused where nodes
-// are uneven; messages larger than a ring in posting order; whichever
+// are uneven; the broadcast through the hierarchy, once per node across the network; messages larger than a ring in posting order; whichever
 // message comes first; the failure notice naming the rank that failed; and /dev/shm left clean.
 #include <catch2/catch.hpp>
 
@@ -14,6 +14,7 @@
 
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/barrier.hpp"
+#include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/ring_allreduce.hpp"
 #include "trainer/comm/shared_memory_transport.hpp"
 #include "tests/unit/ranks_in_threads.hpp"
@@ -95,6 +96,55 @@ TEST_CASE("shared memory: every schedule sums exactly on every placement, compre
                     if (algorithm == AllreduceAlgorithm::automatic && uniform) CHECK(chosen[0] == AllreduceAlgorithm::hierarchical);
                     if (algorithm == AllreduceAlgorithm::automatic && !uniform) CHECK(chosen[0] != AllreduceAlgorithm::hierarchical);
                 }
+    }
+}
+
+// Counts the bytes a rank sends to ranks on other hosts: what the network carries.
+class CountingTransport : public Transport {
+public:
+    explicit CountingTransport(Transport& inner) : inner_(inner) {
+        rank_ = inner.rank(), size_ = inner.size();
+        for (int r = 0; r < size_; ++r) hosts_.push_back(inner.host_of(r));
+    }
+    std::string name() const override { return inner_.name(); }
+    void exchange(std::span<const Transfer> transfers) override {
+        for (const auto& t : transfers)
+            if (t.kind == Transfer::Kind::send && host_of(t.peer) != host_of(rank_)) between_nodes += t.bytes;
+        inner_.exchange(transfers);
+    }
+    std::size_t exchange_first(std::span<const Transfer> receives) override { return inner_.exchange_first(receives); }
+    std::size_t between_nodes = 0;
+
+private:
+    Transport& inner_;
+};
+
+TEST_CASE("broadcast: every rank gets rank 0's data, sent across the network once per other node") {
+    const std::vector<std::vector<std::string>> placements = {
+        placement({4}), placement({2, 2}), placement({1, 1, 1}), placement({3, 1}), placement({1, 2, 1}),
+        {"node0", "node1", "node0", "node1"}, {"node0", "node1", "node1", "node2", "node0"}};
+    for (const auto& hosts : placements) {
+        std::set<std::string> nodes(hosts.begin(), hosts.end());
+        INFO(hosts.size() << " ranks on " << nodes.size() << " nodes, rank 1 on " << hosts[1]);
+        const std::size_t count = 70001;
+        std::vector<std::vector<float>> results(hosts.size());
+        std::vector<std::size_t> sent(hosts.size());
+        with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
+            CountingTransport counting(transport);
+            std::vector<float> data(count, float(rank + 1));
+            data[count - 1] = float(rank * 7);
+            broadcast_from_root(counting, data);
+            results[std::size_t(rank)] = data;
+            sent[std::size_t(rank)] = counting.between_nodes;
+        });
+        for (const auto& result : results) {
+            REQUIRE(result[0] == 1.0f);
+            REQUIRE(result[count / 2] == 1.0f);
+            REQUIRE(result[count - 1] == 0.0f);
+        }
+        std::size_t total = 0;
+        for (auto bytes : sent) total += bytes;
+        CHECK(total == (nodes.size() - 1) * count * sizeof(float));
     }
 }
 
