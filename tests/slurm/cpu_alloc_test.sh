@@ -9,17 +9,18 @@ set -u
 . "$(dirname "$0")/harness.sh"
 python=${PYTHON3:-python3}
 [ "$(nproc)" -ge 2 ] || { echo "SKIP: one CPU: nothing to keep apart"; exit 77; }
-show='echo "$SLURM_JOB_ID $SLURM_STEP_ID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${TRELLIS_CPUS:-unbound}"'
+# Each task says its job, step, CPUs, trellis's binding, and the CPUs Slurm allocated the job
+# (`scontrol show job -d`), asked while the job runs: Slurm forgets a job MinJobAge seconds after
+# it ends.
+show='echo "$SLURM_JOB_ID $SLURM_STEP_ID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${TRELLIS_CPUS:-unbound}'\
+' $(scontrol show job -d $SLURM_JOB_ID | grep -o "CPU_IDs=[0-9,-]*" | head -n 1 | cut -d= -f2)"'
 
-# check WHAT FILE: each line "job step cpus trellis_cpus" bound as trellis says, within its
-# job's CPU_IDs (scontrol show job -d), and the two lines' CPUs disjoint
+# check WHAT FILE: each line "job step cpus trellis_cpus allocated" bound as trellis says,
+# within its job's allocated CPUs, and the two lines' CPUs disjoint
 check() {
-    local what=$1 file=$2 job allocated=()
+    local what=$1 file=$2
     [ "$(wc -l <"$file")" -eq 2 ] || { fail "$what: two tasks wanted: $(cat "$file")"; return; }
-    for job in $(cut -d" " -f1 "$file"); do
-        allocated+=("$(scontrol show job -d "$job" | grep -o 'CPU_IDs=[0-9,-]*' | cut -d= -f2 | head -n 1)")
-    done
-    if out=$("$python" - "$file" "${allocated[@]}" <<'PY'
+    if out=$("$python" - "$file" <<'PY'
 import sys
 def cpus(text):
     out = set()
@@ -30,8 +31,9 @@ def cpus(text):
 lines = [line.split() for line in open(sys.argv[1])]
 bound = [cpus(line[2]) for line in lines]
 ok = True
-for line, cpu_set, allocated in zip(lines, bound, sys.argv[2:]):
-    if not cpu_set or cpu_set != cpus(line[3]) or not cpu_set <= cpus(allocated):
+for line, cpu_set in zip(lines, bound):
+    allocated = line[4] if len(line) > 4 else ""
+    if not allocated or not cpu_set or cpu_set != cpus(line[3]) or not cpu_set <= cpus(allocated):
         print(f"job {line[0]} bound to {line[2]} (trellis {line[3]}), Slurm allocated {allocated}")
         ok = False
 if bound[0] & bound[1]:
