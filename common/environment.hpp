@@ -54,6 +54,8 @@ inline constexpr Variable ib_gid_index{"TRELLIS_IB_GID_INDEX", "the first RoCE v
                                        "the verbs transport's GID index on RoCE"};
 inline constexpr Variable cuda_module{"TRELLIS_CUDA_MODULE", "the installed trellis-cuda.so",
                                       "the CUDA backend module trellis-train loads"};
+inline constexpr Variable cuda_libs{"TRELLIS_CUDA_LIBS", "$VIRTUAL_ENV's, python3's, then the module's RUNPATH",
+                                    "folders searched first for cuDNN, cuBLAS and NCCL (colon-separated)"};
 
 // Written for the user's frameworks and libraries.
 inline constexpr Variable cuda_visible_devices{"CUDA_VISIBLE_DEVICES", "Slurm's", "the task's NVIDIA GPUs"};

@@ -95,6 +95,8 @@ PS_LIBS = trainer/libtrellis-ps.la $(CHECKPOINT_LIBS) $(COMM_LIBS)
 noinst_LTLIBRARIES += trainer/libtrellis-train.la
 trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
+	trainer/gpu/cuda_libraries.cpp trainer/gpu/cuda_libraries.hpp \
+	trainer/gpu/elf_dynamic.cpp trainer/gpu/elf_dynamic.hpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp \
@@ -144,6 +146,10 @@ tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS
 tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
+unit_tests += tests/unit/gpu_host_test
+tests_unit_gpu_host_test_SOURCES = tests/unit/gpu_host_test.cpp
+tests_unit_gpu_host_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_gpu_host_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 # tf_cnn_benchmarks' models against PyTorch: one step of a model, written out for the peer.
 check_PROGRAMS += tests/models/zoo_export
 tests_models_zoo_export_SOURCES = tests/models/zoo_export.cpp
@@ -154,11 +160,12 @@ tests_models_zoo_export_LDADD = $(NN_LIBS)
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
+# Where the CUDA libraries are found and what is said when they are not, without a GPU.
 check_PROGRAMS += tests/gpu/layers_test
 tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
 tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
 tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
-TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh
+TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh tests/gpu/cuda_libraries_test.sh
 
 # The communication layer: ranks as threads over real TCP connections.
 unit_tests += tests/unit/comm_test

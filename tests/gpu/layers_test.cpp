@@ -244,8 +244,15 @@ int main() {
     try {
         gpu::open_cuda({});
     } catch (const gpu::GpuUnavailable& e) {
-        std::printf("SKIP: the GPU layer tests need a GPU: %s\n", e.what());
+        std::printf("SKIP: no GPU: %s\n", e.what());
         return 77;
+    } catch (const gpu::NoCudaBackend& e) {
+        std::printf("SKIP: no CUDA backend: %s\n", e.what());
+        return 77;
+    } catch (const std::exception& e) {
+        // A library that does not load is a failure: it must not pass for a machine without a GPU.
+        std::printf("FAIL: the GPU cannot be opened: %s\n", e.what());
+        return 1;
     }
     std::vector<Case> cases{
         {"convolution 3x3", tensor::Shape{4, 16, 8, 8},

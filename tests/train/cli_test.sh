@@ -53,17 +53,17 @@ if [ ! -e /proc/driver/nvidia/version ]; then
         { cat "$work/out"; fail "--device auto does not say why it chose the CPU"; }
     "$TRAIN" --device cuda --model resnet8 --batch-size 4 --steps 1 >"$work/out" 2>&1
     status=$?
-    [ $status -eq 2 ] && grep -q "^trellis-train: --device cuda: " "$work/out" ||
+    [ $status -eq 2 ] && grep -q -E "^trellis-train: no (GPU|CUDA backend): .*\(--device cuda\)$" "$work/out" ||
         { cat "$work/out"; fail "--device cuda without a GPU: exit status $status, expected 2 with the reason"; }
     pass "no GPU: --device auto uses the CPU and says why; --device cuda refused: $(cat "$work/out")"
     "$TRAIN" --precision bf16 --model resnet8 --batch-size 4 --steps 1 >"$work/bf16" 2>&1
     status=$?
-    [ $status -eq 2 ] && grep -q "^trellis-train: --precision bf16 needs a GPU: " "$work/bf16" ||
+    [ $status -eq 2 ] && grep -q -E "^trellis-train: no (GPU|CUDA backend): .*\(--precision bf16 needs a GPU\)$" "$work/bf16" ||
         { cat "$work/bf16"; fail "--precision bf16 without a GPU: exit status $status, expected 2 with the reason"; }
-    # Where the CUDA module was built, the refusal comes from inside it: trellis-train loaded it
-    # and resolved every symbol it takes from the program.
+    # Where the CUDA module was built, "no GPU" comes only after it loaded (RTLD_NOW: every
+    # symbol it takes from the program resolved) with cuDNN and cuBLAS.
     if [ -f "${TRELLIS_CUDA_MODULE:-}" ]; then
-        grep -q "no usable GPU" "$work/out" || fail "the CUDA module did not load: $(cat "$work/out")"
-        pass "the CUDA module loads into trellis-train (it answered: no usable GPU)"
+        grep -q "^trellis-train: no GPU: .*; loaded: cuDNN" "$work/out" || fail "the CUDA module did not load: $(cat "$work/out")"
+        pass "the CUDA module and its libraries load into trellis-train (then: no GPU)"
     fi
 fi

@@ -11,6 +11,7 @@
 #include "trainer/cuda/device_optimizer.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/nccl_allreduce.hpp"
+#include "trainer/cuda/nccl_library.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -44,12 +45,13 @@ public:
     }
     ~CudaAccelerator() override { cudaFree(nonfinite_); }
 
+    // The libraries are those loaded, with the versions they report at run time.
     std::string description() const override {
-        auto version = cudnnGetVersion();
+        const NcclLibrary* nccl = nccl_if_loaded();
         return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
-               std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) +
-               " GiB), cuDNN " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-               ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + ", " + gpu::precisions().name(options_.precision);
+               std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) + " GiB), " +
+               gpu::precisions().name(options_.precision) + "; " + options_.libraries + ", " +
+               (nccl ? "NCCL " + nccl->version + " (" + nccl->path + ")" : "NCCL not loaded (no step uses it)");
     }
 
     Backend& backend() override { return backend_; }
@@ -99,7 +101,7 @@ public:
 
     std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity, const ShareFromRank0& from_rank0,
                                                          std::size_t bucket_bytes) override {
-        return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes);
+        return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes, options_.library_folders);
     }
 
     void synchronize() override { check(cudaStreamSynchronize(context_.stream()), "cudaStreamSynchronize"); }
@@ -125,16 +127,19 @@ private:
 }  // namespace trellis::nn::cuda
 
 extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trellis::gpu::AcceleratorOptions& options,
-                                                                       std::string& error) {
+                                                                       trellis::gpu::CreateFailure& failure) {
+    // The program asked the driver first; the runtime may still disagree (a driver older than
+    // the runtime linked in says cudaErrorInsufficientDriver): that is an error, not "no GPU".
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess || count == 0) {
         const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-        bool driver = access("/proc/driver/nvidia/version", F_OK) == 0;
-        error = std::string("no usable GPU: ") +
-                (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device is visible") +
-                (driver ? "" : " (the NVIDIA driver is not loaded: no /proc/driver/nvidia)") +
-                (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string());
+        failure.no_device = status == cudaErrorNoDevice || (status == cudaSuccess && count == 0);
+        failure.message = std::string(failure.no_device ? "" : "CUDA runtime: cudaGetDeviceCount: ") +
+                          (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device is visible") +
+                          " (CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." +
+                          std::to_string(CUDART_VERSION % 1000 / 10) + " in the module)" +
+                          (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string());
         return nullptr;
     }
     try {
@@ -144,7 +149,7 @@ extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trel
         trellis::nn::cuda::check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
         return new trellis::nn::cuda::CudaAccelerator(options);
     } catch (const std::exception& e) {
-        error = e.what();
+        failure.message = e.what();
         return nullptr;
     }
 }

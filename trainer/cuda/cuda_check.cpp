@@ -1,5 +1,7 @@
 #include "trainer/cuda/cuda_check.hpp"
 
+#include "trainer/cuda/nccl_library.hpp"
+
 namespace trellis::nn::cuda {
 
 void check(cudaError_t status, const std::string& what) {
@@ -17,7 +19,10 @@ void check(cublasStatus_t status, const std::string& what) {
 }
 
 void check(ncclResult_t status, const std::string& what) {
-    if (status != ncclSuccess) throw CudaError("NCCL: " + what + ": " + ncclGetErrorString(status));
+    if (status == ncclSuccess) return;
+    const NcclLibrary* nccl = nccl_if_loaded();
+    throw CudaError("NCCL: " + what + ": " +
+                    (nccl ? nccl->get_error_string(status) : "error " + std::to_string(int(status))));
 }
 
 }  // namespace trellis::nn::cuda

@@ -23,7 +23,8 @@ using Owned = std::unique_ptr<std::remove_pointer_t<Handle>, HandleRelease<Handl
 
 using Stream = Owned<cudaStream_t, cudaStreamDestroy>;
 using Event = Owned<cudaEvent_t, cudaEventDestroy>;
-using NcclComm = Owned<ncclComm_t, ncclCommDestroy>;
+void release_nccl_comm(ncclComm_t comm);  // nccl_library.hpp
+using NcclComm = Owned<ncclComm_t, release_nccl_comm>;
 
 // New handles; they throw CudaError naming what failed.
 Stream make_stream(unsigned flags);

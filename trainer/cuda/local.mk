@@ -1,6 +1,7 @@
 # trellis-cuda.so: the CUDA backend (cuDNN, cuBLAS, NCCL and the module's kernels), a module
 # that trellis-train loads at run time (trainer/gpu/open_cuda.cpp), so that the programs run
-# where CUDA is not installed. Built when configure finds nvcc, cuDNN and NCCL.
+# where CUDA is not installed. Built when configure finds nvcc, cuDNN and NCCL's header: NCCL
+# itself is loaded with dlopen when a step uses it (nccl_library.hpp), not linked.
 cuda_sources = \
 	trainer/cuda/activations.cpp trainer/cuda/activations.hpp \
 	trainer/cuda/batch_norm.cpp trainer/cuda/batch_norm.hpp \
@@ -19,6 +20,7 @@ cuda_sources = \
 	trainer/cuda/kernels.hpp \
 	trainer/cuda/linear.cpp trainer/cuda/linear.hpp \
 	trainer/cuda/nccl_allreduce.cpp trainer/cuda/nccl_allreduce.hpp \
+	trainer/cuda/nccl_library.cpp trainer/cuda/nccl_library.hpp \
 	trainer/cuda/pooling.cpp trainer/cuda/pooling.hpp \
 	trainer/cuda/residual_join.cpp trainer/cuda/residual_join.hpp
 
@@ -28,11 +30,12 @@ trellis_cuda_la_SOURCES = $(cuda_sources)
 trellis_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(CUDA_DIR)/include
 # The legacy cuDNN API (convolution, batch norm) is deprecated in cuDNN 9 but still whole.
 trellis_cuda_la_CXXFLAGS = $(AM_CXXFLAGS) -Wno-deprecated-declarations
-# Symbols of the trainer (tensors, parameter store, optimizer base) come from the program
-# that loads the module. The CUDA runtime is linked statically; cuDNN, cuBLAS and NCCL are
-# found at run time (LD_LIBRARY_PATH, or CUDA_DIR's lib64).
+# Symbols of the trainer (tensors, parameter store, optimizer base, the library search) come
+# from the program that loads the module. The CUDA runtime is linked statically; the program
+# loads cuDNN and cuBLAS before the module (trainer/gpu/cuda_libraries.hpp), CUDA_DIR's lib64
+# (the RUNPATH) being its last folder.
 trellis_cuda_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -L$(CUDA_DIR)/lib64 -Wl,-rpath,$(CUDA_DIR)/lib64
-trellis_cuda_la_LIBADD = trainer/cuda/kernels.lo -lcudnn -lcublas -lnccl -lcudart_static -ldl -lrt -lpthread
+trellis_cuda_la_LIBADD = trainer/cuda/kernels.lo -lcudnn -lcublas -lcudart_static -ldl -lrt -lpthread
 trellis_cuda_la_DEPENDENCIES = trainer/cuda/kernels.lo
 
 # Kernels for the compute capabilities configure chose (--with-cuda-archs), plus PTX of the

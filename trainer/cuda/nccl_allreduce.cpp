@@ -1,23 +1,27 @@
 #include "trainer/cuda/nccl_allreduce.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstring>
 
 #include "trainer/comm/gradient_buckets.hpp"
 #include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/nccl_library.hpp"
 
 namespace trellis::nn::cuda {
 
 NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identity,
-                             const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes)
-    : context_(context), ranks_(identity.size) {
+                             const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes,
+                             const std::vector<std::string>& library_folders)
+    : context_(context), nccl_(nccl(library_folders)), ranks_(identity.size) {
     // Rank 0's unique id reaches every rank as its bytes over the control transport.
     ncclUniqueId id{};
-    if (identity.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    if (identity.rank == 0) check(nccl_.get_unique_id(&id), "ncclGetUniqueId");
     from_rank0(std::as_writable_bytes(std::span<ncclUniqueId, 1>(&id, 1)));
     stream_ = make_stream(cudaStreamNonBlocking);
     ncclComm_t comm = nullptr;
-    check(ncclCommInitRank(&comm, ranks_, id, identity.rank), "ncclCommInitRank");
+    check(nccl_.comm_init_rank(&comm, ranks_, id, identity.rank), "ncclCommInitRank");
     comm_.reset(comm);
     ready_ = make_event(cudaEventDisableTiming);
     for (int i = 0; i < 2; ++i) {
@@ -35,7 +39,7 @@ NcclAllreduce::~NcclAllreduce() {
 void NcclAllreduce::launch(std::size_t bucket) {
     auto [begin, end] = buckets_[bucket];
     float* grads = context_.parameters().grads();
-    check(ncclAllReduce(grads + begin, grads + begin, end - begin, ncclFloat32, ncclAvg, comm_.get(), stream_.get()),
+    check(nccl_.all_reduce(grads + begin, grads + begin, end - begin, ncclFloat32, ncclAvg, comm_.get(), stream_.get()),
           "ncclAllReduce of a gradient bucket");
 }
 
@@ -50,9 +54,23 @@ void NcclAllreduce::ready_from(std::size_t offset) {
         check(cudaEventRecord(started_[current_].get(), stream_.get()), "cudaEventRecord");
         started_step_ = true;
     }
-    check(ncclGroupStart(), "ncclGroupStart");
+    check(nccl_.group_start(), "ncclGroupStart");
     for (; next_bucket_ < last; ++next_bucket_) launch(next_bucket_);
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    check(nccl_.group_end(), "ncclGroupEnd");
+}
+
+// A peer that died leaves NCCL waiting for it forever: instead of blocking on the event, poll
+// it and NCCL's asynchronous error, so that the rank stops with NCCL's reason.
+void NcclAllreduce::wait_for(cudaEvent_t event) {
+    for (;;) {
+        cudaError_t status = cudaEventQuery(event);
+        if (status == cudaSuccess) return;
+        if (status != cudaErrorNotReady) check(status, "waiting for the last gradient allreduce");
+        ncclResult_t async = ncclSuccess;
+        check(nccl_.comm_get_async_error(comm_.get(), &async), "ncclCommGetAsyncError");
+        check(async, "the gradient allreduce (a peer failed or left)");
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
 }
 
 comm::CommStats NcclAllreduce::finish() {
@@ -66,7 +84,7 @@ comm::CommStats NcclAllreduce::finish() {
     if (timed_before_) {
         // The last step's allreduce finished before this step's loss was read.
         float ms = 0;
-        check(cudaEventSynchronize(done_[previous].get()), "waiting for the last gradient allreduce");
+        wait_for(done_[previous].get());
         check(cudaEventElapsedTime(&ms, started_[previous].get(), done_[previous].get()), "cudaEventElapsedTime");
         stats.seconds = ms / 1e3;
     }

@@ -11,13 +11,15 @@
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/cuda/cuda_context.hpp"
 #include "trainer/cuda/cuda_handles.hpp"
+#include "trainer/cuda/nccl_library.hpp"
 
 namespace trellis::nn::cuda {
 
 class NcclAllreduce : public gpu::DeviceAllreduce {
 public:
     NcclAllreduce(CudaContext& context, const comm::Identity& identity,
-                  const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes);
+                  const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes,
+                  const std::vector<std::string>& library_folders);
     ~NcclAllreduce() override;
 
     void ready_from(std::size_t offset) override;
@@ -25,8 +27,10 @@ public:
 
 private:
     void launch(std::size_t bucket);
+    void wait_for(cudaEvent_t event);
 
     CudaContext& context_;
+    const NcclLibrary& nccl_;
     int ranks_;
     // Made in this order and released in reverse; the destructor first waits for the stream.
     Stream stream_;

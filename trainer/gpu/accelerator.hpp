@@ -11,6 +11,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "trainer/comm/comm_stats.hpp"
@@ -21,10 +22,21 @@
 
 namespace trellis::gpu {
 
-// No usable GPU: the module or a library is missing, no device is visible, or the driver is
-// too old. The message says which.
-struct GpuUnavailable : Error {
-    using Error::Error;
+// No GPU here: the CUDA libraries and the module loaded, and the driver is absent or reports
+// no device. Reported as "no GPU: ...", a prefix scripts and the GPU tests rely on (the only
+// thing they skip on). A library that cannot be loaded, or a driver that is present but
+// broken, is a GpuLibraryError (cuda_libraries.hpp) instead, and a failing cuDNN or cuBLAS
+// call an error naming the call: neither may pass for a machine without a GPU.
+struct GpuUnavailable : UsageError {
+    using UsageError::UsageError;
+    const char* topic() const override { return "no GPU"; }
+};
+
+// This trellis was built without the CUDA module (configure found no CUDA), or it is not
+// where the program looks: a build without a GPU backend, for which GPU tests skip.
+struct NoCudaBackend : UsageError {
+    using UsageError::UsageError;
+    const char* topic() const override { return "no CUDA backend"; }
 };
 
 struct AcceleratorOptions {
@@ -32,6 +44,10 @@ struct AcceleratorOptions {
     std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
     bool deterministic = false;            // deterministic cuDNN algorithms only
     int local_rank = 0;                    // picks the GPU when several are visible
+    // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the
+    // driver and libraries that were loaded, for the Device line.
+    std::vector<std::string> library_folders;
+    std::string libraries;
 };
 
 // The gradient allreduce on the device (NCCL), bucket by bucket during the backward pass.
@@ -53,7 +69,7 @@ struct LossScale {
 class Accelerator {
 public:
     virtual ~Accelerator() = default;
-    // "NVIDIA H200 (sm_90, 139 GiB), cuDNN 9.19, bf16"
+    // "GPU 0: NVIDIA H200 (sm_90, 139 GiB), bf16; driver CUDA 13.0, cuDNN 9.19.0 (PATH), ..."
     virtual std::string description() const = 0;
     virtual nn::Backend& backend() = 0;
 
@@ -98,13 +114,21 @@ public:
 // auto does not pay for loading CUDA's libraries.
 bool nvidia_driver_loaded();
 
-// Loads the CUDA module and opens the GPU this process may use: the only one visible (the
-// plugin's binding sets CUDA_VISIBLE_DEVICES to the closest), else the local rank's among
-// the visible ones. Throws GpuUnavailable naming what is missing.
+// Loads the CUDA libraries and the module first, then asks the driver for a device, and opens
+// the GPU this process may use: the only one visible (the plugin's binding sets
+// CUDA_VISIBLE_DEVICES to the closest), else the local rank's among the visible ones. Throws
+// GpuLibraryError naming a library that is missing or broken, GpuUnavailable when there is
+// no device, and the module's error naming the call that failed otherwise.
 std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& options);
 
+// Why the module could not open the GPU.
+struct CreateFailure {
+    std::string message;
+    bool no_device = false;  // the runtime found no device: GpuUnavailable
+};
+
 // The module's entry point, resolved with dlsym.
-using CreateAccelerator = Accelerator* (*)(const AcceleratorOptions& options, std::string& error);
+using CreateAccelerator = Accelerator* (*)(const AcceleratorOptions& options, CreateFailure& failure);
 inline constexpr const char* create_accelerator_symbol = "trellis_create_cuda_accelerator";
 
 }  // namespace trellis::gpu

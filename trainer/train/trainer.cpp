@@ -257,13 +257,20 @@ void Run::open_device() {
     device.workspace_bytes = std::size_t(options_.cudnn_workspace_mb) << 20;
     device.deterministic = options_.deterministic;
     device.local_rank = identity_.local_rank;
+    // Only "no GPU" lets --device auto train on the CPU: a library that does not load on a
+    // machine with a GPU is an error, not a reason to run a hundred times slower.
+    std::string needs_gpu = options_.device == Device::cuda ? " (--device cuda)"
+                            : options_.precision != gpu::Precision::fp32
+                                ? " (--precision " + gpu::precisions().name(options_.precision) + " needs a GPU)"
+                                : "";
     try {
         accelerator_ = gpu::open_cuda(device);
     } catch (const gpu::GpuUnavailable& error) {
-        if (options_.device == Device::cuda) throw UsageError(std::string("--device cuda: ") + error.what());
-        if (options_.precision != gpu::Precision::fp32)
-            throw UsageError("--precision " + gpu::precisions().name(options_.precision) + " needs a GPU: " + error.what());
-        device_note_ = error.what();
+        if (!needs_gpu.empty()) throw gpu::GpuUnavailable(error.what() + needs_gpu);
+        device_note_ = std::string("no GPU: ") + error.what();
+    } catch (const gpu::NoCudaBackend& error) {
+        if (!needs_gpu.empty()) throw gpu::NoCudaBackend(error.what() + needs_gpu);
+        device_note_ = std::string("no CUDA backend: ") + error.what();
     }
 }
 

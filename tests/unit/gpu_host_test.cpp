@@ -1,0 +1,130 @@
+// The GPU code that runs on the host, tested without a GPU: where the CUDA libraries are
+// looked for, the ELF reader that finds what a module needs, and which cuDNN algorithm a
+// layer keeps.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "trainer/gpu/algorithm_choice.hpp"
+#include "trainer/gpu/cuda_libraries.hpp"
+#include "trainer/gpu/elf_dynamic.hpp"
+
+using namespace trellis;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ScratchFolder {
+    fs::path path;
+    ScratchFolder() {
+        char name[] = "/tmp/gpu-host-test.XXXXXX";
+        path = mkdtemp(name);
+    }
+    ~ScratchFolder() { fs::remove_all(path); }
+};
+
+// Sets an environment variable for one scope, restoring what was there.
+struct ScopedEnv {
+    std::string name;
+    std::string old;
+    bool had;
+    ScopedEnv(const char* n, const std::string& value) : name(n), had(std::getenv(n) != nullptr) {
+        if (had) old = std::getenv(n);
+        setenv(n, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (had)
+            setenv(name.c_str(), old.c_str(), 1);
+        else
+            unsetenv(name.c_str());
+    }
+};
+
+fs::path wheel_folder(const fs::path& prefix, const char* package) {
+    auto folder = prefix / "lib/python3.12/site-packages/nvidia" / package / "lib";
+    fs::create_directories(folder);
+    return folder;
+}
+
+std::size_t position(const std::vector<std::string>& folders, const fs::path& folder) {
+    for (std::size_t i = 0; i < folders.size(); ++i)
+        if (folders[i] == folder.string()) return i;
+    FAIL("not searched: " << folder.string());
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA libraries are looked for in TRELLIS_CUDA_LIBS, the venv, python3's prefix, in that order") {
+    ScratchFolder scratch;
+    auto given = scratch.path / "given";
+    fs::create_directories(given);
+    auto venv_cudnn = wheel_folder(scratch.path / "venv", "cudnn");
+    auto venv_cu13 = wheel_folder(scratch.path / "venv", "cu13");
+    // A python3 on PATH whose prefix has wheels of its own: found where it sits, not where
+    // its link points.
+    auto prefix = scratch.path / "python";
+    fs::create_directories(prefix / "bin");
+    fs::create_symlink("/bin/true", prefix / "bin/python3");
+    auto python_nccl = wheel_folder(prefix, "nccl");
+
+    ScopedEnv libs("TRELLIS_CUDA_LIBS", given.string() + ":" + (scratch.path / "second").string());
+    ScopedEnv venv("VIRTUAL_ENV", (scratch.path / "venv").string());
+    ScopedEnv path("PATH", (prefix / "bin").string() + ":/usr/bin:/bin");
+    auto folders = gpu::cuda_library_folders((scratch.path / "no-module.so").string());
+    CHECK(position(folders, given) == 0);
+    CHECK(position(folders, scratch.path / "second") == 1);
+    CHECK(position(folders, venv_cu13) < position(folders, venv_cudnn));  // the glob's order
+    CHECK(position(folders, venv_cudnn) < position(folders, python_nccl));
+}
+
+TEST_CASE("the ELF reader gives a program's needed libraries and resolves $ORIGIN") {
+    auto self = fs::read_symlink("/proc/self/exe").string();
+    auto dynamic = gpu::read_elf_dynamic(self);
+    bool libc = false;
+    for (const auto& soname : dynamic.needed) libc = libc || soname == "libc.so.6";
+    CHECK(libc);
+    for (const auto& folder : dynamic.runpath) CHECK(folder.find("$ORIGIN") == std::string::npos);
+}
+
+TEST_CASE("a file that is not a shared object is an error naming it") {
+    ScratchFolder scratch;
+    auto text = scratch.path / "not-elf.so";
+    std::ofstream(text) << "not an ELF file\n";
+    try {
+        gpu::read_elf_dynamic(text.string());
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find(text.string()) != std::string::npos);
+    }
+    CHECK_THROWS_AS(gpu::read_elf_dynamic((scratch.path / "missing.so").string()), Error);
+}
+
+TEST_CASE("a layer keeps the fastest algorithm that ran and fits, deterministic when asked") {
+    using gpu::BenchmarkedAlgorithm;
+    std::vector<BenchmarkedAlgorithm> results{{false, 0, true},         // failed
+                                              {true, 1u << 30, true},   // over the bound
+                                              {true, 1u << 20, false},  // fastest that fits
+                                              {true, 0, true}};
+    auto fast = gpu::choose_algorithm(results, 256u << 20, false);
+    CHECK(fast.index == 2);
+    CHECK_FALSE(fast.nondeterministic_fallback);
+    auto deterministic = gpu::choose_algorithm(results, 256u << 20, true);
+    CHECK(deterministic.index == 3);
+    CHECK_FALSE(deterministic.nondeterministic_fallback);
+}
+
+TEST_CASE("without a deterministic algorithm, a deterministic run takes the fastest and says so") {
+    std::vector<gpu::BenchmarkedAlgorithm> results{{true, 0, false}, {true, 0, false}};
+    auto choice = gpu::choose_algorithm(results, 0, true);
+    CHECK(choice.index == 0);
+    CHECK(choice.nondeterministic_fallback);
+    std::vector<gpu::BenchmarkedAlgorithm> none_fit{{true, 1u << 20, true}};
+    CHECK(gpu::choose_algorithm(none_fit, 1024, true).index == -1);
+}
