@@ -1,12 +1,10 @@
 #include "trainer/cuda/batch_norm.hpp"
 
+#include <cstdio>
+
 #include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
-
-namespace {
-constexpr auto training_mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-}
 
 BatchNorm::BatchNorm(CudaContext& context, const BatchNormSpec& spec)
     : context_(context), parameters_(spec), name_(parameters_.spec.name), relu_(spec.relu) {
@@ -27,14 +25,19 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     parameters_.check_input(shape_);
     type_ = type_of(input);
     data_desc_ = TensorDescriptor(shape_, type_);
-    check(cudnnDeriveBNTensorDescriptor(channel_desc_, data_desc_, training_mode), name_ + ": channel descriptor");
+    // One scale, shift and statistic per channel, whichever kernels run.
+    check(cudnnDeriveBNTensorDescriptor(channel_desc_, data_desc_, CUDNN_BATCHNORM_SPATIAL),
+          name_ + ": channel descriptor");
     if (!parameters_.spec.learn_scale) {
         tensor::Shape channels{parameters_.spec.channels};
         ones_ = context_.allocate(channels, tensor::DType::f32);
         scale_grad_ = context_.allocate(channels, tensor::DType::f32);
-        check(cudaMemcpy(ones_.data(), parameters_.ones.data(), parameters_.ones.size() * sizeof(float),
-                         cudaMemcpyHostToDevice),
+        // On the compute stream, which does not wait for the legacy stream's copies; the host
+        // vector is pageable, so the copy must be finished before it can change.
+        check(cudaMemcpyAsync(ones_.data(), parameters_.ones.data(), parameters_.ones.size() * sizeof(float),
+                              cudaMemcpyHostToDevice, context_.stream()),
               name_ + ": ones for the scale");
+        check(cudaStreamSynchronize(context_.stream()), name_ + ": ones for the scale");
     }
     return input;
 }
@@ -58,32 +61,20 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
                   name_ + ": relu");
         return output;
     }
-    auto ops = fused_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
-    cudnnActivationDescriptor_t activation = fused_ ? relu_desc_ : nullptr;
-    std::size_t work_bytes = 0, reserve_bytes = 0;
-    auto status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, training_mode, ops, data_desc_,
-                                                                          nullptr, data_desc_, channel_desc_,
-                                                                          activation, &work_bytes);
-    if (status == CUDNN_STATUS_SUCCESS)
-        status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, training_mode, ops, activation,
-                                                                      data_desc_, &reserve_bytes);
-    saved_mean_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
-    saved_inverse_std_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
-    // The reserve space is opaque bytes, held as 2-byte elements.
-    reserve_ = status == CUDNN_STATUS_SUCCESS && reserve_bytes
-                   ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
-                   : tensor::Tensor();
-    if (status == CUDNN_STATUS_SUCCESS)
-        status = cudnnBatchNormalizationForwardTrainingEx(
-            cudnn, training_mode, ops, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_,
-            output.data(), channel_desc_, scale, params.value(parameters_.shift), spec.momentum,
-            params.value(parameters_.running_mean), params.value(parameters_.running_variance), spec.epsilon,
-            saved_mean_.data(), saved_inverse_std_.data(), activation, context_.workspace(work_bytes), work_bytes,
-            reserve_bytes ? reserve_.data() : nullptr, reserve_bytes);
-    if (status != CUDNN_STATUS_SUCCESS && fused_) {
-        // cuDNN fuses the ReLU only for some types and shapes: then batch norm and ReLU apart.
-        fused_ = false;
-        return forward(input, mode);
+    auto status = training_forward(input, output, scale);
+    // cuDNN fuses the ReLU, and runs its persistent kernels, only for some types and shapes.
+    // A refusal is answered by the next kernels of the chain, and the layer keeps them.
+    // cuDNN 9's refusals are a category of codes (NOT_SUPPORTED_SHAPE, _DATA_TYPE, ...).
+    while (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED && (fused_ || mode_ != CUDNN_BATCHNORM_SPATIAL)) {
+        if (fused_)
+            fused_ = false;
+        else
+            mode_ = CUDNN_BATCHNORM_SPATIAL;
+        std::fprintf(stderr, "%s: cuDNN refused its batch norm kernels in %s; using %s%s\n", name_.c_str(),
+                     std::string(tensor::name(type_)).c_str(),
+                     mode_ == CUDNN_BATCHNORM_SPATIAL ? "the spatial kernels" : "the persistent kernels",
+                     relu_ ? " and a separate ReLU" : "");
+        status = training_forward(input, output, scale);
     }
     check(status, name_ + ": training forward");
     if (relu_ && !fused_)
@@ -93,6 +84,35 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     input_ = input;
     if (relu_) output_ = output;  // the ReLU's backward reads the output
     return output;
+}
+
+cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const tensor::Tensor& output,
+                                          const void* scale) {
+    auto& params = context_.parameters();
+    const auto& spec = parameters_.spec;
+    auto cudnn = context_.cudnn();
+    float one = 1, zero = 0;
+    auto ops = fused_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+    cudnnActivationDescriptor_t activation = fused_ ? relu_desc_ : nullptr;
+    std::size_t work_bytes = 0, reserve_bytes = 0;
+    auto status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, mode_, ops, data_desc_, nullptr,
+                                                                          data_desc_, channel_desc_, activation,
+                                                                          &work_bytes);
+    if (status == CUDNN_STATUS_SUCCESS)
+        status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, mode_, ops, activation, data_desc_,
+                                                                      &reserve_bytes);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
+    saved_mean_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
+    saved_inverse_std_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
+    // The reserve space is opaque bytes, held as 2-byte elements.
+    reserve_ = reserve_bytes ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
+                             : tensor::Tensor();
+    return cudnnBatchNormalizationForwardTrainingEx(
+        cudnn, mode_, ops, &one, &zero, data_desc_, input.data(), nullptr, nullptr, data_desc_, output.data(),
+        channel_desc_, scale, params.value(parameters_.shift), spec.momentum, params.value(parameters_.running_mean),
+        params.value(parameters_.running_variance), spec.epsilon, saved_mean_.data(), saved_inverse_std_.data(),
+        activation, context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr,
+        reserve_bytes);
 }
 
 tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
@@ -114,13 +134,13 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     cudnnActivationDescriptor_t activation = fused_ ? relu_desc_ : nullptr;
     cudnnTensorDescriptor_t y_desc = fused_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr;
     std::size_t work_bytes = 0;
-    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, training_mode, ops, data_desc_, y_desc, data_desc_,
+    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, mode_, ops, data_desc_, y_desc, data_desc_,
                                                             nullptr, data_desc_, channel_desc_, activation,
                                                             &work_bytes),
           name_ + ": backward workspace");
     std::size_t reserve_bytes = reserve_.empty() ? 0 : reserve_.bytes();
     check(cudnnBatchNormalizationBackwardEx(
-              cudnn, training_mode, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
+              cudnn, mode_, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
               fused_ ? output_.data() : nullptr, data_desc_, norm_grad.data(), nullptr, nullptr, data_desc_,
               input_grad.data(), channel_desc_, learnt ? params.value(parameters_.scale) : ones_.data(),
               params.value(parameters_.shift), learnt ? params.grad(parameters_.scale) : scale_grad_.data(),

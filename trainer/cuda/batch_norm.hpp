@@ -1,5 +1,7 @@
 // Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
-// (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type, else cuDNN's ReLU after it.
+// (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type and shape. Where cuDNN
+// refuses, the layer falls back once and remembers it: persistent without the fused ReLU,
+// then the plain spatial kernels, the ReLU applied apart.
 // Scale, shift and statistics stay f32 in every precision. Without a learnt scale, gamma is a
 // device vector of ones and its gradient goes to a scratch vector.
 #pragma once
@@ -22,6 +24,9 @@ public:
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
+    // One training forward with the current kernels; cuDNN's status, not checked.
+    cudnnStatus_t training_forward(const tensor::Tensor& input, const tensor::Tensor& output, const void* scale);
+
     CudaContext& context_;
     BatchNormParameters parameters_;
     const std::string& name_;
@@ -32,7 +37,9 @@ private:
     TensorDescriptor data_desc_;
     cudnnTensorDescriptor_t channel_desc_ = nullptr;
     cudnnActivationDescriptor_t relu_desc_ = nullptr;
-    bool fused_ = false;  // the ReLU inside cuDNN's batch norm; off where cuDNN refuses it
+    // The kernels in use: the first of the fallback chain that cuDNN accepted.
+    cudnnBatchNormMode_t mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+    bool fused_ = false;  // the ReLU inside cuDNN's batch norm
     tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
 };
 

@@ -1,10 +1,13 @@
 #include "trainer/cuda/convolution.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <vector>
 
 #include "common/error.hpp"
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/kernels.hpp"
+#include "trainer/gpu/algorithm_choice.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -12,20 +15,23 @@ namespace {
 
 constexpr int candidates = 8;
 
-// The fastest of cuDNN's benchmarked results that succeeded, fits, and is deterministic
-// when asked; results come sorted by time.
+// The algorithm kept (gpu/algorithm_choice.hpp's rule) from cuDNN's results, sorted by time.
 template <typename Result>
 CudaContext::Algorithm fastest(const Result* results, int count, std::size_t limit, bool deterministic,
-                               const std::string& what) {
-    for (int i = 0; i < count; ++i) {
-        const auto& r = results[i];
-        if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
-        if (deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-        return {int(r.algo), r.mathType};
-    }
-    throw CudaError("cuDNN: no " + what + " algorithm fits " + std::to_string(limit >> 20) +
-                    " MiB of workspace" + (deterministic ? " deterministically" : "") +
-                    " (raise --cudnn-workspace-mb)");
+                               const std::string& what, const std::string& layer) {
+    std::vector<gpu::BenchmarkedAlgorithm> benchmarked;
+    for (int i = 0; i < count; ++i)
+        benchmarked.push_back({results[i].status == CUDNN_STATUS_SUCCESS, results[i].memory,
+                               results[i].determinism == CUDNN_DETERMINISTIC});
+    auto choice = gpu::choose_algorithm(benchmarked, limit, deterministic);
+    if (choice.index < 0)
+        throw CudaError("cuDNN: " + layer + ": no " + what + " algorithm fits " + std::to_string(limit >> 20) +
+                        " MiB of workspace (raise --cudnn-workspace-mb)");
+    if (choice.nondeterministic_fallback)
+        std::fprintf(stderr, "%s: cuDNN has no deterministic %s algorithm for this shape and type; using the "
+                     "fastest, which is not deterministic\n", layer.c_str(), what.c_str());
+    const auto& r = results[choice.index];
+    return {int(r.algo), r.mathType};
 }
 
 }  // namespace
@@ -40,7 +46,7 @@ int Convolution::choose(const char* direction, const std::string& what, Find fin
         int count = 0;
         check(find(results, &count, context_.workspace(limit), limit),
               spec_.name + ": benchmarking " + what + " algorithms");
-        chosen = fastest(results, count, limit, context_.deterministic(), what);
+        chosen = fastest(results, count, limit, context_.deterministic(), what, spec_.name);
     }
     check(cudnnSetConvolutionMathType(conv_desc_, chosen.math), spec_.name + ": math type");
     return chosen.algo;
@@ -78,7 +84,6 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
                                           window_.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
-    if (spec_.bias) bias_desc_ = TensorDescriptor(tensor::Shape{1, spec_.out_channels, 1, 1}, type_);
     math_ = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
                                        : CUDNN_TENSOR_OP_MATH;
     check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
@@ -110,9 +115,8 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
                                   context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
           spec_.name + ": forward");
     if (spec_.bias)
-        check(cudnnAddTensor(context_.cudnn(), &one, bias_desc_, params.low_value(parameters_.bias), &one, y_desc_,
-                             output.data()),
-              spec_.name + ": adding the bias");
+        kernels::add_channel_bias(output.data(), type_, params.value(parameters_.bias), output_rows(),
+                                  spec_.out_channels, context_.stream());
     if (mode == Mode::train) input_ = input;
     return output;
 }
@@ -141,12 +145,11 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
         kernels::convert(dw, type_, params.grad(parameters_.weight), tensor::DType::f32,
                          std::size_t(parameters_.weight.elements()), 1.0f, context_.stream());
     if (spec_.bias) {
-        void* db = params.low_grad(parameters_.bias);
-        check(cudnnConvolutionBackwardBias(cudnn, &one, y_desc_, output_grad.data(), &zero, bias_desc_, db),
-              spec_.name + ": bias gradient");
-        if (params.mixed())
-            kernels::convert(db, type_, params.grad(parameters_.bias), tensor::DType::f32,
-                             std::size_t(parameters_.bias.elements()), 1.0f, context_.stream());
+        auto partial = context_.allocate(
+            tensor::Shape{std::int64_t(kernels::channel_gradient_blocks(output_rows())) * spec_.out_channels},
+            tensor::DType::f32);
+        kernels::channel_bias_gradient(output_grad.data(), type_, params.grad(parameters_.bias), output_rows(),
+                                       spec_.out_channels, partial.f32(), context_.stream());
     }
 
     tensor::Tensor input_grad;

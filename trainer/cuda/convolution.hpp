@@ -1,5 +1,5 @@
-// Convolution on cuDNN, NHWC with tensor cores in bf16/f16, with cuDNN's bias addition and
-// bias gradient where the spec has a bias. The algorithm of each direction is
+// Convolution on cuDNN, NHWC with tensor cores in bf16/f16; where the spec has a bias, the
+// module's own kernels add it and reduce its gradient in f32. The algorithm of each direction is
 // chosen once per shape: cuDNN benchmarks its algorithms on the real buffers, and the fastest
 // that fits the workspace bound is kept (deterministic ones only with --deterministic).
 #pragma once
@@ -25,6 +25,7 @@ public:
 
 private:
     std::string key(const char* direction) const;
+    std::size_t output_rows() const { return std::size_t(output_shape_[0] * output_shape_[2] * output_shape_[3]); }
     // The algorithm of one direction: benchmarked once per shape with `find` (cuDNN's
     // Find*AlgorithmEx on the real buffers), then the math type it was timed with is set.
     template <typename Result, typename Find>
@@ -38,7 +39,7 @@ private:
     Window window_;  // what cuDNN runs: the spec's, its padding worked out for the input
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
-    TensorDescriptor x_desc_, y_desc_, bias_desc_;
+    TensorDescriptor x_desc_, y_desc_;
     cudnnFilterDescriptor_t w_desc_ = nullptr;
     cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
     cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;  // what the benchmarks may use

@@ -18,10 +18,13 @@ kernels::OptimizerKind kind_of(optim::OptimizerKind kind) {
     return kernels::OptimizerKind::sgd;
 }
 
+// On the compute stream, which is non-blocking and so not ordered after the legacy stream's
+// copies; waited for, since pageable host memory may be copied after the call returns.
 template <typename T>
-T* uploaded(const std::vector<T>& host, const char* what) {
+T* uploaded(const std::vector<T>& host, const char* what, cudaStream_t stream) {
     auto* device = static_cast<T*>(device_allocate(host.size() * sizeof(T), what));
-    check(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), what);
+    check(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream), what);
+    check(cudaStreamSynchronize(stream), what);
     return device;
 }
 
@@ -38,16 +41,16 @@ DeviceOptimizer::DeviceOptimizer(const optim::OptimizerConfig& config, Parameter
     }
     offsets_.push_back(offset);
     lr_factor_.assign(decay_.size(), 1.0f);
-    table_.offsets = uploaded(offsets_, "the parameter table");
-    table_.decay = uploaded(decay_, "the weight decays");
-    table_.lr_factor = uploaded(lr_factor_, "the layer-wise rates");
+    table_.offsets = uploaded(offsets_, "the parameter table", context_.stream());
+    table_.decay = uploaded(decay_, "the weight decays", context_.stream());
+    table_.lr_factor = uploaded(lr_factor_, "the layer-wise rates", context_.stream());
     table_.count = int(decay_.size());
     // RMSProp's mean square starts at 1, as the CPU's (and TensorFlow's).
     host_velocity_.assign(std::size_t(offset), 0.0f);
-    velocity_ = uploaded(host_velocity_, "the momentum");
+    velocity_ = uploaded(host_velocity_, "the momentum", context_.stream());
     if (kind_ == kernels::OptimizerKind::rmsprop) {
         host_mean_square_.assign(std::size_t(offset), 1.0f);
-        mean_square_ = uploaded(host_mean_square_, "the mean squares");
+        mean_square_ = uploaded(host_mean_square_, "the mean squares", context_.stream());
     }
     if (kind_ == kernels::OptimizerKind::lars)
         norms_ = static_cast<double*>(device_allocate(decay_.size() * 2 * sizeof(double), "the LARS norms"));

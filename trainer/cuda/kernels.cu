@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -130,6 +131,32 @@ __global__ void bias_gradient_kernel(const float* dy, float* grad, int rows, int
         float sum = 0;
         for (int r = 0; r < rows; ++r) sum += dy[std::size_t(r) * cols + j];
         grad[j] = sum;
+    }
+}
+
+// y[r, c] += bias[c] over rows of `channels` (NHWC), the f32 bias added in f32.
+__global__ void add_channel_bias_kernel(void* y, DType type, const float* bias, std::size_t rows, int channels) {
+    FOR_EACH(i, rows * channels) store(y, i, type, load(y, i, type) + bias[i % channels]);
+}
+
+// The bias gradient in two passes, so that its sums keep one order (no atomics): each block
+// sums its slice of rows per channel (consecutive threads, consecutive channels), then one
+// thread per channel adds the blocks' sums.
+__global__ void channel_sums_kernel(const void* dy, DType type, float* partial, std::size_t rows, int channels,
+                                    std::size_t rows_per_block) {
+    std::size_t first = blockIdx.x * rows_per_block, end = first + rows_per_block, last = end < rows ? end : rows;
+    for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+        float sum = 0;
+        for (std::size_t r = first; r < last; ++r) sum += load(dy, r * channels + c, type);
+        partial[std::size_t(blockIdx.x) * channels + c] = sum;
+    }
+}
+
+__global__ void sum_blocks_kernel(const float* partial, float* grad, int blocks, int channels) {
+    FOR_EACH(c, std::size_t(channels)) {
+        float sum = 0;
+        for (int b = 0; b < blocks; ++b) sum += partial[std::size_t(b) * channels + c];
+        grad[c] = sum;
     }
 }
 
@@ -331,6 +358,23 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stre
 void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream) {
     bias_gradient_kernel<<<blocks_for(std::size_t(cols)), threads, 0, stream>>>(dy, grad, rows, cols);
     launched("bias_gradient_kernel");
+}
+
+void add_channel_bias(void* y, DType type, const float* bias, std::size_t rows, int channels, cudaStream_t stream) {
+    add_channel_bias_kernel<<<blocks_for(rows * channels), threads, 0, stream>>>(y, type, bias, rows, channels);
+    launched("add_channel_bias_kernel");
+}
+
+int channel_gradient_blocks(std::size_t rows) { return int(std::min<std::size_t>(1024, (rows + 63) / 64)); }
+
+void channel_bias_gradient(const void* dy, DType type, float* grad, std::size_t rows, int channels, float* partial,
+                           cudaStream_t stream) {
+    int blocks = channel_gradient_blocks(rows);
+    std::size_t rows_per_block = (rows + std::size_t(blocks) - 1) / std::size_t(blocks);
+    channel_sums_kernel<<<unsigned(blocks), threads, 0, stream>>>(dy, type, partial, rows, channels, rows_per_block);
+    launched("channel_sums_kernel");
+    sum_blocks_kernel<<<blocks_for(std::size_t(channels)), threads, 0, stream>>>(partial, grad, blocks, channels);
+    launched("sum_blocks_kernel");
 }
 
 void softmax_cross_entropy(const float* logits, const int* labels, int rows, int classes, float smoothing,

@@ -47,6 +47,15 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stre
 // grad[j] = sum over rows of dy[r, j]
 void bias_gradient(const float* dy, float* grad, int rows, int cols, cudaStream_t stream);
 
+// A convolution's bias, kept in f32 in every precision: cuDNN's own bias addition and bias
+// gradient refuse some NHWC bf16/f16 shapes, and would round the gradient to 8 bits.
+// y (rows x channels, NHWC, of `type`) += bias; grad = sum over rows of dy, in f32, through
+// `partial` (channel_gradient_blocks(rows) x channels floats of scratch).
+void add_channel_bias(void* y, DType type, const float* bias, std::size_t rows, int channels, cudaStream_t stream);
+int channel_gradient_blocks(std::size_t rows);
+void channel_bias_gradient(const void* dy, DType type, float* grad, std::size_t rows, int channels, float* partial,
+                           cudaStream_t stream);
+
 // Softmax cross-entropy with label smoothing, one block per row of `classes` logits, as the
 // CPU's SoftmaxCrossEntropy: loss[r], and higher[r] = classes scoring above the label (ties
 // count for the label, non-finite scores against it); grad (when set) = (p - target) * scale / rows.
