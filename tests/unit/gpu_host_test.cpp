@@ -1,6 +1,6 @@
 // The GPU code that runs on the host, tested without a GPU: where the CUDA libraries are
 // looked for, the ELF reader that finds what a module needs, and which cuDNN algorithm a
-// layer keeps.
+// layer keeps, and how the device lays out the parameters.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include "trainer/gpu/algorithm_choice.hpp"
 #include "trainer/gpu/cuda_libraries.hpp"
 #include "trainer/gpu/elf_dynamic.hpp"
+#include "trainer/gpu/padded_layout.hpp"
 
 using namespace trellis;
 namespace fs = std::filesystem;
@@ -127,4 +128,28 @@ TEST_CASE("without a deterministic algorithm, a deterministic run takes the fast
     CHECK(choice.nondeterministic_fallback);
     std::vector<gpu::BenchmarkedAlgorithm> none_fit{{true, 1u << 20, true}};
     CHECK(gpu::choose_algorithm(none_fit, 1024, true).index == -1);
+}
+
+TEST_CASE("the device's parameters start on multiples of 64 elements, the gaps zero") {
+    std::vector<std::size_t> sizes{3, 64, 65, 0, 1};
+    gpu::PaddedLayout layout(sizes);
+    CHECK(layout.host_size() == 133);
+    CHECK(layout.device_size() == 64 + 64 + 128 + 0 + 64);
+    for (std::size_t p = 0; p < sizes.size(); ++p) CHECK(layout.device_start(p) % 64 == 0);
+    CHECK(layout.device_offset(0) == 0);
+    CHECK(layout.device_offset(2) == 2);
+    CHECK(layout.device_offset(3) == 64);    // the second parameter's first element
+    CHECK(layout.device_offset(67) == 128);  // the third's
+    CHECK(layout.device_offset(132) == 256);
+    CHECK(layout.device_offset(133) == layout.device_size());
+
+    std::vector<float> host(layout.host_size()), device(layout.device_size(), -1.0f), back(layout.host_size());
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i + 1);
+    layout.scatter(host, device);
+    CHECK(device[2] == 3.0f);
+    CHECK(device[3] == 0.0f);  // a gap
+    CHECK(device[64] == 4.0f);
+    CHECK(device[256] == 133.0f);
+    layout.gather(device, back);
+    CHECK(back == host);
 }

@@ -32,25 +32,31 @@ T* uploaded(const std::vector<T>& host, const char* what, cudaStream_t stream) {
 
 DeviceOptimizer::DeviceOptimizer(const optim::OptimizerConfig& config, ParameterStore& store, CudaContext& context)
     : Optimizer(config, store), context_(context), kind_(kind_of(config.kind)) {
-    std::int64_t offset = 0;
-    for (auto* p : store.learned()) {
-        offsets_.push_back(offset);
-        offset += p->elements();
+    // The table holds the device's offsets (each parameter padded to its alignment): the
+    // kernel runs over the device's arrays, gaps included.
+    const auto& layout = context_.parameters().learned_layout();
+    for (std::size_t i = 0; i < store.learned().size(); ++i) {
+        const auto* p = store.learned()[i];
+        offsets_.push_back(std::int64_t(layout.device_start(i)));
         decay_.push_back(decay_of(*p));
         is_weight_.push_back(p->kind == ParameterKind::weight);
     }
-    offsets_.push_back(offset);
+    offsets_.push_back(std::int64_t(layout.device_size()));
     lr_factor_.assign(decay_.size(), 1.0f);
     table_.offsets = uploaded(offsets_, "the parameter table", context_.stream());
     table_.decay = uploaded(decay_, "the weight decays", context_.stream());
     table_.lr_factor = uploaded(lr_factor_, "the layer-wise rates", context_.stream());
     table_.count = int(decay_.size());
     // RMSProp's mean square starts at 1, as the CPU's (and TensorFlow's).
-    host_velocity_.assign(std::size_t(offset), 0.0f);
-    velocity_ = uploaded(host_velocity_, "the momentum", context_.stream());
+    // The state's host copies are laid out like the store's values, for checkpoints.
+    auto& params = context_.parameters();
+    host_velocity_.assign(layout.host_size(), 0.0f);
+    velocity_ = static_cast<float*>(device_allocate(layout.device_size() * 4, "the momentum"));
+    params.upload_learned(host_velocity_, velocity_);
     if (kind_ == kernels::OptimizerKind::rmsprop) {
-        host_mean_square_.assign(std::size_t(offset), 1.0f);
-        mean_square_ = uploaded(host_mean_square_, "the mean squares", context_.stream());
+        host_mean_square_.assign(layout.host_size(), 1.0f);
+        mean_square_ = static_cast<float*>(device_allocate(layout.device_size() * 4, "the mean squares"));
+        params.upload_learned(host_mean_square_, mean_square_);
     }
     if (kind_ == kernels::OptimizerKind::lars)
         norms_ = static_cast<double*>(device_allocate(decay_.size() * 2 * sizeof(double), "the LARS norms"));

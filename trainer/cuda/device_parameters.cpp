@@ -24,8 +24,15 @@ void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaS
     store_ = &store;
     stream_ = stream;
     low_type_ = low_type;
-    learned_ = store.values().size();
-    statistics_ = store.statistic_values().size();
+    auto layout = [](const std::vector<Parameter*>& parameters) {
+        std::vector<std::size_t> sizes;
+        for (const auto* p : parameters) sizes.push_back(std::size_t(p->elements()));
+        return gpu::PaddedLayout(sizes);
+    };
+    learned_layout_ = layout(store.learned());
+    statistics_layout_ = layout(store.statistics());
+    learned_ = learned_layout_.device_size();
+    statistics_ = statistics_layout_.device_size();
     auto allocate = [](void** p, std::size_t bytes, const char* what) { *p = device_allocate(bytes, what); };
     allocate(reinterpret_cast<void**>(&values_), learned_ * 4, "parameters");
     allocate(reinterpret_cast<void**>(&grads_), learned_ * 4, "gradients");
@@ -45,9 +52,13 @@ void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaS
     upload_values();
 }
 
-std::size_t DeviceParameters::offset_of(const Parameter& p) const {
+std::size_t DeviceParameters::host_offset_of(const Parameter& p) const {
     auto base = p.learned() ? store_->values().data() : store_->statistic_values().data();
     return std::size_t(p.value - base);
+}
+
+std::size_t DeviceParameters::offset_of(const Parameter& p) const {
+    return (p.learned() ? learned_layout_ : statistics_layout_).device_offset(host_offset_of(p));
 }
 
 float* DeviceParameters::value(const Parameter& p) const {
@@ -70,7 +81,7 @@ void DeviceParameters::permute(std::span<float> flat, bool to_device) const {
     std::vector<float> scratch;
     for (const auto& [p, s] : ohwi_) {  // s: O x I x H x W
         std::int64_t o = s[0], i = s[1], hw = s[2] * s[3];
-        float* w = flat.data() + offset_of(*p);
+        float* w = flat.data() + host_offset_of(*p);
         scratch.assign(w, w + p->elements());
         for (std::int64_t a = 0; a < o; ++a)
             for (std::int64_t b = 0; b < i; ++b)
@@ -89,20 +100,32 @@ void DeviceParameters::copy(void* to, const void* from, std::size_t bytes, cudaM
     check(cudaStreamSynchronize(stream_), "copying parameters");
 }
 
-void DeviceParameters::upload_learned(std::span<const float> host, float* device) {
-    std::vector<float> staged(host.begin(), host.end());
-    permute(staged, true);
+void DeviceParameters::upload(const gpu::PaddedLayout& layout, std::span<const float> host, float* device) {
+    std::vector<float> staged(layout.device_size());
+    layout.scatter(host, staged);
     copy(device, staged.data(), staged.size() * 4, cudaMemcpyHostToDevice);
 }
 
+void DeviceParameters::download(const gpu::PaddedLayout& layout, const float* device, std::span<float> host) {
+    std::vector<float> staged(layout.device_size());
+    copy(staged.data(), device, staged.size() * 4, cudaMemcpyDeviceToHost);
+    layout.gather(staged, host);
+}
+
+void DeviceParameters::upload_learned(std::span<const float> host, float* device) {
+    std::vector<float> permuted(host.begin(), host.end());
+    permute(permuted, true);
+    upload(learned_layout_, permuted, device);
+}
+
 void DeviceParameters::download_learned(const float* device, std::span<float> host) {
-    copy(host.data(), device, host.size() * 4, cudaMemcpyDeviceToHost);
+    download(learned_layout_, device, host);
     permute(host, false);
 }
 
 void DeviceParameters::upload_values() {
     upload_learned(store_->values(), values_);
-    copy(statistic_values_, store_->statistic_values().data(), statistics_ * 4, cudaMemcpyHostToDevice);
+    upload(statistics_layout_, store_->statistic_values(), statistic_values_);
     refresh_low_values();
 }
 
@@ -113,7 +136,7 @@ void DeviceParameters::upload_learned_values() {
 
 void DeviceParameters::download_values() {
     download_learned(values_, store_->values());
-    copy(store_->statistic_values().data(), statistic_values_, statistics_ * 4, cudaMemcpyDeviceToHost);
+    download(statistics_layout_, statistic_values_, store_->statistic_values());
 }
 
 void DeviceParameters::upload_grads() { upload_learned(store_->grads(), grads_); }

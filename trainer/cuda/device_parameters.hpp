@@ -1,8 +1,9 @@
 // The device copies of a ParameterStore: f32 master values, f32 gradients and statistics in
-// the store's flat order, plus, under bf16/f16, a low-precision copy of the values and of the
+// the store's order, each parameter starting on a multiple of 64 elements
+// (gpu/padded_layout.hpp), plus, under bf16/f16, a low-precision copy of the values and of the
 // gradients for the convolutions to read and write. Convolution weights are kept on the
 // device as O x H x W x I (cuDNN's NHWC filters) and in the store as O x I x H x W; the copies
-// between host and device permute them, so the flat offsets stay the same on both sides.
+// between host and device permute them, and scatter or gather the padding.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "trainer/gpu/padded_layout.hpp"
 #include "trainer/nn/parameter_store.hpp"
 #include "trainer/tensor/dtype.hpp"
 
@@ -41,7 +43,10 @@ public:
     float* values() const { return values_; }
     float* grads() const { return grads_; }
     void* low_values() const { return low_values_; }
-    std::size_t learned_elements() const { return learned_; }
+    std::size_t learned_elements() const { return learned_; }  // on the device, padding included
+    // Where the store's flat offset of a learned value is on the device.
+    std::size_t device_offset(std::size_t host_offset) const { return learned_layout_.device_offset(host_offset); }
+    const gpu::PaddedLayout& learned_layout() const { return learned_layout_; }
     ParameterStore& store() const { return *store_; }
 
     // Host <-> device, synchronously on `stream`, permuting convolution weights.
@@ -50,21 +55,26 @@ public:
     void download_values();
     void upload_grads();
     void download_grads();
-    // Any array laid out like the learned values (optimizer state).
+    // Any array laid out like the store's learned values (optimizer state) to and from one laid
+    // out like the device's.
     void upload_learned(std::span<const float> host, float* device);
     void download_learned(const float* device, std::span<float> host);
     void refresh_low_values();  // after the master values changed
 
 private:
-    std::size_t offset_of(const Parameter& p) const;
+    std::size_t host_offset_of(const Parameter& p) const;
+    std::size_t offset_of(const Parameter& p) const;  // on the device
     void permute(std::span<float> flat, bool to_device) const;
+    void upload(const gpu::PaddedLayout& layout, std::span<const float> host, float* device);
+    void download(const gpu::PaddedLayout& layout, const float* device, std::span<float> host);
     void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const;
 
     ParameterStore* store_ = nullptr;
     cudaStream_t stream_ = nullptr;
     tensor::DType low_type_ = tensor::DType::f32;
     std::vector<std::pair<const Parameter*, tensor::Shape>> ohwi_;
-    std::size_t learned_ = 0, statistics_ = 0;
+    gpu::PaddedLayout learned_layout_, statistics_layout_;
+    std::size_t learned_ = 0, statistics_ = 0;  // device elements
     float* values_ = nullptr;
     float* grads_ = nullptr;
     float* statistic_values_ = nullptr;

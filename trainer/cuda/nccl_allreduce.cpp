@@ -43,8 +43,10 @@ void NcclAllreduce::launch(std::size_t bucket) {
           "ncclAllReduce of a gradient bucket");
 }
 
-void NcclAllreduce::ready_from(std::size_t offset) {
-    // Buckets wholly at or after `offset` are final on the compute stream.
+void NcclAllreduce::ready_from(std::size_t host_offset) {
+    // Buckets wholly at or after `offset` are final on the compute stream. The buckets cut the
+    // device's gradients, padding included.
+    std::size_t offset = context_.parameters().device_offset(host_offset);
     std::size_t last = next_bucket_;
     while (last < buckets_.size() && buckets_[last].first >= offset) ++last;
     if (last == next_bucket_) return;
