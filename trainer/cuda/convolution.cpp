@@ -15,6 +15,17 @@ namespace {
 
 constexpr int candidates = 8;
 
+// cuDNN has no kernel for this layer's shape in its type: the layer then computes in f32.
+struct Refused {
+    std::string what;
+};
+
+void check_supported(cudnnStatus_t status, const std::string& what) {
+    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED)
+        throw Refused{what + ": " + cudnnGetErrorString(status)};
+    check(status, what);
+}
+
 // The algorithm kept (gpu/algorithm_choice.hpp's rule) from cuDNN's results, sorted by time.
 template <typename Result>
 CudaContext::Algorithm fastest(const Result* results, int count, std::size_t limit, bool deterministic,
@@ -24,6 +35,8 @@ CudaContext::Algorithm fastest(const Result* results, int count, std::size_t lim
         benchmarked.push_back({results[i].status == CUDNN_STATUS_SUCCESS, results[i].memory,
                                results[i].determinism == CUDNN_DETERMINISTIC});
     auto choice = gpu::choose_algorithm(benchmarked, limit, deterministic);
+    bool any_ran = std::any_of(benchmarked.begin(), benchmarked.end(), [](const auto& b) { return b.ran; });
+    if (!any_ran) throw Refused{layer + ": no " + what + " algorithm ran"};
     if (choice.index < 0)
         throw CudaError("cuDNN: " + layer + ": no " + what + " algorithm fits " + std::to_string(limit >> 20) +
                         " MiB of workspace (raise --cudnn-workspace-mb)");
@@ -44,8 +57,8 @@ int Convolution::choose(const char* direction, const std::string& what, Find fin
         check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
         Result results[candidates];
         int count = 0;
-        check(find(results, &count, context_.workspace(limit), limit),
-              spec_.name + ": benchmarking " + what + " algorithms");
+        check_supported(find(results, &count, context_.workspace(limit), limit),
+                        spec_.name + ": benchmarking " + what + " algorithms");
         chosen = fastest(results, count, limit, context_.deterministic(), what, spec_.name);
     }
     check(cudnnSetConvolutionMathType(conv_desc_, chosen.math), spec_.name + ": math type");
@@ -68,38 +81,85 @@ void Convolution::collect(ParameterStore& store) {
     context_.parameters().hold_as_ohwi(parameters_.weight);
 }
 
-
 TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
     output_shape_ = parameters_.output_shape(input.shape);
     input_shape_ = input.shape;
     type_ = context_.compute_type();
     window_ = end_padding_.setup(spec_.window.resolved(input_shape_[2], input_shape_[3]), input_shape_, spec_.name);
-    x_desc_ = TensorDescriptor(end_padding_.shape(), type_);
-    y_desc_ = TensorDescriptor(output_shape_, type_);
-    check(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NHWC, spec_.out_channels,
+    describe(type_);
+    return context_.spec(output_shape_, type_);
+}
+
+void Convolution::describe(tensor::DType type) {
+    conv_type_ = type;
+    x_desc_ = TensorDescriptor(end_padding_.shape(), type);
+    y_desc_ = TensorDescriptor(output_shape_, type);
+    check(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type), CUDNN_TENSOR_NHWC, spec_.out_channels,
                                       spec_.in_channels, window_.kernel_h, window_.kernel_w),
           spec_.name + ": filter descriptor");
     check(cudnnSetConvolution2dDescriptor(conv_desc_, window_.padding.top, window_.padding.left, window_.stride,
                                           window_.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
-    math_ = type_ == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
-                                       : CUDNN_TENSOR_OP_MATH;
+    math_ = type == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
+                                      : CUDNN_TENSOR_OP_MATH;
     check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
-    return context_.spec(output_shape_, type_);
+}
+
+// cuDNN refused the layer in bf16/f16 (channel counts that are not multiples of 8 in NHWC can
+// be): from now on it converts its input and output and computes in f32 from the master
+// weights, its weight gradient written in f32 directly.
+bool Convolution::fall_back_to_f32(const std::string& refused) {
+    if (conv_type_ == tensor::DType::f32) return false;
+    std::fprintf(stderr, "%s: cuDNN refused it in %s (%s; %d -> %d channels); this layer computes in f32\n",
+                 spec_.name.c_str(), std::string(tensor::name(conv_type_)).c_str(), refused.c_str(), spec_.in_channels,
+                 spec_.out_channels);
+    describe(tensor::DType::f32);
+    return true;
+}
+
+tensor::Tensor Convolution::in_conv_type(const tensor::Tensor& t) {
+    if (t.dtype() == conv_type_) return t;
+    auto converted = context_.allocate(t.shape(), conv_type_);
+    kernels::convert(t.data(), t.dtype(), converted.data(), conv_type_, std::size_t(t.shape().elements()), 1.0f,
+                     context_.stream());
+    return converted;
+}
+
+tensor::Tensor Convolution::in_type(const tensor::Tensor& t, tensor::DType type) {
+    if (t.dtype() == type) return t;
+    auto converted = context_.allocate(t.shape(), type);
+    kernels::convert(t.data(), t.dtype(), converted.data(), type, std::size_t(t.shape().elements()), 1.0f,
+                     context_.stream());
+    return converted;
 }
 
 std::string Convolution::key(const char* direction) const {
-    return std::string(direction) + " " + input_shape_.str() + " " + window_.str() + " o" +
-           std::to_string(spec_.out_channels);
+    return std::string(direction) + " " + std::string(tensor::name(conv_type_)) + " " + input_shape_.str() + " " +
+           window_.str() + " o" + std::to_string(spec_.out_channels);
+}
+
+const void* Convolution::weights() const {
+    auto& params = context_.parameters();
+    return conv_type_ == type_ ? params.low_value(parameters_.weight) : params.value(parameters_.weight);
 }
 
 tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
+    try {
+        return convolve(given, mode);
+    } catch (const Refused& refused) {
+        if (!fall_back_to_f32(refused.what)) throw CudaError("cuDNN: " + refused.what);
+        return convolve(given, mode);
+    }
+}
+
+tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
     auto& params = context_.parameters();
-    auto input = end_padding_.needed() ? end_padding_.pad(context_, given, type_, 0.0f) : given;
-    const void* w = params.low_value(parameters_.weight);
-    auto output = context_.allocate(output_shape_, type_);
+    auto padded = end_padding_.needed() ? end_padding_.pad(context_, given, type_, 0.0f) : given;
+    auto input = in_conv_type(padded);
+    const void* w = weights();
+    auto output = context_.allocate(output_shape_, conv_type_);
     auto algo = cudnnConvolutionFwdAlgo_t(choose<cudnnConvolutionFwdAlgoPerf_t>(
         "forward", "forward convolution", [&](auto* results, int* count, void* workspace, std::size_t bytes) {
             return cudnnFindConvolutionForwardAlgorithmEx(context_.cudnn(), x_desc_, input.data(), w_desc_, w,
@@ -111,51 +171,65 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
         cudnnGetConvolutionForwardWorkspaceSize(context_.cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_, algo, &bytes),
         spec_.name + ": forward workspace");
     float one = 1, zero = 0;
-    check(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_, algo,
-                                  context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
-          spec_.name + ": forward");
+    check_supported(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_,
+                                            algo, context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
+                    spec_.name + ": forward");
     if (spec_.bias)
-        kernels::add_channel_bias(output.data(), type_, params.value(parameters_.bias), output_rows(),
+        kernels::add_channel_bias(output.data(), conv_type_, params.value(parameters_.bias), output_rows(),
                                   spec_.out_channels, context_.stream());
     if (mode == Mode::train) input_ = input;
-    return output;
+    return in_type(output, type_);
 }
 
 tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
+    try {
+        return backward_in_conv_type(output_grad);
+    } catch (const Refused& refused) {
+        if (!fall_back_to_f32(refused.what)) throw CudaError("cuDNN: " + refused.what);
+        return backward_in_conv_type(output_grad);
+    }
+}
+
+tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_grad) {
     auto& params = context_.parameters();
     auto cudnn = context_.cudnn();
     float one = 1, zero = 0;
+    auto output_grad = in_conv_type(given_grad);
+    auto input = in_conv_type(input_);
 
-    // The weight gradient, into the low-precision gradients under mixed precision and then
-    // widened into the f32 gradients the optimizer and the allreduce read.
-    void* dw = params.low_grad(parameters_.weight);
+    // The weight gradient: in f32 directly where the layer computes in f32; under mixed
+    // precision into the low-precision gradients, then widened into the f32 gradients the
+    // optimizer and the allreduce read.
+    bool widen = conv_type_ != tensor::DType::f32;
+    void* dw = widen ? params.low_grad(parameters_.weight) : params.grad(parameters_.weight);
     auto falgo = cudnnConvolutionBwdFilterAlgo_t(choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
         "filter", "weight-gradient", [&](auto* results, int* count, void* workspace, std::size_t bytes) {
-            return cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x_desc_, input_.data(), y_desc_,
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn, x_desc_, input.data(), y_desc_,
                                                                  output_grad.data(), conv_desc_, w_desc_, dw,
                                                                  candidates, count, results, workspace, bytes);
         }));
     std::size_t bytes = 0;
     check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo, &bytes),
           spec_.name + ": weight-gradient workspace");
-    check(cudnnConvolutionBackwardFilter(cudnn, &one, x_desc_, input_.data(), y_desc_, output_grad.data(), conv_desc_,
-                                         falgo, context_.workspace(bytes), bytes, &zero, w_desc_, dw),
-          spec_.name + ": weight gradient");
-    if (params.mixed())
-        kernels::convert(dw, type_, params.grad(parameters_.weight), tensor::DType::f32,
+    check_supported(cudnnConvolutionBackwardFilter(cudnn, &one, x_desc_, input.data(), y_desc_, output_grad.data(),
+                                                   conv_desc_, falgo, context_.workspace(bytes), bytes, &zero, w_desc_,
+                                                   dw),
+                    spec_.name + ": weight gradient");
+    if (widen)
+        kernels::convert(dw, conv_type_, params.grad(parameters_.weight), tensor::DType::f32,
                          std::size_t(parameters_.weight.elements()), 1.0f, context_.stream());
     if (spec_.bias) {
         auto partial = context_.allocate(
             tensor::Shape{std::int64_t(kernels::channel_gradient_blocks(output_rows())) * spec_.out_channels},
             tensor::DType::f32);
-        kernels::channel_bias_gradient(output_grad.data(), type_, params.grad(parameters_.bias), output_rows(),
+        kernels::channel_bias_gradient(output_grad.data(), conv_type_, params.grad(parameters_.bias), output_rows(),
                                        spec_.out_channels, partial.f32(), context_.stream());
     }
 
     tensor::Tensor input_grad;
     if (input_grad_) {
-        input_grad = context_.allocate(end_padding_.shape(), type_);
-        const void* w = params.low_value(parameters_.weight);
+        input_grad = context_.allocate(end_padding_.shape(), conv_type_);
+        const void* w = weights();
         auto dalgo = cudnnConvolutionBwdDataAlgo_t(choose<cudnnConvolutionBwdDataAlgoPerf_t>(
             "data", "input-gradient", [&](auto* results, int* count, void* workspace, std::size_t bytes) {
                 return cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn, w_desc_, w, y_desc_, output_grad.data(),
@@ -164,10 +238,11 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
             }));
         check(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo, &bytes),
               spec_.name + ": input-gradient workspace");
-        check(cudnnConvolutionBackwardData(cudnn, &one, w_desc_, w, y_desc_,
-                                           output_grad.data(), conv_desc_, dalgo, context_.workspace(bytes), bytes,
-                                           &zero, x_desc_, input_grad.data()),
-              spec_.name + ": input gradient");
+        check_supported(cudnnConvolutionBackwardData(cudnn, &one, w_desc_, w, y_desc_, output_grad.data(), conv_desc_,
+                                                     dalgo, context_.workspace(bytes), bytes, &zero, x_desc_,
+                                                     input_grad.data()),
+                        spec_.name + ": input gradient");
+        input_grad = in_type(input_grad, type_);
         if (end_padding_.needed()) input_grad = end_padding_.crop(context_, input_grad, type_);
     }
     input_ = {};
