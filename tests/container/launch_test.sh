@@ -60,7 +60,7 @@ wait_running() {  # NAME: until rank 0 has done 3 steps
 }
 
 check_training() {  # NAME WHERE
-    grep -q "^\[0\] Strategy: *allreduce over tcp, 2 ranks (wireup env" "$work/$1.out" &&
+    grep -q "^\[0\] Strategy: *allreduce over shm, 2 ranks (auto: no RDMA device with an active port; wireup env" "$work/$1.out" &&
         grep -q "^\[0\] total images/sec" "$work/$1.out" &&
         pass "2-rank training $2 through trellis-agent launch" || { cat "$work/$1.out"; fail "training $2"; }
 }

@@ -22,13 +22,15 @@ train_step() {
     timeout 120 srun -N2 --ntasks-per-node=2 --trellis-bind=closest -o "$dir/$name.%t" "$@"
 }
 
+# The default transport is auto: shared memory inside each node, TCP between them (no RDMA
+# device here), the reason on the strategy line.
 check_run() {  # NAME WIREUP STATUS [TRANSPORT [ALGORITHM]]
-    local name=$1 wireup=$2 rc=$3 transport=${4:-tcp} algorithm=${5:-hierarchical}
+    local name=$1 wireup=$2 rc=$3 transport=${4:-shm+tcp} algorithm=${5:-hierarchical}
     if [ "$rc" -ne 0 ]; then
         fail "$name: srun exit status $rc: $(tail -n 3 "$dir/$name".*)"
         return
     fi
-    grep -q "Strategy: *allreduce over $transport, 4 ranks (wireup $wireup.* reduced by $algorithm" "$dir/$name.0" ||
+    grep -q "Strategy: *allreduce over $transport, 4 ranks (\(auto: no RDMA device with an active port; \)\?wireup $wireup.* reduced by $algorithm" "$dir/$name.0" ||
         { fail "$name: rank 0 does not report 4 ranks over $transport and $wireup, $algorithm: $(head -n 8 "$dir/$name.0")"; return; }
     grep -q "^total images/sec" "$dir/$name.0" || { fail "$name: training did not finish"; return; }
     pass "$name: 4 ranks on n1 and n2, wireup $wireup, $algorithm allreduce over $transport, training finished"
@@ -41,9 +43,10 @@ check_run slurm slurm $?
 port=$("${PYTHON3:-python3}" "$here/../free_port.py")
 train_step env --mpi=none bash -c 'TRELLIS_RANK=$SLURM_PROCID TRELLIS_WORLD_SIZE=$SLURM_NTASKS \
     TRELLIS_LOCAL_RANK=$SLURM_LOCALID TRELLIS_MASTER=127.0.0.1:'"$port"' exec "$0" --wireup env "$@"' \
-    "$train" "${short[@]}"
+    "$train" "${short[@]}" --transport tcp
 # The plain environment knows no Slurm node, only the machine's host name, which n1 and n2
-# share here: one node of 4 ranks to trellis, so a flat schedule.
+# share here: one node of 4 ranks to trellis, so a flat schedule (over TCP: n1's and n2's
+# /dev/shm are apart).
 check_run env env $? tcp halving-doubling
 # Shared memory between the two ranks of each node, TCP between the nodes.
 train_step shm --mpi=pmix "$train" "${short[@]}" --transport shm

@@ -16,7 +16,7 @@ tolerance=0.025
 
 "$TRAIN" "${common[@]}" --batch-size 32 --log-dir "$work/one" >"$work/one.out" 2>&1 || { cat "$work/one.out"; fail "1 rank"; }
 "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/half" >/dev/null 2>&1 || fail "control run"
-launch_ranks 2 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/two"
+launch_ranks 2 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport tcp --log-dir "$work/two"
 wait_ranks "$work/two.out" "the 2-rank run"
 fields=$(run_fields "$work/two/metrics.jsonl" strategy transport ranks allreduce_algorithm compression)
 [ "$fields" = "allreduce tcp 2 halving-doubling none" ] ||
@@ -29,9 +29,12 @@ echo "2 ranks x 16 against 1 rank x 32: mean relative loss difference $same; con
     fail "2-rank allreduce differs by $same (tolerance $tolerance, control $control)"
 pass "2-rank allreduce matches the doubled batch within $tolerance ($same; control $control)"
 
-# bfloat16 gradients on the wire: the same training to within bfloat16's rounding.
+# bfloat16 gradients on the wire: the same training to within bfloat16's rounding. The
+# transport is left to its default, auto: shared memory here, and the strategy line says why.
 launch_ranks 2 "$work/bf16.out" "$TRAIN" "${common[@]}" --batch-size 16 --compress bf16 --log-dir "$work/bf16"
 wait_ranks "$work/bf16.out" "the bf16 run"
+grep -q "^Strategy: *allreduce over shm, 2 ranks (auto: no RDMA device with an active port; wireup env" "$work/bf16.out.0" ||
+    { grep Strategy "$work/bf16.out.0"; fail "the default transport is not auto's shared memory, or its reason is not given"; }
 [ "$(run_fields "$work/bf16/metrics.jsonl" compression)" = bf16 ] || fail "the run record does not name bf16 on the wire"
 bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
@@ -39,7 +42,7 @@ bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16
 pass "bf16 gradient compression: losses within 1% of float32 ($bf16_difference)"
 
 # same_losses NAME FIELD VALUE WHAT ARGS...: 2 ranks with ARGS record FIELD=VALUE and give the
-# default run's losses to the bit.
+# TCP run's losses to the bit.
 same_losses() {
     local name=$1 field=$2 value=$3 what=$4 difference
     shift 4

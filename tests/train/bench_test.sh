@@ -14,7 +14,7 @@ grep -qE '^# +\(B\) +\(elements\) .*\(us\) +\(GB/s\) +\(GB/s\)' "$work/bench.out
 launch_ranks 2 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json
 wait_ranks "$work/p2p.out" "trellis-bench p2p"
 [ "$(grep -c '"benchmark":"p2p"' "$work/p2p.out.0")" -eq 3 ] || { cat "$work/p2p.out.0"; fail "p2p JSON incomplete"; }
-launch_ranks 3 "$work/psb.out" "$BENCH" ps --sizes 64K,1M --iters 3 --json
+launch_ranks 3 "$work/psb.out" "$BENCH" ps --sizes 64K,1M --iters 3 --json --transport tcp
 wait_ranks "$work/psb.out" "trellis-bench ps"
 [ "$(grep -c '"benchmark":"ps","transport":"tcp","workers":2,"servers":1' "$work/psb.out.0")" -eq 2 ] ||
     { cat "$work/psb.out.0"; fail "ps JSON incomplete"; }

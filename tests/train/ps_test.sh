@@ -15,7 +15,8 @@ wait_ranks "$work/two.out" "the 2-rank allreduce run"
 # The server (rank 2) is given a dataset that does not exist, as on a node without the
 # workers' file systems: servers never open the data.
 where_data=(sh -c 'if [ "$TRELLIS_RANK" = 2 ]; then exec "$0" "$@" --data /nonexistent; else exec "$0" "$@"; fi' "$TRAIN")
-launch_ranks 3 "$work/ps.out" "${where_data[@]}" "${common[@]}" --batch-size 16 --strategy ps --log-dir "$work/ps"
+launch_ranks 3 "$work/ps.out" "${where_data[@]}" "${common[@]}" --batch-size 16 --strategy ps --transport tcp \
+    --log-dir "$work/ps"
 wait_ranks "$work/ps.out" "the PS run (its server without the dataset)"
 fields=$(run_fields "$work/ps/metrics.jsonl" strategy ps_mode transport ranks workers servers)
 [ "$fields" = "ps sync tcp 3 2 1" ] || fail "the run record says '$fields', not synchronous PS over tcp with 2 workers and 1 server"

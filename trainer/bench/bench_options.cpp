@@ -33,7 +33,7 @@ cli::OptionTable option_table(BenchOptions& o) {
         .value("--warmup", "N", "untimed iterations first (default 3)", [&](auto& v) { o.warmup = positive("--warmup", v); })
         .value("--wireup", "W", "auto | pmix | slurm | env (default auto)",
                [&](auto& v) { o.wireup = comm::wireup_kinds().parse(v, "--wireup"); })
-        .value("--transport", "T", "tcp | verbs | shm | auto (default tcp; shm: shared memory\nbetween the ranks of a node, tcp to the others; auto: verbs\nwhen an RDMA device has an active port, else shm)",
+        .value("--transport", "T", "auto | tcp | verbs | shm (default auto: verbs when an RDMA\ndevice has an active port, else shm; shm: shared memory between\nthe ranks of a node, tcp to the others)",
                [&](auto& v) { o.transport = comm::transport_kinds().parse(v, "--transport"); })
         .value("--tcp-streams", "N", "connections per peer for large messages (default 2)",
                [&](auto& v) { o.tcp_streams = positive("--tcp-streams", v); })

@@ -23,7 +23,7 @@ struct BenchOptions {
     int iterations = 20;
     int warmup = 3;
     comm::WireupKind wireup = comm::WireupKind::automatic;
-    comm::TransportKind transport = comm::TransportKind::tcp;
+    comm::TransportKind transport = comm::TransportKind::automatic;
     int tcp_streams = 2;
     int timeout_seconds = 60;
     bool json = false;

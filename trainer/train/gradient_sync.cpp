@@ -18,9 +18,25 @@ std::string format(const char* pattern, auto... values) {
 }
 
 // "over tcp, 4 ranks (wireup pmix, rank 0 on n1)"
+// With --transport auto, why the carrier was chosen.
+std::string chosen_because(const SyncContext& c, const std::string& carrier) {
+    if (c.options.transport != Transport::automatic) return "";
+    if (carrier.rfind("nccl", 0) == 0) return "auto: GPU ranks, f32 gradients; ";
+    if (carrier == "verbs") return "auto: an RDMA device has an active port; ";
+    return "auto: no RDMA device with an active port; ";
+}
+
 std::string over(const SyncContext& c, const std::string& carrier) {
-    return format("over %s, %d ranks (wireup %s, rank 0 on %s)", carrier.c_str(), c.identity.size, c.wireup.c_str(),
-                  c.identity.host.c_str());
+    return format("over %s, %d ranks (%swireup %s, rank 0 on %s)", carrier.c_str(), c.identity.size,
+                  chosen_because(c, carrier).c_str(), c.wireup.c_str(), c.identity.host.c_str());
+}
+
+// NCCL carries the gradients when asked, or by default where it is the fastest path: GPU
+// ranks reducing f32 gradients (the host transports' compression is for the CPU).
+bool uses_nccl(const SyncContext& c) {
+    const auto& o = c.options;
+    return o.transport == Transport::nccl || (o.transport == Transport::automatic && c.accelerator &&
+                                              o.strategy == Strategy::allreduce && o.compress == comm::WireFormat::f32);
 }
 
 void describe_collective(const SyncContext& c, const std::string& transport, nlohmann::json& run) {
@@ -99,7 +115,8 @@ public:
     Synchronised finish(const StepState& step) override { return {reducer_->finish(), false, false, step.loss}; }
     std::string strategy() const override {
         return format("%s %s, %.0f MB gradient buckets", strategies().name(context_.options.strategy).c_str(),
-                      over(context_, "nccl (control over tcp)").c_str(), context_.options.bucket_mb);
+                      over(context_, "nccl (control over " + context_.transport->name() + ")").c_str(),
+                      context_.options.bucket_mb);
     }
     void describe(nlohmann::json& run) const override { describe_collective(context_, "nccl", run); }
 
@@ -172,7 +189,7 @@ std::string GradientSync::progress(const comm::CommStats& comm, int ranks) const
 
 std::unique_ptr<GradientSync> make_gradient_sync(const SyncContext& context, const std::string& device_note) {
     if (!context.transport) return std::make_unique<NoSync>();
-    if (context.options.transport == Transport::nccl) {
+    if (uses_nccl(context)) {
         if (!context.accelerator) throw UsageError("--transport nccl needs a GPU: " + device_note);
         return std::make_unique<NcclAllreduce>(context);
     }

@@ -147,11 +147,12 @@ cli::OptionTable option_table(TrainOptions& o) {
                "TRELLIS_WORLD_SIZE, TRELLIS_MASTER=host:port)",
                [&](auto& v) { o.wireup = comm::wireup_kinds().parse(v, "--wireup"); })
         .value("--transport", "T",
-               "tcp | verbs | shm | auto | nccl (default tcp; shm: shared memory\n"
-               "between the ranks of a node, tcp to the others; auto: verbs when\n"
-               "an RDMA device has an active port, else shm; TRELLIS_HCA/NCCL_IB_HCA\n"
-               "choose the device; nccl: gradients over NCCL on the GPU, control\n"
-               "over tcp)",
+               "auto | tcp | verbs | shm | nccl (default auto: the fastest there\n"
+               "is, as NCCL and Open MPI choose: NCCL for GPU ranks' allreduce\n"
+               "in f32, and between processes verbs when an RDMA device has an\n"
+               "active port, else shm; shm: shared memory between the ranks of\n"
+               "a node, tcp to the others; TRELLIS_HCA/NCCL_IB_HCA choose the\n"
+               "device; nccl: gradients over NCCL on the GPU, control over tcp)",
                [&](auto& v) { o.transport = transports().parse(v, "--transport"); })
         .value("--tcp-streams", "N", "connections per peer for large messages (default 2)",
                [&](auto& v) { o.tcp_streams = positive("--tcp-streams", v); })

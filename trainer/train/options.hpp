@@ -69,7 +69,7 @@ struct TrainOptions {
     int ps_servers = 1;
     PsMode ps_mode = PsMode::sync;
     comm::WireupKind wireup = comm::WireupKind::automatic;
-    Transport transport = Transport::tcp;
+    Transport transport = Transport::automatic;
     int tcp_streams = 2;
     int comm_timeout = 60;               // seconds without progress before a peer is lost
     double bucket_mb = 25;               // gradient bucket size
