@@ -160,12 +160,13 @@ tests_models_zoo_export_LDADD = $(NN_LIBS)
 TESTS += $(train_tests)
 
 # The CUDA backend against the CPU backend, and training on the GPU; both skip without a GPU.
-# Where the CUDA libraries are found and what is said when they are not, without a GPU.
+# Where the CUDA libraries are found and what is said when they are not, without a GPU; the
+# GPU machine's bundle (scripts/gpu-bundle) run cold in a Debian 13 root.
 check_PROGRAMS += tests/gpu/layers_test
 tests_gpu_layers_test_SOURCES = tests/gpu/layers_test.cpp
 tests_gpu_layers_test_LDADD = $(TRAIN_LIBS)
 tests_gpu_layers_test_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
-TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh tests/gpu/cuda_libraries_test.sh
+TESTS += tests/gpu/layers_test tests/gpu/learns_test.sh tests/gpu/cuda_libraries_test.sh tests/gpu/bundle_test.sh
 
 # The communication layer: ranks as threads over real TCP connections.
 unit_tests += tests/unit/comm_test

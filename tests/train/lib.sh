@@ -1,8 +1,16 @@
 # Shared by the trainer's end-to-end tests: paths, a scratch folder removed on exit, the
 # generated dataset, and failure reporting.
 set -u
-TRAIN="$TRELLIS_BUILD/trellis-train"
-MAKE_DATASET="$TRELLIS_BUILD/tests/data/make_dataset"
+# The programs under test: the build tree's under make check, or TRELLIS_BIN's (the bin/ of
+# scripts/gpu-bundle's bundle, on the GPU machine, where PYTHON3 is not given either).
+if [ -n "${TRELLIS_BIN:-}" ]; then
+    TRAIN="$TRELLIS_BIN/trellis-train"
+    MAKE_DATASET="$TRELLIS_BIN/make_dataset"
+else
+    TRAIN="$TRELLIS_BUILD/trellis-train"
+    MAKE_DATASET="$TRELLIS_BUILD/tests/data/make_dataset"
+fi
+: "${PYTHON3:=python3}"
 work=$(mktemp -d /tmp/trellis-train-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

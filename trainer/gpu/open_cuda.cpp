@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,8 @@ std::string executable_folder() {
 // installed one.
 std::vector<std::string> module_candidates() {
     if (const char* chosen = std::getenv(env::cuda_module.name); chosen && *chosen) return {chosen};
-    auto exe = executable_folder();
-    return {exe + "/../lib/trellis/trellis-cuda.so", exe + "/.libs/trellis-cuda.so",
+    std::filesystem::path exe = executable_folder();
+    return {(exe / "../lib/trellis/trellis-cuda.so").lexically_normal().string(), exe / ".libs/trellis-cuda.so",
             std::string(TRELLIS_PKGLIBDIR) + "/trellis-cuda.so"};
 }
 
