@@ -58,3 +58,8 @@ EXTRA_DIST += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/co
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
 EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh
+
+# The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
+# and as an unprivileged user, with a fake nvidia-smi.
+TESTS += tests/gpu/gpu_check_test.sh
+EXTRA_DIST += scripts/gpu-check tests/gpu/gpu_check_test.sh
