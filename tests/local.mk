@@ -62,4 +62,4 @@ EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.
 TESTS += tests/gpu/gpu_check_test.sh
-EXTRA_DIST += scripts/gpu-check tests/gpu/gpu_check_test.sh
+EXTRA_DIST += scripts/gpu-check scripts/gpu_check_measure.py tests/gpu/gpu_check_test.sh
