@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -55,10 +56,7 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
                   channel_desc_, scale, params.value(parameters_.shift), params.value(parameters_.running_mean),
                   params.value(parameters_.running_variance), spec.epsilon),
               name_ + ": inference");
-        if (relu_)
-            check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
-                                         output.data()),
-                  name_ + ": relu");
+        if (relu_) apply_relu(output);
         return output;
     }
     auto status = training_forward(input, output, scale);
@@ -77,13 +75,15 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
         status = training_forward(input, output, scale);
     }
     check(status, name_ + ": training forward");
-    if (relu_ && !fused_)
-        check(cudnnActivationForward(cudnn, relu_desc_, &one, data_desc_, output.data(), &zero, data_desc_,
-                                     output.data()),
-              name_ + ": relu");
+    if (relu_ && !fused_) apply_relu(output);
     input_ = input;
     if (relu_) output_ = output;  // the ReLU's backward reads the output
     return output;
+}
+
+// The module's own ReLU where cuDNN's is not fused: it takes every type the layer computes in.
+void BatchNorm::apply_relu(const tensor::Tensor& output) {
+    kernels::relu(output.data(), output.data(), type_, std::size_t(shape_.elements()), context_.stream());
 }
 
 cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const tensor::Tensor& output,
@@ -124,10 +124,8 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     if (relu_ && !fused_) {
         // ReLU's backward from its output: y > 0 exactly where its input was.
         norm_grad = context_.allocate(shape_, type_);
-        check(cudnnActivationBackward(cudnn, relu_desc_, &one, data_desc_, output_.data(), data_desc_,
-                                      output_grad.data(), data_desc_, output_.data(), &zero, data_desc_,
-                                      norm_grad.data()),
-              name_ + ": relu backward");
+        kernels::relu_backward(output_.data(), output_grad.data(), norm_grad.data(), type_,
+                               std::size_t(shape_.elements()), context_.stream());
     }
     auto input_grad = context_.allocate(shape_, type_);
     auto ops = fused_ ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;

@@ -1,7 +1,7 @@
 // Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
 // (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type and shape. Where cuDNN
 // refuses, the layer falls back once and remembers it: persistent without the fused ReLU,
-// then the plain spatial kernels, the ReLU applied apart.
+// then the plain spatial kernels, the ReLU applied apart (by the module's kernel).
 // Scale, shift and statistics stay f32 in every precision. Without a learnt scale, gamma is a
 // device vector of ones and its gradient goes to a scratch vector.
 #pragma once
@@ -26,6 +26,7 @@ public:
 private:
     // One training forward with the current kernels; cuDNN's status, not checked.
     cudnnStatus_t training_forward(const tensor::Tensor& input, const tensor::Tensor& output, const void* scale);
+    void apply_relu(const tensor::Tensor& output);
 
     CudaContext& context_;
     BatchNormParameters parameters_;

@@ -15,14 +15,28 @@ namespace {
 
 constexpr int candidates = 8;
 
-// cuDNN has no kernel for this layer's shape in its type: the layer then computes in f32.
-struct Refused {
-    std::string what;
+// cuDNN has no kernel for this layer's shape, type or layout: the layer then computes in f32.
+// A CudaError, so that a refusal in f32 too reaches the program's handler like any other.
+struct Refused : CudaError {
+    using CudaError::CudaError;
 };
 
+// The NOT_SUPPORTED codes that are about the layer. The others (an incompatible driver or
+// runtime, a missing sub-library or prerequisite) would refuse f32 alike: they are errors.
+bool refuses_the_layer(cudnnStatus_t status) {
+    switch (status) {
+        case CUDNN_STATUS_NOT_SUPPORTED:
+        case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN:
+        case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
+        case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
+        case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
+        case CUDNN_STATUS_NOT_SUPPORTED_PADDING: return true;
+        default: return false;
+    }
+}
+
 void check_supported(cudnnStatus_t status, const std::string& what) {
-    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED)
-        throw Refused{what + ": " + cudnnGetErrorString(status)};
+    if (refuses_the_layer(status)) throw Refused("cuDNN: " + what + ": " + cudnnGetErrorString(status));
     check(status, what);
 }
 
@@ -35,8 +49,13 @@ CudaContext::Algorithm fastest(const Result* results, int count, std::size_t lim
         benchmarked.push_back({results[i].status == CUDNN_STATUS_SUCCESS, results[i].memory,
                                results[i].determinism == CUDNN_DETERMINISTIC});
     auto choice = gpu::choose_algorithm(benchmarked, limit, deterministic);
+    // None ran: refused when every one was refused for the layer's sake, else the first
+    // reason (none fitting the workspace falls through to its own message).
     bool any_ran = std::any_of(benchmarked.begin(), benchmarked.end(), [](const auto& b) { return b.ran; });
-    if (!any_ran) throw Refused{layer + ": no " + what + " algorithm ran"};
+    bool all_refused = std::all_of(results, results + count, [](const Result& r) { return refuses_the_layer(r.status); });
+    if (!any_ran && all_refused) throw Refused("cuDNN: " + layer + ": no " + what + " algorithm for this layer");
+    if (!any_ran && count > 0 && results[0].status != CUDNN_STATUS_ALLOC_FAILED)
+        check(results[0].status, layer + ": benchmarking " + what + " algorithms");
     if (choice.index < 0)
         throw CudaError("cuDNN: " + layer + ": no " + what + " algorithm fits " + std::to_string(limit >> 20) +
                         " MiB of workspace (raise --cudnn-workspace-mb)");
@@ -112,9 +131,8 @@ void Convolution::describe(tensor::DType type) {
 // weights, its weight gradient written in f32 directly.
 bool Convolution::fall_back_to_f32(const std::string& refused) {
     if (conv_type_ == tensor::DType::f32) return false;
-    std::fprintf(stderr, "%s: cuDNN refused it in %s (%s; %d -> %d channels); this layer computes in f32\n",
-                 spec_.name.c_str(), std::string(tensor::name(conv_type_)).c_str(), refused.c_str(), spec_.in_channels,
-                 spec_.out_channels);
+    std::fprintf(stderr, "%s: this layer computes in f32, not %s (%d -> %d channels): %s\n", spec_.name.c_str(),
+                 std::string(tensor::name(conv_type_)).c_str(), spec_.in_channels, spec_.out_channels, refused.c_str());
     describe(tensor::DType::f32);
     return true;
 }
@@ -149,9 +167,9 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
     try {
         return convolve(given, mode);
     } catch (const Refused& refused) {
-        if (!fall_back_to_f32(refused.what)) throw CudaError("cuDNN: " + refused.what);
-        return convolve(given, mode);
+        if (!fall_back_to_f32(refused.what())) throw;
     }
+    return convolve(given, mode);
 }
 
 tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
@@ -185,9 +203,9 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
     try {
         return backward_in_conv_type(output_grad);
     } catch (const Refused& refused) {
-        if (!fall_back_to_f32(refused.what)) throw CudaError("cuDNN: " + refused.what);
-        return backward_in_conv_type(output_grad);
+        if (!fall_back_to_f32(refused.what())) throw;
     }
+    return backward_in_conv_type(output_grad);
 }
 
 tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_grad) {

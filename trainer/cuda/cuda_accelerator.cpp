@@ -60,7 +60,8 @@ public:
     }
     void upload_values() override { context_.parameters().upload_values(); }
     void upload_learned_values() override { context_.parameters().upload_learned_values(); }
-    void unbind() override { context_.parameters().unregister_host(); }
+    // Nothing of the store's memory is held: copies go through the module's own staging buffer.
+    void unbind() override {}
     void download_values() override { context_.parameters().download_values(); }
     void download_grads() override { context_.parameters().download_grads(); }
     void upload_grads() override { context_.parameters().upload_grads(); }
@@ -75,7 +76,7 @@ public:
         int overflow = 0;
         check(cudaMemcpyAsync(&overflow, nonfinite_, sizeof overflow, cudaMemcpyDeviceToHost, stream),
               "reading the overflow flag");
-        check(cudaStreamSynchronize(stream), "reading the overflow flag");
+        context_.synchronize("reading the overflow flag");
         if (overflow) {
             context_.loss_scale = std::max(context_.loss_scale / 2, 1.0f);
             finite_steps_ = 0;
@@ -104,7 +105,21 @@ public:
         return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes, options_.library_folders);
     }
 
-    void synchronize() override { check(cudaStreamSynchronize(context_.stream()), "cudaStreamSynchronize"); }
+    std::string pci_bus_id() const override {
+        char id[32] = {};
+        check(cudaDeviceGetPCIBusId(id, sizeof id, device_), "cudaDeviceGetPCIBusId");
+        return id;
+    }
+    std::string nccl_unavailable() override {
+        try {
+            nccl(options_.library_folders);
+            return {};
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+    }
+
+    void synchronize() override { context_.synchronize("waiting for the GPU"); }
     std::size_t peak_memory_bytes() const override {
         // The pool's peak (activations, workspace) plus the parameters, gradients and
         // optimizer state outside it; like PyTorch's max_memory_reserved, without the CUDA

@@ -1,5 +1,8 @@
 #include "trainer/cuda/cuda_context.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "trainer/cuda/cuda_check.hpp"
 
 namespace trellis::nn::cuda {
@@ -42,10 +45,31 @@ CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, boo
     // The f32 head may use TF32 tensor cores, as the issue allows and PyTorch does with
     // allow_tf32; deterministic runs keep plain f32.
     if (!deterministic) check(cublasSetMathMode(cublas_, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+    check(cudaEventCreateWithFlags(&synchronized_, cudaEventDisableTiming), "cudaEventCreate");
+}
+
+void CudaContext::wait(cudaEvent_t event, const std::string& what) {
+    if (!nccl_check_) {
+        check(cudaEventSynchronize(event), what);
+        return;
+    }
+    for (;;) {
+        cudaError_t status = cudaEventQuery(event);
+        if (status == cudaSuccess) return;
+        if (status != cudaErrorNotReady) check(status, what);
+        nccl_check_();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+void CudaContext::synchronize(const std::string& what) {
+    check(cudaEventRecord(synchronized_, stream_), what);
+    wait(synchronized_, what);
 }
 
 CudaContext::~CudaContext() {
     if (stream_) cudaStreamSynchronize(stream_);
+    if (synchronized_) cudaEventDestroy(synchronized_);
     workspace_.reset();
     pool_.release_free();
     if (cublas_) cublasDestroy(cublas_);

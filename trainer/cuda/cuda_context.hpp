@@ -6,6 +6,7 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,6 +77,14 @@ public:
     };
     std::map<std::string, Algorithm>& algorithms() { return algorithms_; }
 
+    // The host's waits for the GPU. While NCCL runs, the compute stream waits on its
+    // allreduce, and a dead peer shows only as NCCL's asynchronous error, never as the event:
+    // every wait polls both, so that the rank stops with NCCL's reason instead of hanging.
+    void wait(cudaEvent_t event, const std::string& what);
+    void synchronize(const std::string& what);  // everything queued on the compute stream
+    // Throws when NCCL has failed; empty when no communicator is up.
+    void watch_nccl(std::function<void()> check) { nccl_check_ = std::move(check); }
+
     float loss_scale = 1.0f;
 
 private:
@@ -90,6 +99,8 @@ private:
     std::shared_ptr<std::byte> workspace_;
     std::size_t workspace_bytes_ = 0;
     std::map<std::string, Algorithm> algorithms_;
+    std::function<void()> nccl_check_;
+    cudaEvent_t synchronized_ = nullptr;
 };
 
 // The element type of a device tensor or spec (f32 when it has no device layout).

@@ -61,7 +61,7 @@ tensor::Tensor CudaDeviceLoss::start(const tensor::Tensor& logits, std::span<con
 }
 
 LossResult CudaDeviceLoss::finish() {
-    check(cudaEventSynchronize(done_), "waiting for the loss");
+    context_.wait(done_, "waiting for the loss");
     LossResult result;
     for (int r = 0; r < rows_; ++r) {
         result.loss += double(host_losses_[r]) / rows_;

@@ -8,13 +8,8 @@
 
 namespace trellis::nn::cuda {
 
-void DeviceParameters::unregister_host() {
-    for (void* p : registered_) cudaHostUnregister(p);
-    registered_.clear();
-}
-
 DeviceParameters::~DeviceParameters() {
-    unregister_host();
+    if (staging_pinned_) cudaFreeHost(staging_);
     for (void* p : {static_cast<void*>(values_), static_cast<void*>(grads_), static_cast<void*>(statistic_values_),
                     low_values_, low_grads_})
         if (p) cudaFree(p);
@@ -38,13 +33,19 @@ void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaS
     allocate(reinterpret_cast<void**>(&grads_), learned_ * 4, "gradients");
     allocate(reinterpret_cast<void**>(&statistic_values_), statistics_ * 4, "batch norm statistics");
     check(cudaMemsetAsync(grads_, 0, learned_ * 4, stream_), "clearing the gradients");
-    // The host copies become page-locked, so that the gradient and parameter round trips of
-    // host collectives and parameter servers run at full PCIe speed. Not fatal when refused
-    // (a locked-memory limit): the copies are then staged by the driver.
-    for (auto span : {store.values(), store.grads()})
-        if (!span.empty() && cudaHostRegister(span.data(), span.size_bytes(), cudaHostRegisterDefault) == cudaSuccess)
-            registered_.push_back(span.data());
+    // Every copy of learned values goes through one page-locked buffer in the device's layout,
+    // so that the gradient and parameter round trips of host collectives and parameter servers
+    // run at full PCIe speed. Not fatal when refused (a locked-memory limit): pageable memory
+    // is then staged by the driver.
+    void* pinned = nullptr;
+    staging_pinned_ = learned_ && cudaMallocHost(&pinned, learned_ * 4) == cudaSuccess;
     cudaGetLastError();
+    if (staging_pinned_) {
+        staging_ = static_cast<float*>(pinned);
+    } else {
+        pageable_staging_.resize(learned_);
+        staging_ = pageable_staging_.data();
+    }
     if (mixed()) {
         allocate(&low_values_, learned_ * 2, "low-precision parameters");
         allocate(&low_grads_, learned_ * 2, "low-precision gradients");
@@ -77,11 +78,11 @@ void* DeviceParameters::low_grad(const Parameter& p) const {
     return static_cast<std::byte*>(low_grads_) + offset_of(p) * 2;
 }
 
-void DeviceParameters::permute(std::span<float> flat, bool to_device) const {
+void DeviceParameters::permute(std::span<float> device_layout, bool to_device) const {
     std::vector<float> scratch;
     for (const auto& [p, s] : ohwi_) {  // s: O x I x H x W
         std::int64_t o = s[0], i = s[1], hw = s[2] * s[3];
-        float* w = flat.data() + host_offset_of(*p);
+        float* w = device_layout.data() + offset_of(*p);
         scratch.assign(w, w + p->elements());
         for (std::int64_t a = 0; a < o; ++a)
             for (std::int64_t b = 0; b < i; ++b)
@@ -100,32 +101,36 @@ void DeviceParameters::copy(void* to, const void* from, std::size_t bytes, cudaM
     check(cudaStreamSynchronize(stream_), "copying parameters");
 }
 
-void DeviceParameters::upload(const gpu::PaddedLayout& layout, std::span<const float> host, float* device) {
-    std::vector<float> staged(layout.device_size());
-    layout.scatter(host, staged);
-    copy(device, staged.data(), staged.size() * 4, cudaMemcpyHostToDevice);
-}
-
-void DeviceParameters::download(const gpu::PaddedLayout& layout, const float* device, std::span<float> host) {
-    std::vector<float> staged(layout.device_size());
-    copy(staged.data(), device, staged.size() * 4, cudaMemcpyDeviceToHost);
-    layout.gather(staged, host);
-}
-
 void DeviceParameters::upload_learned(std::span<const float> host, float* device) {
-    std::vector<float> permuted(host.begin(), host.end());
-    permute(permuted, true);
-    upload(learned_layout_, permuted, device);
+    std::span<float> staged(staging_, learned_);
+    learned_layout_.scatter(host, staged);
+    permute(staged, true);
+    copy(device, staging_, learned_ * 4, cudaMemcpyHostToDevice);
 }
 
 void DeviceParameters::download_learned(const float* device, std::span<float> host) {
-    download(learned_layout_, device, host);
-    permute(host, false);
+    std::span<float> staged(staging_, learned_);
+    copy(staging_, device, learned_ * 4, cudaMemcpyDeviceToHost);
+    permute(staged, false);
+    learned_layout_.gather(staged, host);
+}
+
+// The statistics are a few values per channel: staged in pageable memory.
+void DeviceParameters::upload_statistics() {
+    std::vector<float> staged(statistics_);
+    statistics_layout_.scatter(store_->statistic_values(), staged);
+    copy(statistic_values_, staged.data(), statistics_ * 4, cudaMemcpyHostToDevice);
+}
+
+void DeviceParameters::download_statistics() {
+    std::vector<float> staged(statistics_);
+    copy(staged.data(), statistic_values_, statistics_ * 4, cudaMemcpyDeviceToHost);
+    statistics_layout_.gather(staged, store_->statistic_values());
 }
 
 void DeviceParameters::upload_values() {
     upload_learned(store_->values(), values_);
-    upload(statistics_layout_, store_->statistic_values(), statistic_values_);
+    upload_statistics();
     refresh_low_values();
 }
 
@@ -136,7 +141,7 @@ void DeviceParameters::upload_learned_values() {
 
 void DeviceParameters::download_values() {
     download_learned(values_, store_->values());
-    download(statistics_layout_, statistic_values_, store_->statistic_values());
+    download_statistics();
 }
 
 void DeviceParameters::upload_grads() { upload_learned(store_->grads(), grads_); }

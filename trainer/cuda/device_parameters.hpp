@@ -30,7 +30,6 @@ public:
     void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back({&weight, weight.shape}); }
     void hold_as_ohwi(const Parameter& weight, const tensor::Shape& oihw) { ohwi_.push_back({&weight, oihw}); }
     void bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
-    void unregister_host();  // before the store's memory is freed
     bool bound() const { return store_ != nullptr; }
 
     float* value(const Parameter& p) const;
@@ -64,9 +63,9 @@ public:
 private:
     std::size_t host_offset_of(const Parameter& p) const;
     std::size_t offset_of(const Parameter& p) const;  // on the device
-    void permute(std::span<float> flat, bool to_device) const;
-    void upload(const gpu::PaddedLayout& layout, std::span<const float> host, float* device);
-    void download(const gpu::PaddedLayout& layout, const float* device, std::span<float> host);
+    void permute(std::span<float> device_layout, bool to_device) const;  // OIHW <-> OHWI in place
+    void upload_statistics();
+    void download_statistics();
     void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const;
 
     ParameterStore* store_ = nullptr;
@@ -80,7 +79,9 @@ private:
     float* statistic_values_ = nullptr;
     void* low_values_ = nullptr;
     void* low_grads_ = nullptr;
-    std::vector<void*> registered_;  // host copies page-locked by bind()
+    float* staging_ = nullptr;  // learned_ floats, page-locked where the limit allows
+    bool staging_pinned_ = false;
+    std::vector<float> pageable_staging_;
 };
 
 }  // namespace trellis::nn::cuda

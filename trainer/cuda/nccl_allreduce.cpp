@@ -1,8 +1,7 @@
 #include "trainer/cuda/nccl_allreduce.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
+#include <exception>
 #include <cstring>
 
 #include "trainer/comm/gradient_buckets.hpp"
@@ -23,6 +22,11 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
     ncclComm_t comm = nullptr;
     check(nccl_.comm_init_rank(&comm, ranks_, id, identity.rank), "ncclCommInitRank");
     comm_.reset(comm);
+    context_.watch_nccl([this] {
+        ncclResult_t async = ncclSuccess;
+        check(nccl_.comm_get_async_error(comm_.get(), &async), "ncclCommGetAsyncError");
+        check(async, "the gradient allreduce (a peer failed or left)");
+    });
     ready_ = make_event(cudaEventDisableTiming);
     for (int i = 0; i < 2; ++i) {
         started_[i] = make_event();
@@ -33,7 +37,15 @@ NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identit
 }
 
 NcclAllreduce::~NcclAllreduce() {
-    if (stream_) cudaStreamSynchronize(stream_.get());
+    context_.watch_nccl({});
+    // After NCCL's error, or while another error unwinds, waiting for the stream or
+    // finalizing could wait for a dead peer forever: abort the communicator instead.
+    ncclResult_t async = ncclSuccess;
+    if (comm_) nccl_.comm_get_async_error(comm_.get(), &async);
+    if (comm_ && (async != ncclSuccess || std::uncaught_exceptions() > 0))
+        nccl_.comm_abort(comm_.release());
+    else if (stream_)
+        cudaStreamSynchronize(stream_.get());
 }
 
 void NcclAllreduce::launch(std::size_t bucket) {
@@ -61,20 +73,6 @@ void NcclAllreduce::ready_from(std::size_t host_offset) {
     check(nccl_.group_end(), "ncclGroupEnd");
 }
 
-// A peer that died leaves NCCL waiting for it forever: instead of blocking on the event, poll
-// it and NCCL's asynchronous error, so that the rank stops with NCCL's reason.
-void NcclAllreduce::wait_for(cudaEvent_t event) {
-    for (;;) {
-        cudaError_t status = cudaEventQuery(event);
-        if (status == cudaSuccess) return;
-        if (status != cudaErrorNotReady) check(status, "waiting for the last gradient allreduce");
-        ncclResult_t async = ncclSuccess;
-        check(nccl_.comm_get_async_error(comm_.get(), &async), "ncclCommGetAsyncError");
-        check(async, "the gradient allreduce (a peer failed or left)");
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-}
-
 comm::CommStats NcclAllreduce::finish() {
     ready_from(0);
     check(cudaEventRecord(done_[current_].get(), stream_.get()), "cudaEventRecord");
@@ -86,7 +84,7 @@ comm::CommStats NcclAllreduce::finish() {
     if (timed_before_) {
         // The last step's allreduce finished before this step's loss was read.
         float ms = 0;
-        wait_for(done_[previous].get());
+        context_.wait(done_[previous].get(), "waiting for the last gradient allreduce");
         check(cudaEventElapsedTime(&ms, started_[previous].get(), done_[previous].get()), "cudaEventElapsedTime");
         stats.seconds = ms / 1e3;
     }

@@ -27,7 +27,6 @@ public:
 
 private:
     void launch(std::size_t bucket);
-    void wait_for(cudaEvent_t event);
 
     CudaContext& context_;
     const NcclLibrary& nccl_;

@@ -83,7 +83,7 @@ public:
     virtual void download_values() = 0;  // device values and statistics -> host
     virtual void download_grads() = 0;   // device gradients -> host (host allreduce, PS push)
     virtual void upload_grads() = 0;     // host gradients -> device
-    // Before the store's memory goes: lets go of it (the host copies are page-locked).
+    // Before the store's memory goes: lets go of anything it holds of it.
     virtual void unbind() = 0;
 
     // Mixed precision: after the gradients are complete (and reduced), divides them by the
@@ -105,6 +105,11 @@ public:
     virtual std::unique_ptr<DeviceAllreduce> nccl_allreduce(const comm::Identity& identity,
                                                             const ShareFromRank0& from_rank0,
                                                             std::size_t bucket_bytes) = 0;
+
+    // The device's PCI address ("0000:3B:00.0"), and why NCCL cannot be loaded (empty when
+    // it can): --transport auto takes NCCL only when every rank has a GPU of its own and NCCL.
+    virtual std::string pci_bus_id() const = 0;
+    virtual std::string nccl_unavailable() = 0;
 
     virtual void synchronize() = 0;
     virtual std::size_t peak_memory_bytes() const = 0;

@@ -19,24 +19,49 @@ std::string format(const char* pattern, auto... values) {
 
 // "over tcp, 4 ranks (wireup pmix, rank 0 on n1)"
 // With --transport auto, why the carrier was chosen.
-std::string chosen_because(const SyncContext& c, const std::string& carrier) {
+std::string chosen_because(const SyncContext& c, const std::string& carrier, const std::string& not_nccl = "") {
     if (c.options.transport != Transport::automatic) return "";
     if (carrier.rfind("nccl", 0) == 0) return "auto: GPU ranks, f32 gradients; ";
-    if (carrier == "verbs") return "auto: an RDMA device has an active port; ";
-    return "auto: no RDMA device with an active port; ";
+    std::string why = not_nccl.empty() ? "" : "not NCCL: " + not_nccl + "; ";
+    if (carrier == "verbs") return "auto: " + why + "an RDMA device has an active port; ";
+    return "auto: " + why + "no RDMA device with an active port; ";
 }
 
-std::string over(const SyncContext& c, const std::string& carrier) {
+std::string over(const SyncContext& c, const std::string& carrier, const std::string& not_nccl = "") {
     return format("over %s, %d ranks (%swireup %s, rank 0 on %s)", carrier.c_str(), c.identity.size,
-                  chosen_because(c, carrier).c_str(), c.wireup.c_str(), c.identity.host.c_str());
+                  chosen_because(c, carrier, not_nccl).c_str(), c.wireup.c_str(), c.identity.host.c_str());
 }
 
-// NCCL carries the gradients when asked, or by default where it is the fastest path: GPU
-// ranks reducing f32 gradients (the host transports' compression is for the CPU).
-bool uses_nccl(const SyncContext& c) {
-    const auto& o = c.options;
-    return o.transport == Transport::nccl || (o.transport == Transport::automatic && c.accelerator &&
-                                              o.strategy == Strategy::allreduce && o.compress == comm::WireFormat::f32);
+// With --transport auto, whether every rank can reduce its gradients with NCCL: each has a
+// GPU of its own (NCCL refuses two ranks on one device) and NCCL loads. Decided together, so
+// that no rank waits in NCCL for one that took the host path: through one sum, every rank
+// learns how many ranks have a GPU and, for each rank that can use NCCL, a 40-bit hash of its
+// host and GPU (a rank's slots are zero on the others).
+struct NcclDecision {
+    bool use = false;
+    std::string why_not;  // empty where no rank has a GPU: nothing to explain
+};
+
+NcclDecision decide_nccl(const SyncContext& c) {
+    std::string mine = !c.accelerator ? "no GPU" : c.accelerator->nccl_unavailable();
+    auto size = std::size_t(c.identity.size), rank = std::size_t(c.identity.rank);
+    std::vector<float> slots(2 * size + 1, 0.0f);
+    slots[2 * size] = c.accelerator ? 1.0f : 0.0f;
+    if (mine.empty()) {
+        auto hash = std::hash<std::string>{}(c.identity.host + " " + c.accelerator->pci_bus_id());
+        slots[2 * rank] = float(1 + (hash & 0xFFFFF));  // exact: below 2^24
+        slots[2 * rank + 1] = float((hash >> 20) & 0xFFFFF);
+    }
+    c.small_sums->sum(slots);
+    if (slots[2 * size] == 0) return {};
+    for (std::size_t r = 0; r < size; ++r) {
+        if (slots[2 * r] == 0)
+            return {false, "rank " + std::to_string(r) + (r == rank ? ": " + mine : " has no GPU or no NCCL")};
+        for (std::size_t other = 0; other < r; ++other)
+            if (slots[2 * r] == slots[2 * other] && slots[2 * r + 1] == slots[2 * other + 1])
+                return {false, "ranks " + std::to_string(other) + " and " + std::to_string(r) + " share a GPU"};
+    }
+    return {true, {}};
 }
 
 void describe_collective(const SyncContext& c, const std::string& transport, nlohmann::json& run) {
@@ -61,8 +86,9 @@ public:
 // backward pass is past it; with a GPU the gradients make the round trip whole.
 class HostAllreduce : public GradientSync {
 public:
-    explicit HostAllreduce(const SyncContext& c)
+    HostAllreduce(const SyncContext& c, std::string not_nccl)
         : context_(c),
+          not_nccl_(std::move(not_nccl)),
           reducer_(*c.transport, c.parameters.grads(), bucket_bytes(c.options), c.options.compress,
                    c.options.allreduce_algorithm) {}
     models::Model::GradientsReady overlap() override {
@@ -85,7 +111,7 @@ public:
         const auto& o = context_.options;
         std::string wire = o.compress == comm::WireFormat::f32 ? "" : ", " + comm::wire_formats().name(o.compress) + " on the wire";
         return format("%s %s, %.0f MB gradient buckets reduced by %s%s", strategies().name(o.strategy).c_str(),
-                      over(context_, context_.transport->name()).c_str(), o.bucket_mb,
+                      over(context_, context_.transport->name(), not_nccl_).c_str(), o.bucket_mb,
                       comm::allreduce_algorithms().name(reducer_.algorithm()).c_str(), wire.c_str());
     }
     void describe(nlohmann::json& run) const override {
@@ -96,6 +122,7 @@ public:
 
 private:
     const SyncContext& context_;
+    std::string not_nccl_;  // with --transport auto: why GPU ranks reduce on the host
     comm::BucketedAllreduce reducer_;
 };
 
@@ -189,12 +216,18 @@ std::string GradientSync::progress(const comm::CommStats& comm, int ranks) const
 
 std::unique_ptr<GradientSync> make_gradient_sync(const SyncContext& context, const std::string& device_note) {
     if (!context.transport) return std::make_unique<NoSync>();
-    if (uses_nccl(context)) {
+    const auto& o = context.options;
+    if (o.transport == Transport::nccl) {
         if (!context.accelerator) throw UsageError("--transport nccl needs a GPU: " + device_note);
         return std::make_unique<NcclAllreduce>(context);
     }
-    if (context.options.strategy == Strategy::ps) return std::make_unique<ParameterServers>(context);
-    return std::make_unique<HostAllreduce>(context);
+    if (o.strategy == Strategy::ps) return std::make_unique<ParameterServers>(context);
+    // NCCL is the fastest path for GPU ranks reducing f32 gradients (the host transports'
+    // compression is for the CPU), where every rank can take it.
+    NcclDecision nccl;
+    if (o.transport == Transport::automatic && o.compress == comm::WireFormat::f32) nccl = decide_nccl(context);
+    if (nccl.use) return std::make_unique<NcclAllreduce>(context);
+    return std::make_unique<HostAllreduce>(context, nccl.why_not);
 }
 
 }  // namespace trellis::train

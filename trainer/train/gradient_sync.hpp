@@ -62,6 +62,7 @@ struct SyncContext {
     const comm::Identity& identity;
     std::string wireup;
     comm::Transport* transport;      // null: a single process
+    comm::Allreduce* small_sums;     // sums of a few values over the ranks (null likewise)
     gpu::Accelerator* accelerator;   // null: the CPU
     nn::ParameterStore& parameters;
 };

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 
+#include "common/environment.hpp"
 #include "common/error.hpp"
 #include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/allreduce.hpp"
@@ -180,7 +182,8 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (resumed_ && !resumed_->schedule.empty() && resumed_->schedule != optim::describe(schedule_->config()))
         say("warning: the learning-rate schedule changed on resuming: the checkpoint's was %s; this run's is %s\n",
             resumed_->schedule.c_str(), optim::describe(schedule_->config()).c_str());
-    sync_context_.emplace(SyncContext{options, identity_, wireup_, transport_, accelerator_.get(), model_->parameters()});
+    sync_context_.emplace(
+        SyncContext{options, identity_, wireup_, transport_, small_sums_.get(), accelerator_.get(), model_->parameters()});
     sync_ = make_gradient_sync(*sync_context_, device_note_);
 }
 
@@ -248,9 +251,13 @@ void Run::share_initial_state(RunStart& start) {
 
 void Run::open_device() {
     if (options_.device == Device::cpu) return;
-    if (options_.device == Device::automatic && options_.precision == gpu::Precision::fp32 && !gpu::nvidia_driver_loaded()) {
-        device_note_ = "no GPU: the NVIDIA driver is not loaded";
-        return;
+    // --device auto does not load CUDA's libraries where no GPU can be given: no driver, or an
+    // empty CUDA_VISIBLE_DEVICES (a CPU-only rank, such as a parameter server, on a GPU node).
+    if (options_.device == Device::automatic && options_.precision == gpu::Precision::fp32) {
+        const char* visible = std::getenv(env::cuda_visible_devices.name);
+        if (!gpu::nvidia_driver_loaded()) device_note_ = "no GPU: the NVIDIA driver is not loaded";
+        if (visible && !*visible) device_note_ = "no GPU: CUDA_VISIBLE_DEVICES is empty";
+        if (!device_note_.empty()) return;
     }
     gpu::AcceleratorOptions device;
     device.precision = options_.precision;
