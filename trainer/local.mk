@@ -99,7 +99,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/elf_dynamic.cpp trainer/gpu/elf_dynamic.hpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
-	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp \
+	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
@@ -143,7 +143,7 @@ tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
-tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/unit/nccl_vote_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 unit_tests += tests/unit/gpu_host_test

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
+#include "trainer/train/nccl_vote.hpp"
 
 namespace trellis::train {
 
@@ -32,36 +33,13 @@ std::string over(const SyncContext& c, const std::string& carrier, const std::st
                   chosen_because(c, carrier, not_nccl).c_str(), c.wireup.c_str(), c.identity.host.c_str());
 }
 
-// With --transport auto, whether every rank can reduce its gradients with NCCL: each has a
-// GPU of its own (NCCL refuses two ranks on one device) and NCCL loads. Decided together, so
-// that no rank waits in NCCL for one that took the host path: through one sum, every rank
-// learns how many ranks have a GPU and, for each rank that can use NCCL, a 40-bit hash of its
-// host and GPU (a rank's slots are zero on the others).
-struct NcclDecision {
-    bool use = false;
-    std::string why_not;  // empty where no rank has a GPU: nothing to explain
-};
-
+// With --transport auto: NCCL where every rank can take it (nccl_vote.hpp).
 NcclDecision decide_nccl(const SyncContext& c) {
-    std::string mine = !c.accelerator ? "no GPU" : c.accelerator->nccl_unavailable();
-    auto size = std::size_t(c.identity.size), rank = std::size_t(c.identity.rank);
-    std::vector<float> slots(2 * size + 1, 0.0f);
-    slots[2 * size] = c.accelerator ? 1.0f : 0.0f;
-    if (mine.empty()) {
-        auto hash = std::hash<std::string>{}(c.identity.host + " " + c.accelerator->pci_bus_id());
-        slots[2 * rank] = float(1 + (hash & 0xFFFFF));  // exact: below 2^24
-        slots[2 * rank + 1] = float((hash >> 20) & 0xFFFFF);
-    }
-    c.small_sums->sum(slots);
-    if (slots[2 * size] == 0) return {};
-    for (std::size_t r = 0; r < size; ++r) {
-        if (slots[2 * r] == 0)
-            return {false, "rank " + std::to_string(r) + (r == rank ? ": " + mine : " has no GPU or no NCCL")};
-        for (std::size_t other = 0; other < r; ++other)
-            if (slots[2 * r] == slots[2 * other] && slots[2 * r + 1] == slots[2 * other + 1])
-                return {false, "ranks " + std::to_string(other) + " and " + std::to_string(r) + " share a GPU"};
-    }
-    return {true, {}};
+    std::string why_not_here = !c.accelerator ? "no GPU" : c.accelerator->nccl_unavailable();
+    std::string host_and_gpu = why_not_here.empty() ? c.identity.host + " " + c.accelerator->pci_bus_id() : "";
+    auto votes = nccl_vote(c.identity.size, c.identity.rank, c.accelerator != nullptr, why_not_here, host_and_gpu);
+    c.small_sums->sum(votes);
+    return count_nccl_votes(votes, c.identity.rank, why_not_here);
 }
 
 void describe_collective(const SyncContext& c, const std::string& transport, nlohmann::json& run) {
