@@ -97,6 +97,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
 	trainer/gpu/cuda_libraries.cpp trainer/gpu/cuda_libraries.hpp \
 	trainer/gpu/elf_dynamic.cpp trainer/gpu/elf_dynamic.hpp \
+	trainer/gpu/speedups.cpp trainer/gpu/speedups.hpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \

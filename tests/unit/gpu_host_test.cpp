@@ -15,6 +15,7 @@
 #include "trainer/gpu/cuda_libraries.hpp"
 #include "trainer/gpu/elf_dynamic.hpp"
 #include "trainer/gpu/padded_layout.hpp"
+#include "trainer/gpu/speedups.hpp"
 
 using namespace trellis;
 namespace fs = std::filesystem;
@@ -152,4 +153,22 @@ TEST_CASE("the device's parameters start on multiples of 64 elements, the gaps z
     CHECK(device[256] == 133.0f);
     layout.gather(device, back);
     CHECK(back == host);
+}
+
+TEST_CASE("the GPU speed items are chosen by name, all or none, and an unknown one is refused naming them") {
+    CHECK(gpu::describe(gpu::parse_speedups("")) == "none");
+    CHECK(gpu::describe(gpu::parse_speedups("none")) == "none");
+    CHECK(gpu::describe(gpu::parse_speedups("all")) == "synthetic-on-device,workspace-cache");
+    auto one = gpu::parse_speedups("workspace-cache");
+    CHECK(one.workspace_cache);
+    CHECK_FALSE(one.synthetic_on_device);
+    try {
+        gpu::parse_speedups("workspace-cache,warp-drive");
+        FAIL("no error");
+    } catch (const UsageError& e) {
+        std::string message = e.what();
+        CHECK(message.find("TRELLIS_CUDA_SPEEDUPS") != std::string::npos);
+        CHECK(message.find("'warp-drive'") != std::string::npos);
+        CHECK(message.find("synthetic-on-device") != std::string::npos);
+    }
 }

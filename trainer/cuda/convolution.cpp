@@ -63,7 +63,7 @@ CudaContext::Algorithm fastest(const Result* results, int count, std::size_t lim
         std::fprintf(stderr, "%s: cuDNN has no deterministic %s algorithm for this shape and type; using the "
                      "fastest, which is not deterministic\n", layer.c_str(), what.c_str());
     const auto& r = results[choice.index];
-    return {int(r.algo), r.mathType};
+    return {int(r.algo), r.mathType, r.memory};
 }
 
 }  // namespace
@@ -82,6 +82,16 @@ int Convolution::choose(const char* direction, const std::string& what, Find fin
     }
     check(cudnnSetConvolutionMathType(conv_desc_, chosen.math), spec_.name + ": math type");
     return chosen.algo;
+}
+
+// The chosen algorithm's workspace: as cuDNN's benchmark measured it (the workspace-cache
+// speed item), or asked of cuDNN at every call (its legacy calls cost host time).
+template <typename Query>
+std::size_t Convolution::workspace(const char* direction, const char* what, Query query) {
+    if (context_.speedups().workspace_cache) return context_.algorithms()[key(direction)].workspace;
+    std::size_t bytes = 0;
+    check(query(&bytes), spec_.name + ": " + what + " workspace");
+    return bytes;
 }
 
 Convolution::Convolution(CudaContext& context, const ConvolutionSpec& spec)
@@ -184,10 +194,10 @@ tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
                                                           conv_desc_, y_desc_, output.data(), candidates, count,
                                                           results, workspace, bytes);
         }));
-    std::size_t bytes = 0;
-    check(
-        cudnnGetConvolutionForwardWorkspaceSize(context_.cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_, algo, &bytes),
-        spec_.name + ": forward workspace");
+    std::size_t bytes = workspace("forward", "forward", [&](std::size_t* size) {
+        return cudnnGetConvolutionForwardWorkspaceSize(context_.cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_, algo,
+                                                       size);
+    });
     float one = 1, zero = 0;
     check_supported(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_,
                                             algo, context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
@@ -226,9 +236,9 @@ tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_gr
                                                                  output_grad.data(), conv_desc_, w_desc_, dw,
                                                                  candidates, count, results, workspace, bytes);
         }));
-    std::size_t bytes = 0;
-    check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo, &bytes),
-          spec_.name + ": weight-gradient workspace");
+    std::size_t bytes = workspace("filter", "weight-gradient", [&](std::size_t* size) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo, size);
+    });
     check_supported(cudnnConvolutionBackwardFilter(cudnn, &one, x_desc_, input.data(), y_desc_, output_grad.data(),
                                                    conv_desc_, falgo, context_.workspace(bytes), bytes, &zero, w_desc_,
                                                    dw),
@@ -254,8 +264,9 @@ tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_gr
                                                                    conv_desc_, x_desc_, input_grad.data(), candidates,
                                                                    count, results, workspace, bytes);
             }));
-        check(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo, &bytes),
-              spec_.name + ": input-gradient workspace");
+        bytes = workspace("data", "input-gradient", [&](std::size_t* size) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo, size);
+        });
         check_supported(cudnnConvolutionBackwardData(cudnn, &one, w_desc_, w, y_desc_, output_grad.data(), conv_desc_,
                                                      dalgo, context_.workspace(bytes), bytes, &zero, x_desc_,
                                                      input_grad.data()),

@@ -39,6 +39,8 @@ private:
     // Find*AlgorithmEx on the real buffers), then the math type it was timed with is set.
     template <typename Result, typename Find>
     int choose(const char* direction, const std::string& what, Find find);
+    template <typename Query>
+    std::size_t workspace(const char* direction, const char* what, Query query);
 
     CudaContext& context_;
     ConvolutionWeight parameters_;

@@ -36,7 +36,8 @@ class CudaAccelerator : public gpu::Accelerator {
 public:
     explicit CudaAccelerator(const gpu::AcceleratorOptions& options)
         : options_(options),
-          context_(precision_type(options.precision), options.workspace_bytes, options.deterministic),
+          context_(precision_type(options.precision), options.workspace_bytes, options.deterministic,
+                   options.speedups),
           backend_(context_) {
         check(cudaGetDevice(&device_), "cudaGetDevice");
         check(cudaGetDeviceProperties(&properties_, device_), "cudaGetDeviceProperties");
@@ -50,7 +51,8 @@ public:
         const NcclLibrary* nccl = nccl_if_loaded();
         return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
                std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) + " GiB), " +
-               gpu::precisions().name(options_.precision) + "; " + options_.libraries + ", " +
+               gpu::precisions().name(options_.precision) + ", speed items: " + gpu::describe(options_.speedups) +
+               "; " + options_.libraries + ", " +
                (nccl ? "NCCL " + nccl->version + " (" + nccl->path + ")" : "NCCL not loaded (no step uses it)");
     }
 

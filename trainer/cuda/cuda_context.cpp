@@ -35,8 +35,9 @@ TensorDescriptor::~TensorDescriptor() {
     if (desc_) cudnnDestroyTensorDescriptor(desc_);
 }
 
-CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic)
-    : compute_(compute), workspace_limit_(workspace_limit), deterministic_(deterministic) {
+CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic,
+                         gpu::Speedups speedups)
+    : compute_(compute), workspace_limit_(workspace_limit), deterministic_(deterministic), speedups_(speedups) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudnnCreate(&cudnn_), "cudnnCreate");
     check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");

@@ -13,6 +13,7 @@
 
 #include "trainer/cuda/device_parameters.hpp"
 #include "trainer/cuda/device_pool.hpp"
+#include "trainer/gpu/speedups.hpp"
 #include "trainer/nn/layer.hpp"
 
 namespace trellis::nn::cuda {
@@ -49,7 +50,7 @@ cudnnDataType_t cudnn_type(tensor::DType type);
 
 class CudaContext {
 public:
-    CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic);
+    CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic, gpu::Speedups speedups);
     CudaContext(const CudaContext&) = delete;
     ~CudaContext();
 
@@ -58,6 +59,7 @@ public:
     cudaStream_t stream() const { return stream_; }
     tensor::DType compute_type() const { return compute_; }
     bool deterministic() const { return deterministic_; }
+    const gpu::Speedups& speedups() const { return speedups_; }
     std::size_t workspace_limit() const { return workspace_limit_; }
     DevicePool& pool() { return pool_; }
     const DevicePool& pool() const { return pool_; }
@@ -74,6 +76,7 @@ public:
     struct Algorithm {
         int algo = -1;  // -1: not chosen yet
         cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+        std::size_t workspace = 0;  // bytes, as the benchmark reported
     };
     std::map<std::string, Algorithm>& algorithms() { return algorithms_; }
 
@@ -91,6 +94,7 @@ private:
     tensor::DType compute_;
     std::size_t workspace_limit_;
     bool deterministic_;
+    gpu::Speedups speedups_;
     cudnnHandle_t cudnn_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     cudaStream_t stream_ = nullptr;

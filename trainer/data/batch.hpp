@@ -30,6 +30,7 @@ struct Batch {
     int image_size = 0;
     std::int64_t epoch = 0;
     std::int64_t index_in_epoch = 0;
+    bool unchanging = false;    // the same images at every step (synthetic data)
 };
 
 class BatchSource {

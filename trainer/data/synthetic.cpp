@@ -39,6 +39,7 @@ SyntheticBatches::SyntheticBatches(SyntheticConfig config) : position_(config.st
         label = static_cast<int>(rng.below(static_cast<std::uint64_t>(config.num_classes)));
     batch_.size = config.batch_size;
     batch_.image_size = config.image_size;
+    batch_.unchanging = true;
 }
 
 const Batch& SyntheticBatches::next() {

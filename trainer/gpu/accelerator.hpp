@@ -17,6 +17,7 @@
 #include "trainer/comm/comm_stats.hpp"
 #include "trainer/comm/wireup.hpp"
 #include "trainer/gpu/precision.hpp"
+#include "trainer/gpu/speedups.hpp"
 #include "trainer/nn/backend.hpp"
 #include "trainer/optim/optimizer.hpp"
 
@@ -44,6 +45,7 @@ struct AcceleratorOptions {
     std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
     bool deterministic = false;            // deterministic cuDNN algorithms only
     int local_rank = 0;                    // picks the GPU when several are visible
+    Speedups speedups;
     // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the
     // driver and libraries that were loaded, for the Device line.
     std::vector<std::string> library_folders;

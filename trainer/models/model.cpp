@@ -43,11 +43,21 @@ tensor::Tensor Model::stage(const Images& images) const {
     if (given != expected)
         throw UsageError("batch holds " + std::to_string(given) + " values, the model expects " +
                                     std::to_string(expected));
-    if (images.floats.empty()) return backend_.stage_pixels(images.bytes, input_spec_);
-    // The batch buffer stays owned by the pipeline; the tensor only borrows it for the step.
-    std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.floats.data())),
-                                        [](std::byte*) {});
-    return backend_.stage_input(tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed));
+    if (images.unchanging && keep_unchanging_ && !kept_input_.empty()) return kept_input_;
+    tensor::Tensor staged;
+    const void* borrowed_data = nullptr;
+    if (images.floats.empty()) {
+        staged = backend_.stage_pixels(images.bytes, input_spec_);
+    } else {
+        // The batch buffer stays owned by the pipeline; the tensor only borrows it for the step.
+        std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.floats.data())),
+                                            [](std::byte*) {});
+        borrowed_data = borrowed.get();
+        staged = backend_.stage_input(tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed));
+    }
+    // Kept only where staging copied it: a tensor that borrows the pipeline's buffer may not.
+    if (images.unchanging && keep_unchanging_ && staged.data() != borrowed_data) kept_input_ = staged;
+    return staged;
 }
 
 nn::LossResult Model::train_step(const Images& images, std::span<const int> labels,

@@ -25,6 +25,7 @@ struct StepPart {
 struct Images {
     std::span<const float> floats;
     nn::PixelBytes bytes;  // used when `floats` is empty
+    bool unchanging = false;  // the same values at every step (synthetic data)
 
     Images(std::span<const float> normalised) : floats(normalised) {}
     Images(const std::vector<float>& normalised) : floats(normalised) {}
@@ -44,6 +45,9 @@ public:
     int batch() const { return batch_; }
     int num_classes() const { return num_classes_; }
     nn::ParameterStore& parameters() { return store_; }
+    // Training batches marked unchanging are staged once and kept where the backend computes
+    // (on a GPU, device memory instead of a copy at every step).
+    void keep_unchanging_batches(bool keep) { keep_unchanging_ = keep; }
 
     // Called during backward with an offset into the flat gradients: from there to the end
     // they are final for this step.
@@ -74,6 +78,8 @@ private:
     nn::TensorSpec input_spec_;
     nn::ParameterStore store_;
     std::vector<float> logits_grad_;
+    bool keep_unchanging_ = false;
+    mutable tensor::Tensor kept_input_;
     std::vector<float> held_grads_;           // the sum of a step's earlier parts
     std::vector<std::size_t> layer_offsets_;  // where each top-level layer's gradients start
 };

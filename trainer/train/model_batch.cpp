@@ -16,8 +16,10 @@ models::Images bytes_with(std::span<const std::uint8_t> bytes, const data::Chann
 }  // namespace
 
 models::Images images_of(const data::Batch& batch) {
-    if (batch.pixels.empty()) return models::Images(std::span<const float>(batch.images));
-    return bytes_with(batch.pixels, batch.statistics);
+    models::Images images = batch.pixels.empty() ? models::Images(std::span<const float>(batch.images))
+                                                 : bytes_with(batch.pixels, batch.statistics);
+    images.unchanging = batch.unchanging;
+    return images;
 }
 
 PackedBatch::PackedBatch(int batch_size, std::size_t image_values)

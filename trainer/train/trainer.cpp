@@ -148,6 +148,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
                                              options.seed);
     if (accelerator_) {
         accelerator_->bind(model_->parameters());
+        model_->keep_unchanging_batches(gpu::speedups_from_environment().synthetic_on_device);
         optimizer_ = accelerator_->device_optimizer(options.optimizer, model_->parameters());
         optimizer_on_host_ = !optimizer_;
     }
@@ -264,6 +265,7 @@ void Run::open_device() {
     device.workspace_bytes = std::size_t(options_.cudnn_workspace_mb) << 20;
     device.deterministic = options_.deterministic;
     device.local_rank = identity_.local_rank;
+    device.speedups = gpu::speedups_from_environment();
     // Only "no GPU" lets --device auto train on the CPU: a library that does not load on a
     // machine with a GPU is an error, not a reason to run a hundred times slower.
     std::string needs_gpu = options_.device == Device::cuda ? " (--device cuda)"

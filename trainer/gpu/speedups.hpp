@@ -1,0 +1,27 @@
+// The GPU path's speed items that are not yet measured on a GPU, each behind a switch, so
+// that scripts/gpu-check can time the safe path against the fast one in the same call and a
+// speed item becomes the default only once it was measured. Chosen by TRELLIS_CUDA_SPEEDUPS:
+// "none" (the default), "all", or a comma-separated list of their names.
+#pragma once
+
+#include <string>
+
+namespace trellis::gpu {
+
+struct Speedups {
+    // tf_cnn_benchmarks' synthetic batch is the same at every step: it is copied to the GPU
+    // once and kept there, as the PyTorch peer keeps its batch (gpu.md B8).
+    bool synthetic_on_device = false;
+    // A convolution's workspace size is the one cuDNN's benchmark reported for the algorithm
+    // it chose, not asked again at every call (gpu.md B9).
+    bool workspace_cache = false;
+};
+
+// Throws UsageError naming the variable, the unknown name and the accepted ones.
+Speedups parse_speedups(const std::string& list);
+// From the environment.
+Speedups speedups_from_environment();
+// "synthetic-on-device,workspace-cache", or "none".
+std::string describe(const Speedups& speedups);
+
+}  // namespace trellis::gpu
