@@ -110,7 +110,7 @@ says() {  # NAME FILE TEXT: FILE of that run holds TEXT
 # --- the command line --------------------------------------------------------------------
 run help "$work/no-driver" -- --help
 expect help 0 "--help" && grep -q "^usage: scripts/gpu-check BUNDLE" "$work/help/output" &&
-    grep -q "versions.*layers.*bf16.*fp32.*learns.*data" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
+    grep -q "versions.*layers.*bf16.*fp32.*speedups.*learns.*data" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
     pass "--help: the usage and every section, exit 0"
 run no-bundle "$work/no-driver" -- --budget 10
 expect no-bundle 2 "no BUNDLE" && says no-bundle output "name the BUNDLE" && pass "no BUNDLE: exit 2, asks for it"
@@ -122,7 +122,7 @@ expect missing 2 "a missing bundle" && says missing output "'$work/nowhere.tar.x
     pass "a missing bundle: exit 2 naming it"
 run nosuch "$work/no-driver" -- "$bundle" --only layers,nosuch
 expect nosuch 2 "--only nosuch" && says nosuch output "unknown section 'nosuch'" &&
-    says nosuch output "versions,layers,bf16,fp32,learns,data" && pass "--only nosuch: exit 2 naming the sections"
+    says nosuch output "versions,layers,bf16,fp32,speedups,learns,data" && pass "--only nosuch: exit 2 naming the sections"
 run bad-budget "$work/no-driver" -- "$bundle" --budget soon
 expect bad-budget 2 "--budget soon" && says bad-budget output "--budget takes a whole number" &&
     pass "--budget soon: exit 2 naming the option"
@@ -179,10 +179,10 @@ fi
 run budget "$work/gpu" -- "$work/bundle.tar.xz" --budget 0 --venv "$work/venv"
 if expect budget 1 "--budget 0"; then
     skipped=$(grep -c "^== [a-z0-9]*: not run: budget" "$work/budget/out/summary.txt")
-    if [ "$skipped" -eq 6 ] && says budget out/summary.txt "result: FAIL"; then
+    if [ "$skipped" -eq 7 ] && says budget out/summary.txt "result: FAIL"; then
         pass "--budget 0 (unpacking the .tar.xz): every section \"not run: budget\", exit 1"
     else
-        fail "--budget 0: $skipped of 6 sections \"not run: budget\":"
+        fail "--budget 0: $skipped of 7 sections \"not run: budget\":"
         cat "$work/budget/out/summary.txt"
     fi
 fi
@@ -199,15 +199,16 @@ expect layers-skip 1 "layers_test skipping" &&
     says layers-skip out/summary.txt "layers: FAIL: layers_test skipped (exit 77) on a machine with a GPU" &&
     pass "layers_test's skip (77) where nvidia-smi sees a GPU: a FAIL, exit 1"
 
-run pair "$work/gpu" -- "$bundle" --only bf16 --window 1 --warmup 2 --venv "$work/venv"
+run pair "$work/gpu" -- "$bundle" --only bf16,speedups --window 1 --warmup 2 --venv "$work/venv"
 if expect pair 0 "the bf16 pair"; then
     row=$(grep -E "^bf16 +256 " "$work/pair/out/summary.txt" | tail -n 1)
     # Fake PyTorch: 3000 img/s, 12 steps; so fake trellis runs 2 + 12 steps, about 50 a second.
     read -r _ _ ours theirs ratio ours_mib _ theirs_mib _ ours_util theirs_util <<<"$row"
     if [ "$theirs" = 3000.0 ] && [ "$ratio" != - ] && [ "$ours_mib" = 20480 ] && [ "$theirs_mib" = 20480 ] &&
         [ "$ours_util" = 97 ] && [ "$theirs_util" = 97 ] && says pair out/summary.txt "over 12 steps" &&
-        says pair out/summary.txt "20000 MiB by itself" && says pair out/summary.txt "bf16 target met"; then
-        pass "a bf16 pair from fake runs: trellis $ours img/s against 3000, ratio $ratio, memory and utilisation of both"
+        says pair out/summary.txt "20000 MiB by itself" && says pair out/summary.txt "bf16 target met" &&
+        says pair out/summary.txt "with TRELLIS_CUDA_SPEEDUPS=all: " && says pair out/summary.txt "(without: $ours img/s; ratio"; then
+        pass "a bf16 pair from fake runs: trellis $ours img/s against 3000, ratio $ratio, memory and utilisation of both; again with the speed items"
     else
         fail "the bf16 pair's figures are not the fakes':"
         cat "$work/pair/out/summary.txt"
