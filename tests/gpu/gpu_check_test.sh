@@ -215,6 +215,17 @@ if expect pair 0 "the bf16 pair"; then
     fi
 fi
 
+# The speed items alone (no bf16 in the call): trellis without them, then with them, each
+# over the window.
+run speedups "$work/gpu" -- "$bundle" --only speedups --window 1 --warmup 2 --venv "$work/venv"
+if expect speedups 0 "the speedups section alone" && says speedups out/summary.txt "without the speed items: " &&
+    says speedups out/summary.txt "with TRELLIS_CUDA_SPEEDUPS=all: "; then
+    pass "the speedups section alone: trellis timed without and with TRELLIS_CUDA_SPEEDUPS=all"
+else
+    fail "the speedups section alone:"
+    cat "$work/speedups/out/summary.txt"
+fi
+
 # A SIGTERM (the device call's time running out) still leaves the summary and the logs.
 mkdir -p "$work/term"
 (cd "$work/term" && PATH="$work/gpu:$PATH" OUT="$work/term/out" exec "$check" "$bundle" --only bf16 --window 20 \
