@@ -161,15 +161,20 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
 }
 
 // The GPU in `precision`, opened for one case.
-std::unique_ptr<gpu::Accelerator> open_gpu(const std::string& precision) {
+std::unique_ptr<gpu::Accelerator> open_gpu(const std::string& precision, gpu::Speedups speedups = {}) {
     gpu::AcceleratorOptions options;
     options.precision = trellis::gpu::precisions().parse(precision, "precision");
+    options.speedups = speedups;
     return gpu::open_cuda(options);
 }
 
-// y = relu(a + b), its backward, and the shortcut's gradient sum.
-void join_case(const std::string& precision, double tolerance) {
-    auto gpu = open_gpu(precision);
+// y = relu(a + b), its backward, and the shortcut's gradient sum; with the vector-kernels
+// speed item, the same through the 16-byte kernels.
+void join_case(const std::string& precision, double tolerance, bool vector_kernels = false) {
+    gpu::Speedups speedups;
+    speedups.vector_kernels = vector_kernels;
+    auto gpu = open_gpu(precision, speedups);
+    std::string name = vector_kernels ? "residual join (vector kernels) " : "residual join ";
     nn::cpu::CpuBackend cpu_backend;
     auto& gpu_backend = gpu->backend();
     tensor::Shape shape{2, 8, 4, 4};
@@ -182,15 +187,15 @@ void join_case(const std::string& precision, double tolerance) {
     auto dy = random_values(std::size_t(shape.elements()), rng);
     auto y_cpu = cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec));
     auto y_dev = dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec));
-    report("residual join " + precision + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)),
+    report(name + precision + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)),
            tolerance);
     auto g_cpu = cpu_join->backward(cpu_backend.from_plain(dy, cpu_out));
     auto g_dev = dev_join->backward(gpu_backend.from_plain(dy, dev_out));
     auto plain_cpu = cpu_backend.to_plain(g_cpu);
-    report("residual join " + precision + " backward", difference(plain_cpu, gpu_backend.to_plain(g_dev)), tolerance);
+    report(name + precision + " backward", difference(plain_cpu, gpu_backend.to_plain(g_dev)), tolerance);
     cpu_join->accumulate(g_cpu, cpu_backend.from_plain(a, cpu_spec));
     dev_join->accumulate(g_dev, gpu_backend.from_plain(a, dev_spec));
-    report("residual join " + precision + " accumulate", difference(cpu_backend.to_plain(g_cpu), gpu_backend.to_plain(g_dev)),
+    report(name + precision + " accumulate", difference(cpu_backend.to_plain(g_cpu), gpu_backend.to_plain(g_dev)),
            tolerance);
 }
 
@@ -297,11 +302,13 @@ int main() {
                 ++failures;
             }
         }
-        try {
-            join_case(precision, tolerance);
-        } catch (const std::exception& e) {
-            std::printf("FAIL: residual join %s: %s\n", precision, e.what());
-            ++failures;
+        for (bool vectors : {false, true}) {
+            try {
+                join_case(precision, tolerance, vectors);
+            } catch (const std::exception& e) {
+                std::printf("FAIL: residual join%s %s: %s\n", vectors ? " (vector kernels)" : "", precision, e.what());
+                ++failures;
+            }
         }
         try {
             pixels_case(precision, tolerance);

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/kernels.hpp"
 
 namespace trellis::nn::cuda {
 
@@ -47,6 +48,7 @@ CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, boo
     // allow_tf32; deterministic runs keep plain f32.
     if (!deterministic) check(cublasSetMathMode(cublas_, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
     check(cudaEventCreateWithFlags(&synchronized_, cudaEventDisableTiming), "cudaEventCreate");
+    kernels::use_vector_kernels(speedups.vector_kernels);
 }
 
 void CudaContext::wait(cudaEvent_t event, const std::string& what) {

@@ -21,6 +21,9 @@ void convert(const void* src, DType from, void* dst, DType to, std::size_t n, fl
 // Bytes of N x H x W x 3 pixels (0..255) to `to`: channel c as value * gain[c] + bias[c].
 void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain,
                       const float* bias, cudaStream_t stream);
+// The vector-kernels speed item (gpu/speedups.hpp): relu, add_relu, relu_backward and
+// accumulate in 16-byte vectors where pointers and counts allow. Off by default.
+void use_vector_kernels(bool use);
 // y = relu(a + b)
 void add_relu(const void* a, const void* b, void* y, DType type, std::size_t n, cudaStream_t stream);
 // y = max(x, 0)

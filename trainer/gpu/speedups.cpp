@@ -17,6 +17,7 @@ const std::vector<std::pair<const char*, bool Speedups::*>>& named() {
     static const std::vector<std::pair<const char*, bool Speedups::*>> items{
         {"synthetic-on-device", &Speedups::synthetic_on_device},
         {"workspace-cache", &Speedups::workspace_cache},
+        {"vector-kernels", &Speedups::vector_kernels},
     };
     return items;
 }

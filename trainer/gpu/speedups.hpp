@@ -15,6 +15,9 @@ struct Speedups {
     // A convolution's workspace size is the one cuDNN's benchmark reported for the algorithm
     // it chose, not asked again at every call (gpu.md B9).
     bool workspace_cache = false;
+    // Element-wise kernels (ReLU, the residual join, gradient sums) in 16-byte vectors, one
+    // kernel per type, instead of 2-byte accesses behind a type switch (gpu.md B11).
+    bool vector_kernels = false;
 };
 
 // Throws UsageError naming the variable, the unknown name and the accepted ones.
