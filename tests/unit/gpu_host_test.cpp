@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "tests/unit/fixtures.hpp"
 #include "trainer/gpu/algorithm_choice.hpp"
 #include "trainer/gpu/cuda_libraries.hpp"
 #include "trainer/gpu/elf_dynamic.hpp"
@@ -21,15 +22,6 @@ using namespace trellis;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct ScratchFolder {
-    fs::path path;
-    ScratchFolder() {
-        char name[] = "/tmp/gpu-host-test.XXXXXX";
-        path = mkdtemp(name);
-    }
-    ~ScratchFolder() { fs::remove_all(path); }
-};
 
 // Sets an environment variable for one scope, restoring what was there.
 struct ScopedEnv {
@@ -64,7 +56,7 @@ std::size_t position(const std::vector<std::string>& folders, const fs::path& fo
 }  // namespace
 
 TEST_CASE("CUDA libraries are looked for in TRELLIS_CUDA_LIBS, the venv, python3's prefix, in that order") {
-    ScratchFolder scratch;
+    test::Scratch scratch;
     auto given = scratch.path / "given";
     fs::create_directories(given);
     auto venv_cudnn = wheel_folder(scratch.path / "venv", "cudnn");
@@ -96,7 +88,7 @@ TEST_CASE("the ELF reader gives a program's needed libraries and resolves $ORIGI
 }
 
 TEST_CASE("a file that is not a shared object is an error naming it") {
-    ScratchFolder scratch;
+    test::Scratch scratch;
     auto text = scratch.path / "not-elf.so";
     std::ofstream(text) << "not an ELF file\n";
     try {
