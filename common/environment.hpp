@@ -56,6 +56,8 @@ inline constexpr Variable cuda_module{"TRELLIS_CUDA_MODULE", "the installed trel
                                       "the CUDA backend module trellis-train loads"};
 inline constexpr Variable cuda_libs{"TRELLIS_CUDA_LIBS", "$VIRTUAL_ENV's, python3's, then the module's RUNPATH",
                                     "folders searched first for cuDNN, cuBLAS and NCCL (colon-separated)"};
+inline constexpr Variable cuda_profile{"TRELLIS_CUDA_PROFILE", "unset: no profile",
+                                       "1: GPU time per step by kind of work, printed at the end (costs host time)"};
 inline constexpr Variable cuda_speedups{"TRELLIS_CUDA_SPEEDUPS", "none",
                                         "the GPU speed items to use before they are measured: all, or a list"};
 

@@ -51,6 +51,12 @@ for ((step = 1; step <= steps; step++)); do
 done
 echo "total images/sec: 9000.00"
 echo "peak GPU memory: 20000 MiB"
+if [ -n "${TRELLIS_CUDA_PROFILE:-}" ]; then
+    echo "GPU time by kind of work, ms per step over 17 steps (the first 3 left out):"
+    echo "  convolution backward             41.00   60.0%"
+    echo "  all profiled work                68.00"
+    echo "  wall time per step               70.00  (the GPU idles, or works outside these spans, for the rest)"
+fi
 EOF
 cat >"$bundle/bin/layers_test" <<'EOF'
 #!/bin/sh
@@ -110,7 +116,7 @@ says() {  # NAME FILE TEXT: FILE of that run holds TEXT
 # --- the command line --------------------------------------------------------------------
 run help "$work/no-driver" -- --help
 expect help 0 "--help" && grep -q "^usage: scripts/gpu-check BUNDLE" "$work/help/output" &&
-    grep -q "versions.*layers.*bf16.*fp32.*speedups.*learns.*data" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
+    grep -q "versions.*layers.*bf16.*fp32.*speedups.*profile.*learns.*data" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
     pass "--help: the usage and every section, exit 0"
 run no-bundle "$work/no-driver" -- --budget 10
 expect no-bundle 2 "no BUNDLE" && says no-bundle output "name the BUNDLE" && pass "no BUNDLE: exit 2, asks for it"
@@ -122,7 +128,7 @@ expect missing 2 "a missing bundle" && says missing output "'$work/nowhere.tar.x
     pass "a missing bundle: exit 2 naming it"
 run nosuch "$work/no-driver" -- "$bundle" --only layers,nosuch
 expect nosuch 2 "--only nosuch" && says nosuch output "unknown section 'nosuch'" &&
-    says nosuch output "versions,layers,bf16,fp32,speedups,learns,data" && pass "--only nosuch: exit 2 naming the sections"
+    says nosuch output "versions,layers,bf16,fp32,speedups,profile,learns,data" && pass "--only nosuch: exit 2 naming the sections"
 run bad-budget "$work/no-driver" -- "$bundle" --budget soon
 expect bad-budget 2 "--budget soon" && says bad-budget output "--budget takes a whole number" &&
     pass "--budget soon: exit 2 naming the option"
@@ -179,10 +185,10 @@ fi
 run budget "$work/gpu" -- "$work/bundle.tar.xz" --budget 0 --venv "$work/venv"
 if expect budget 1 "--budget 0"; then
     skipped=$(grep -c "^== [a-z0-9]*: not run: budget" "$work/budget/out/summary.txt")
-    if [ "$skipped" -eq 7 ] && says budget out/summary.txt "result: FAIL"; then
+    if [ "$skipped" -eq 8 ] && says budget out/summary.txt "result: FAIL"; then
         pass "--budget 0 (unpacking the .tar.xz): every section \"not run: budget\", exit 1"
     else
-        fail "--budget 0: $skipped of 7 sections \"not run: budget\":"
+        fail "--budget 0: $skipped of 8 sections \"not run: budget\":"
         cat "$work/budget/out/summary.txt"
     fi
 fi
@@ -213,6 +219,16 @@ if expect pair 0 "the bf16 pair"; then
         fail "the bf16 pair's figures are not the fakes':"
         cat "$work/pair/out/summary.txt"
     fi
+fi
+
+# The profile: the fake's table lands in summary.txt.
+run profile "$work/gpu" -- "$bundle" --only profile --window 1 --warmup 2 --venv "$work/venv"
+if expect profile 0 "the profile section" && says profile out/summary.txt "convolution backward             41.00" &&
+    says profile out/summary.txt "wall time per step"; then
+    pass "the profile section: GPU time by kind of work and the wall time per step in summary.txt"
+else
+    fail "the profile section:"
+    cat "$work/profile/out/summary.txt"
 fi
 
 # The speed items alone (no bf16 in the call): trellis without them, then with them, each

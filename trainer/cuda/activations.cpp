@@ -12,6 +12,7 @@ TensorSpec Relu::setup(const TensorSpec& input, bool) {
 }
 
 tensor::Tensor Relu::forward(const tensor::Tensor& input, Mode mode) {
+    auto timed = context_.profile().time("element-wise", context_.stream());
     auto output = context_.allocate(shape_, type_);
     kernels::relu(input.data(), output.data(), type_, std::size_t(shape_.elements()), context_.stream());
     if (mode == Mode::train) output_ = output;
@@ -19,6 +20,7 @@ tensor::Tensor Relu::forward(const tensor::Tensor& input, Mode mode) {
 }
 
 tensor::Tensor Relu::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("element-wise", context_.stream());
     auto grad = context_.allocate(shape_, type_);
     kernels::relu_backward(output_.data(), output_grad.data(), grad.data(), type_, std::size_t(shape_.elements()),
                            context_.stream());

@@ -44,6 +44,7 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
 }
 
 tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
+    auto timed = context_.profile().time("batch norm forward", context_.stream());
     auto& params = context_.parameters();
     const auto& spec = parameters_.spec;
     const void* scale = spec.learn_scale ? params.value(parameters_.scale) : ones_.data();
@@ -116,6 +117,7 @@ cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const ten
 }
 
 tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("batch norm backward", context_.stream());
     auto& params = context_.parameters();
     bool learnt = parameters_.spec.learn_scale;
     auto cudnn = context_.cudnn();

@@ -36,6 +36,7 @@ void ChannelConcat::copy_rows(const void* from, std::int64_t from_width, std::in
 }
 
 tensor::Tensor ChannelConcat::forward(const std::vector<tensor::Tensor>& branches) {
+    auto timed = context_.profile().time("concatenation", context_.stream());
     auto output = context_.allocate(shape_, type_);
     for (std::size_t i = 0; i < branches.size(); ++i) {
         auto width = branch_shapes_[i][1];

@@ -174,6 +174,7 @@ const void* Convolution::weights() const {
 }
 
 tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
+    auto timed = context_.profile().time("convolution forward", context_.stream());
     try {
         return convolve(given, mode);
     } catch (const Refused& refused) {
@@ -210,6 +211,7 @@ tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
 }
 
 tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("convolution backward", context_.stream());
     try {
         return backward_in_conv_type(output_grad);
     } catch (const Refused& refused) {

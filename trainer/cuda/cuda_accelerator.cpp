@@ -37,7 +37,7 @@ public:
     explicit CudaAccelerator(const gpu::AcceleratorOptions& options)
         : options_(options),
           context_(precision_type(options.precision), options.workspace_bytes, options.deterministic,
-                   options.speedups),
+                   options.speedups, options.profile),
           backend_(context_) {
         check(cudaGetDevice(&device_), "cudaGetDevice");
         check(cudaGetDeviceProperties(&properties_, device_), "cudaGetDeviceProperties");
@@ -69,6 +69,7 @@ public:
     void upload_grads() override { context_.parameters().upload_grads(); }
 
     bool finish_gradients() override {
+        context_.profile().step_done();
         if (context_.compute_type() != tensor::DType::f16) return true;
         auto stream = context_.stream();
         check(cudaMemsetAsync(nonfinite_, 0, sizeof(int), stream), "cudaMemsetAsync");
@@ -107,6 +108,7 @@ public:
         return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes, options_.library_folders);
     }
 
+    std::string profile_report() override { return context_.profile().report(); }
     std::string pci_bus_id() const override {
         char id[32] = {};
         check(cudaDeviceGetPCIBusId(id, sizeof id, device_), "cudaDeviceGetPCIBusId");

@@ -150,6 +150,7 @@ int CudaBackend::stage_copy(const void* host, std::size_t bytes) {
 }
 
 tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
+    auto timed = context_.profile().time("input batch", context_.stream());
     if (host_batch.device() == tensor::Device::cuda) return host_batch;
     // The pipeline's batches are f32 N x H x W x C, whatever layout the spec names.
     auto elements = std::size_t(host_batch.shape().elements());
@@ -163,6 +164,7 @@ tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
 }
 
 tensor::Tensor CudaBackend::stage_pixels(const PixelBytes& batch, const TensorSpec& spec) {
+    auto timed = context_.profile().time("input batch", context_.stream());
     auto elements = batch.values.size();
     if (static_cast<std::int64_t>(elements) != spec.shape.elements())
         throw UsageError("stage_pixels: " + std::to_string(elements) + " bytes for shape " + spec.shape.str());

@@ -37,8 +37,12 @@ TensorDescriptor::~TensorDescriptor() {
 }
 
 CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic,
-                         gpu::Speedups speedups)
-    : compute_(compute), workspace_limit_(workspace_limit), deterministic_(deterministic), speedups_(speedups) {
+                         gpu::Speedups speedups, bool profile)
+    : compute_(compute),
+      workspace_limit_(workspace_limit),
+      deterministic_(deterministic),
+      speedups_(speedups),
+      profile_(profile) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudnnCreate(&cudnn_), "cudnnCreate");
     check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");

@@ -13,6 +13,7 @@
 
 #include "trainer/cuda/device_parameters.hpp"
 #include "trainer/cuda/device_pool.hpp"
+#include "trainer/cuda/layer_profile.hpp"
 #include "trainer/gpu/speedups.hpp"
 #include "trainer/nn/layer.hpp"
 
@@ -50,7 +51,8 @@ cudnnDataType_t cudnn_type(tensor::DType type);
 
 class CudaContext {
 public:
-    CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic, gpu::Speedups speedups);
+    CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic, gpu::Speedups speedups,
+                bool profile);
     CudaContext(const CudaContext&) = delete;
     ~CudaContext();
 
@@ -60,6 +62,7 @@ public:
     tensor::DType compute_type() const { return compute_; }
     bool deterministic() const { return deterministic_; }
     const gpu::Speedups& speedups() const { return speedups_; }
+    LayerProfile& profile() { return profile_; }
     std::size_t workspace_limit() const { return workspace_limit_; }
     DevicePool& pool() { return pool_; }
     const DevicePool& pool() const { return pool_; }
@@ -95,6 +98,7 @@ private:
     std::size_t workspace_limit_;
     bool deterministic_;
     gpu::Speedups speedups_;
+    LayerProfile profile_;
     cudnnHandle_t cudnn_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     cudaStream_t stream_ = nullptr;

@@ -33,6 +33,7 @@ void CudaDeviceLoss::reserve(int rows) {
 
 tensor::Tensor CudaDeviceLoss::start(const tensor::Tensor& logits, std::span<const int> labels, int count,
                                      const SoftmaxCrossEntropy& loss, bool gradient) {
+    auto timed = context_.profile().time("loss", context_.stream());
     const int classes = int(logits.shape()[1]);
     for (int r = 0; r < count; ++r)
         if (labels[std::size_t(r)] < 0 || labels[std::size_t(r)] >= classes)

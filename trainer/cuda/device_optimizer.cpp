@@ -95,6 +95,7 @@ void DeviceOptimizer::update_trust_ratios() {
 }
 
 void DeviceOptimizer::step(float lr) {
+    auto timed = context_.profile().time("optimizer", context_.stream());
     auto& params = context_.parameters();
     if (host_is_newer_) {
         params.upload_learned(host_velocity_, velocity_);

@@ -37,6 +37,7 @@ tensor::Tensor Linear::widened(const tensor::Tensor& input) const {
 // Row-major matrices are cuBLAS's column-major transposes: y (N x out) = x W^T + b is
 // computed as y^T = W x^T, with W^T stored column-major being W row-major.
 tensor::Tensor Linear::forward(const tensor::Tensor& input, Mode mode) {
+    auto timed = context_.profile().time("fully connected", context_.stream());
     auto& params = context_.parameters();
     const int in = parameters_.in_features, out = parameters_.out_features;
     const auto &weight = parameters_.weight, &bias = parameters_.bias;
@@ -52,6 +53,7 @@ tensor::Tensor Linear::forward(const tensor::Tensor& input, Mode mode) {
 }
 
 tensor::Tensor Linear::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("fully connected", context_.stream());
     auto& params = context_.parameters();
     const int in = parameters_.in_features, out = parameters_.out_features;
     const auto &weight = parameters_.weight, &bias = parameters_.bias;

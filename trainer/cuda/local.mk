@@ -18,6 +18,7 @@ cuda_sources = \
 	trainer/cuda/device_pool.cpp trainer/cuda/device_pool.hpp \
 	trainer/cuda/end_padding.cpp trainer/cuda/end_padding.hpp \
 	trainer/cuda/kernels.hpp \
+	trainer/cuda/layer_profile.cpp trainer/cuda/layer_profile.hpp \
 	trainer/cuda/linear.cpp trainer/cuda/linear.hpp \
 	trainer/cuda/nccl_allreduce.cpp trainer/cuda/nccl_allreduce.hpp \
 	trainer/cuda/nccl_library.cpp trainer/cuda/nccl_library.hpp \

@@ -38,6 +38,7 @@ TensorSpec Pooling::setup(const TensorSpec& input, bool) {
 }
 
 tensor::Tensor Pooling::forward(const tensor::Tensor& given, Mode mode) {
+    auto timed = context_.profile().time("pooling", context_.stream());
     auto input = end_padding_.needed() ? end_padding_.pad(context_, given, type_, -INFINITY) : given;
     auto output = context_.allocate(output_shape_, type_);
     float one = 1, zero = 0;
@@ -51,6 +52,7 @@ tensor::Tensor Pooling::forward(const tensor::Tensor& given, Mode mode) {
 }
 
 tensor::Tensor Pooling::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("pooling", context_.stream());
     auto input_grad = context_.allocate(end_padding_.shape(), type_);
     float one = 1, zero = 0;
     check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_,
@@ -68,6 +70,7 @@ TensorSpec GlobalAveragePool::setup(const TensorSpec& input, bool) {
 }
 
 tensor::Tensor GlobalAveragePool::forward(const tensor::Tensor& input, Mode) {
+    auto timed = context_.profile().time("pooling", context_.stream());
     int n = int(input_shape_[0]), c = int(input_shape_[1]), hw = int(input_shape_[2] * input_shape_[3]);
     auto output = context_.allocate(tensor::Shape{n, c}, tensor::DType::f32);
     kernels::global_average_pool(input.data(), type_, output.f32(), n, hw, c, context_.stream());
@@ -75,6 +78,7 @@ tensor::Tensor GlobalAveragePool::forward(const tensor::Tensor& input, Mode) {
 }
 
 tensor::Tensor GlobalAveragePool::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("pooling", context_.stream());
     int n = int(input_shape_[0]), c = int(input_shape_[1]), hw = int(input_shape_[2] * input_shape_[3]);
     auto input_grad = context_.allocate(input_shape_, type_);
     kernels::global_average_pool_backward(output_grad.f32(), input_grad.data(), type_, n, hw, c, context_.stream());

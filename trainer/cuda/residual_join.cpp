@@ -14,12 +14,14 @@ TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
 }
 
 tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b) {
+    auto timed = context_.profile().time("element-wise", context_.stream());
     output_ = context_.allocate(shape_, type_);
     kernels::add_relu(a.data(), b.data(), output_.data(), type_, std::size_t(shape_.elements()), context_.stream());
     return output_;
 }
 
 tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
+    auto timed = context_.profile().time("element-wise", context_.stream());
     auto grad = context_.allocate(shape_, type_);
     kernels::relu_backward(output_.data(), output_grad.data(), grad.data(), type_, std::size_t(shape_.elements()),
                            context_.stream());
@@ -28,6 +30,7 @@ tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
 }
 
 void ResidualJoin::accumulate(tensor::Tensor& target, const tensor::Tensor& addend) {
+    auto timed = context_.profile().time("element-wise", context_.stream());
     kernels::accumulate(target.data(), addend.data(), type_, std::size_t(shape_.elements()), context_.stream());
 }
 

@@ -46,6 +46,7 @@ struct AcceleratorOptions {
     bool deterministic = false;            // deterministic cuDNN algorithms only
     int local_rank = 0;                    // picks the GPU when several are visible
     Speedups speedups;
+    bool profile = false;  // GPU time by kind of work (TRELLIS_CUDA_PROFILE)
     // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the
     // driver and libraries that were loaded, for the Device line.
     std::vector<std::string> library_folders;
@@ -112,6 +113,9 @@ public:
     // it can): --transport auto takes NCCL only when every rank has a GPU of its own and NCCL.
     virtual std::string pci_bus_id() const = 0;
     virtual std::string nccl_unavailable() = 0;
+
+    // The profile's table at the end of a run; "" when not profiled.
+    virtual std::string profile_report() = 0;
 
     virtual void synchronize() = 0;
     virtual std::size_t peak_memory_bytes() const = 0;

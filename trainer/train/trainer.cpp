@@ -266,6 +266,8 @@ void Run::open_device() {
     device.deterministic = options_.deterministic;
     device.local_rank = identity_.local_rank;
     device.speedups = gpu::speedups_from_environment();
+    const char* profile = std::getenv(env::cuda_profile.name);
+    device.profile = profile && *profile && std::string(profile) != "0";
     // Only "no GPU" lets --device auto train on the CPU: a library that does not load on a
     // machine with a GPU is an error, not a reason to run a hundred times slower.
     std::string needs_gpu = options_.device == Device::cuda ? " (--device cuda)"
@@ -560,8 +562,10 @@ int Run::execute() {
     if (identity_.rank == 0) {
         std::printf("----------------------------------------------------------------\n");
         std::printf("total images/sec: %.2f\n", meter.total());
-        if (accelerator_)
+        if (accelerator_) {
             std::printf("peak GPU memory: %.0f MiB\n", double(accelerator_->peak_memory_bytes()) / (1 << 20));
+            std::fputs(accelerator_->profile_report().c_str(), stdout);
+        }
         std::printf("----------------------------------------------------------------\n");
         std::fflush(stdout);
     }
