@@ -94,7 +94,8 @@ PS_LIBS = trainer/libtrellis-ps.la $(CHECKPOINT_LIBS) $(COMM_LIBS)
 
 noinst_LTLIBRARIES += trainer/libtrellis-train.la
 trainer_libtrellis_train_la_SOURCES = \
-	trainer/gpu/accelerator.hpp trainer/gpu/open_cuda.cpp \
+	trainer/gpu/accelerator.hpp trainer/gpu/algorithm_choice.hpp trainer/gpu/open_cuda.cpp \
+	trainer/gpu/padded_layout.hpp \
 	trainer/gpu/cuda_libraries.cpp trainer/gpu/cuda_libraries.hpp \
 	trainer/gpu/elf_dynamic.cpp trainer/gpu/elf_dynamic.hpp \
 	trainer/gpu/speedups.cpp trainer/gpu/speedups.hpp \
