@@ -175,15 +175,27 @@ std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path
 std::string nvidia_driver_state() {
     std::ifstream version("/proc/driver/nvidia/version");
     std::string line;
-    if (!version || !std::getline(version, line)) return "not loaded (no /proc/driver/nvidia)";
+    if (!version || !std::getline(version, line))
+        return access("/dev/nvidiactl", F_OK) == 0 ? "present (/dev/nvidiactl; no /proc/driver/nvidia)"
+                                                   : "not loaded (no /proc/driver/nvidia)";
     return "loaded (" + line.substr(0, line.find("  ")) + ")";
 }
 
 std::string check_cuda_driver() {
     // The CUDA driver API, by hand: CUresult is an int, 0 success, 100 CUDA_ERROR_NO_DEVICE.
     constexpr int success = 0, no_device = 100;
+    // The loader's search first (ld.so.cache, LD_LIBRARY_PATH), then where container
+    // runtimes and drivers put it; loaded by path, the CUDA runtime's own dlopen of
+    // libcuda.so.1 then finds it loaded.
     std::string path, error;
-    void* cuda = open_library("libcuda.so.1", {}, path, error);
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (cuda)
+        path = loaded_path(cuda, "libcuda.so.1");
+    else
+        cuda = open_library("libcuda.so.1",
+                            {"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                             "/usr/lib/wsl/lib"},
+                            path, error);
     bool kernel_driver = nvidia_driver_loaded();
     if (!cuda) {
         if (kernel_driver)
