@@ -7,6 +7,7 @@
 # Skips where the CUDA module was not built, or on a machine with a GPU (its own tests run there).
 . "$(dirname "$0")/../train/lib.sh"
 module=${TRELLIS_CUDA_MODULE:-$TRELLIS_BUILD/.libs/trellis-cuda.so}
+export TRELLIS_CUDA_MODULE=$module  # layers_test, in tests/gpu, finds the build tree's only so
 [ -f "$module" ] || { echo "SKIP: no CUDA module ($module): configure found no CUDA"; exit 77; }
 [ -e /proc/driver/nvidia/version ] && { echo "SKIP: this machine has an NVIDIA driver: tests/gpu/layers_test runs"; exit 77; }
 # The folder the module's RUNPATH names: its copies of cuDNN and cuBLAS are the ones to link to.
