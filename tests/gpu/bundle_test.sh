@@ -116,6 +116,16 @@ if [ -f "$root$bundle/$module" ]; then
     grep -q -E "no CUDA backend|no trellis-cuda.so" "$work/cuda.out" &&
         { cat "$work/cuda.out"; fail "bin/trellis-train does not find the bundle's $module"; }
     pass "bin/trellis-train finds $module (and stops: $(head -n 1 "$work/cuda.out"))"
+    # The module takes the trainer's own functions from the program that loads it
+    # (-export-dynamic): each program that opens the GPU must define, stripped, every one the
+    # module needs, or dlopen fails on the GPU machine alone.
+    nm -D --undefined-only "$root$bundle/$module" | awk '$2 ~ /^_ZN7trellis/ {print $2}' | sort -u >"$work/wanted"
+    for name in trellis-train layers_test; do
+        nm -D --defined-only "$root$bundle/bin/$name" | awk '{print $3}' | sort -u >"$work/given"
+        lacking=$(comm -23 "$work/wanted" "$work/given")
+        [ -z "$lacking" ] || fail "bin/$name lacks what $module takes from it: $(echo "$lacking" | c++filt | head -n 5)"
+    done
+    pass "bin/trellis-train and bin/layers_test define the $(wc -l <"$work/wanted") trainer functions $module takes from them"
 else
     echo "note: this build has no CUDA module (configure found no CUDA): the bundle has none to check"
 fi

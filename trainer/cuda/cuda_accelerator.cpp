@@ -51,8 +51,7 @@ public:
         const NcclLibrary* nccl = nccl_if_loaded();
         return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
                std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) + " GiB), " +
-               gpu::precisions().name(options_.precision) + ", speed items: " + gpu::describe(options_.speedups) +
-               "; " + options_.libraries + ", " +
+               gpu::precisions().name(options_.precision) + "; " + options_.libraries + ", " +
                (nccl ? "NCCL " + nccl->version + " (" + nccl->path + ")" : "NCCL not loaded (no step uses it)");
     }
 

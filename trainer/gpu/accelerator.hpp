@@ -47,8 +47,8 @@ struct AcceleratorOptions {
     int local_rank = 0;                    // picks the GPU when several are visible
     Speedups speedups;
     bool profile = false;  // GPU time by kind of work (TRELLIS_CUDA_PROFILE)
-    // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the
-    // driver and libraries that were loaded, for the Device line.
+    // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the speed
+    // items, the driver and the libraries that were loaded, for the Device line.
     std::vector<std::string> library_folders;
     std::string libraries;
 };

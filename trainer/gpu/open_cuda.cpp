@@ -71,7 +71,9 @@ std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& requested) {
     } catch (const GpuUnavailable& e) {
         throw GpuUnavailable(std::string(e.what()) + "; loaded: " + describe(libraries));
     }
-    options.libraries = "driver CUDA " + driver + ", " + describe(libraries);
+    // The module takes the words from here: a program links only the host functions it calls.
+    options.libraries = "speed items: " + describe(options.speedups) + "; driver CUDA " + driver + ", " +
+                        describe(libraries);
     CreateFailure failure;
     std::unique_ptr<Accelerator> accelerator(create(options, failure));
     if (accelerator) return accelerator;
