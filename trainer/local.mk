@@ -103,6 +103,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
+	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
 	trainer/train/run_start.hpp \

@@ -71,6 +71,19 @@ else
     out=$(hidden "$TRELLIS_BUILD/tests/gpu/layers_test"); rc=$?
     [ $rc -eq 1 ] && pass "layers_test fails (not skips) when cuDNN is missing" ||
         fail "layers_test without cuDNN: exit $rc, expected 1: $out"
+    # Device nodes without the driver's /proc entry (Slurm's gres files on the test cluster,
+    # or a sandbox): --device auto asks the driver, finds none, and trains on the CPU saying why.
+    with_nvidiactl() {
+        unshare -m sh -c 'old=$(mktemp -d) && mount --rbind /dev "$old" && mount -t tmpfs none /dev &&
+            for n in null zero random urandom; do touch /dev/$n && mount --bind "$old/$n" /dev/$n; done &&
+            touch /dev/nvidiactl && exec "$@"' sh "$@" 2>&1
+    }
+    out=$(with_nvidiactl "$TRAIN" --model resnet8 --batch-size 2 --steps 1 --data synthetic --image-size 32); rc=$?
+    case "$rc $out" in
+        "0 "*"Device: "*"cpu (oneDNN)"*"no GPU: device nodes without the NVIDIA driver's /proc entry"*)
+            pass "--device auto with /dev/nvidiactl but no driver: the CPU, saying why" ;;
+        *) fail "--device auto with /dev/nvidiactl but no driver: exit $rc: $out" ;;
+    esac
     # --device auto does not load CUDA where no driver is loaded: the CPU trains.
     out=$(hidden "$TRAIN" --model resnet8 --batch-size 2 --steps 1 --data synthetic --image-size 32); rc=$?
     [ $rc -eq 0 ] && pass "--device auto trains on the CPU without the driver or cuDNN" ||

@@ -45,10 +45,7 @@ std::string find_module() {
 
 }  // namespace
 
-// /proc/driver/nvidia is the kernel driver's; a sandbox (gVisor) may show only its device.
-bool nvidia_driver_loaded() {
-    return access("/proc/driver/nvidia/version", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0;
-}
+bool nvidia_driver_loaded() { return access("/proc/driver/nvidia/version", F_OK) == 0; }
 
 std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& requested) {
     AcceleratorOptions options = requested;

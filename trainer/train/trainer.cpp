@@ -8,12 +8,10 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 
-#include "common/environment.hpp"
 #include "common/error.hpp"
 #include "trainer/checkpoint/checkpoint.hpp"
 #include "trainer/comm/allreduce.hpp"
@@ -27,6 +25,7 @@
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/model_batch.hpp"
+#include "trainer/train/open_device.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
@@ -251,38 +250,9 @@ void Run::share_initial_state(RunStart& start) {
 }
 
 void Run::open_device() {
-    if (options_.device == Device::cpu) return;
-    // --device auto does not load CUDA's libraries where no GPU can be given: no driver, or an
-    // empty CUDA_VISIBLE_DEVICES (a CPU-only rank, such as a parameter server, on a GPU node).
-    if (options_.device == Device::automatic && options_.precision == gpu::Precision::fp32) {
-        const char* visible = std::getenv(env::cuda_visible_devices.name);
-        if (!gpu::nvidia_driver_loaded()) device_note_ = "no GPU: the NVIDIA driver is not loaded";
-        if (visible && !*visible) device_note_ = "no GPU: CUDA_VISIBLE_DEVICES is empty";
-        if (!device_note_.empty()) return;
-    }
-    gpu::AcceleratorOptions device;
-    device.precision = options_.precision;
-    device.workspace_bytes = std::size_t(options_.cudnn_workspace_mb) << 20;
-    device.deterministic = options_.deterministic;
-    device.local_rank = identity_.local_rank;
-    device.speedups = gpu::speedups_from_environment();
-    const char* profile = std::getenv(env::cuda_profile.name);
-    device.profile = profile && *profile && std::string(profile) != "0";
-    // Only "no GPU" lets --device auto train on the CPU: a library that does not load on a
-    // machine with a GPU is an error, not a reason to run a hundred times slower.
-    std::string needs_gpu = options_.device == Device::cuda ? " (--device cuda)"
-                            : options_.precision != gpu::Precision::fp32
-                                ? " (--precision " + gpu::precisions().name(options_.precision) + " needs a GPU)"
-                                : "";
-    try {
-        accelerator_ = gpu::open_cuda(device);
-    } catch (const gpu::GpuUnavailable& error) {
-        if (!needs_gpu.empty()) throw gpu::GpuUnavailable(error.what() + needs_gpu);
-        device_note_ = std::string("no GPU: ") + error.what();
-    } catch (const gpu::NoCudaBackend& error) {
-        if (!needs_gpu.empty()) throw gpu::NoCudaBackend(error.what() + needs_gpu);
-        device_note_ = std::string("no CUDA backend: ") + error.what();
-    }
+    auto opened = train::open_device(options_, identity_.local_rank);
+    accelerator_ = std::move(opened.accelerator);
+    device_note_ = opened.note;
 }
 
 // After the backward pass (and the gradient allreduce): the optimizer step on the device,
