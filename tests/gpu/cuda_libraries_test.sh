@@ -80,7 +80,7 @@ else
     }
     out=$(with_nvidiactl "$TRAIN" --model resnet8 --batch-size 2 --steps 1 --data synthetic --image-size 32); rc=$?
     case "$rc $out" in
-        "0 "*"Device: "*"cpu (oneDNN)"*"no GPU: device nodes without the NVIDIA driver's /proc entry"*)
+        "0 "*"Device: "*"cpu (oneDNN)"*"no GPU: /dev/nvidiactl is there, but no NVIDIA driver (no /proc/driver/nvidia, no libcuda.so.1)"*)
             pass "--device auto with /dev/nvidiactl but no driver: the CPU, saying why" ;;
         *) fail "--device auto with /dev/nvidiactl but no driver: exit $rc: $out" ;;
     esac
