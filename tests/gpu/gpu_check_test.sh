@@ -221,26 +221,25 @@ if expect pair 0 "the bf16 pair"; then
     fi
 fi
 
+# section_alone SECTION WHAT TEXT...: gpu-check --only SECTION with the fakes passes and its
+# summary.txt holds every TEXT.
+section_alone() {
+    local section=$1 what=$2 text
+    shift 2
+    run "$section" "$work/gpu" -- "$bundle" --only "$section" --window 1 --warmup 2 --venv "$work/venv"
+    expect "$section" 0 "$what" || return
+    for text in "$@"; do
+        says "$section" out/summary.txt "$text" || { fail "$what: no '$text' in:"; cat "$work/$section/out/summary.txt"; return; }
+    done
+    pass "$what"
+}
 # The profile: the fake's table lands in summary.txt.
-run profile "$work/gpu" -- "$bundle" --only profile --window 1 --warmup 2 --venv "$work/venv"
-if expect profile 0 "the profile section" && says profile out/summary.txt "convolution backward             41.00" &&
-    says profile out/summary.txt "wall time per step"; then
-    pass "the profile section: GPU time by kind of work and the wall time per step in summary.txt"
-else
-    fail "the profile section:"
-    cat "$work/profile/out/summary.txt"
-fi
-
+section_alone profile "the profile section: GPU time by kind of work and the wall time per step in summary.txt" \
+    "convolution backward             41.00" "wall time per step"
 # The speed items alone (no bf16 in the call): trellis without them, then with them, each
 # over the window.
-run speedups "$work/gpu" -- "$bundle" --only speedups --window 1 --warmup 2 --venv "$work/venv"
-if expect speedups 0 "the speedups section alone" && says speedups out/summary.txt "without the speed items: " &&
-    says speedups out/summary.txt "with TRELLIS_CUDA_SPEEDUPS=all: "; then
-    pass "the speedups section alone: trellis timed without and with TRELLIS_CUDA_SPEEDUPS=all"
-else
-    fail "the speedups section alone:"
-    cat "$work/speedups/out/summary.txt"
-fi
+section_alone speedups "the speedups section alone: trellis timed without and with TRELLIS_CUDA_SPEEDUPS=all" \
+    "without the speed items: " "with TRELLIS_CUDA_SPEEDUPS=all: "
 
 # A SIGTERM (the device call's time running out) still leaves the summary and the logs.
 mkdir -p "$work/term"
