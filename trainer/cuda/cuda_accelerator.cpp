@@ -107,6 +107,7 @@ public:
         return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes, options_.library_folders);
     }
 
+    const gpu::Speedups& speedups() const override { return options_.speedups; }
     std::string profile_report() override { return context_.profile().report(); }
     std::string pci_bus_id() const override {
         char id[32] = {};

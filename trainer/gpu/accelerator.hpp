@@ -114,6 +114,8 @@ public:
     virtual std::string pci_bus_id() const = 0;
     virtual std::string nccl_unavailable() = 0;
 
+    // The speed items it was opened with.
+    virtual const Speedups& speedups() const = 0;
     // The profile's table at the end of a run; "" when not profiled.
     virtual std::string profile_report() = 0;
 

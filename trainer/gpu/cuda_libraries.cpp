@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/gpu/elf_dynamic.hpp"
@@ -38,15 +39,11 @@ void add_wheel_folders(const std::string& prefix, std::vector<std::string>& fold
     globfree(&found);
 }
 
+// A colon-separated list of folders, empty entries left out.
 std::vector<std::string> split_path_list(const char* list) {
     std::vector<std::string> parts;
-    std::string s = list ? list : "";
-    for (std::size_t start = 0; start <= s.size();) {
-        auto end = s.find(':', start);
-        if (end == std::string::npos) end = s.size();
-        if (end > start) parts.push_back(s.substr(start, end - start));
-        start = end + 1;
-    }
+    for (auto& part : cli::split(list ? list : "", ':'))
+        if (!part.empty()) parts.push_back(std::move(part));
     return parts;
 }
 
@@ -208,7 +205,7 @@ std::string check_cuda_driver() {
     auto error_name = symbol<int (*)(int, const char**)>(cuda, "cuGetErrorName");
     auto driver_version = symbol<int (*)(int*)>(cuda, "cuDriverGetVersion");
     if (!init || !count_devices) throw GpuLibraryError(path + " is not a CUDA driver library (no cuInit)");
-    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const char* visible = std::getenv(env::cuda_visible_devices.name);
     std::string visibility = visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : "";
     int status = init(0);
     if (status == no_device) throw GpuUnavailable("the CUDA driver reports no device" + visibility);

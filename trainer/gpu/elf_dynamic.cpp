@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 
 namespace trellis::gpu {
@@ -48,16 +49,11 @@ std::string string_at(int fd, std::uint64_t offset) {
 
 std::vector<std::string> split_folders(const std::string& list, const std::string& origin) {
     std::vector<std::string> folders;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        auto end = list.find(':', start);
-        if (end == std::string::npos) end = list.size();
-        std::string folder = list.substr(start, end - start);
+    for (auto folder : cli::split(list, ':')) {
         for (const char* token : {"${ORIGIN}", "$ORIGIN"})
             for (auto at = folder.find(token); at != std::string::npos; at = folder.find(token))
                 folder.replace(at, std::strlen(token), origin);
         if (!folder.empty()) folders.push_back(folder);
-        start = end + 1;
     }
     return folders;
 }

@@ -18,7 +18,6 @@ std::string format(const char* pattern, auto... values) {
     return text;
 }
 
-// "over tcp, 4 ranks (wireup pmix, rank 0 on n1)"
 // With --transport auto, why the carrier was chosen.
 std::string chosen_because(const SyncContext& c, const std::string& carrier, const std::string& not_nccl = "") {
     if (c.options.transport != Transport::automatic) return "";
@@ -28,6 +27,7 @@ std::string chosen_because(const SyncContext& c, const std::string& carrier, con
     return "auto: " + why + "no RDMA device with an active port; ";
 }
 
+// "over shm, 4 ranks (auto: no RDMA device with an active port; wireup pmix, rank 0 on n1)"
 std::string over(const SyncContext& c, const std::string& carrier, const std::string& not_nccl = "") {
     return format("over %s, %d ranks (%swireup %s, rank 0 on %s)", carrier.c_str(), c.identity.size,
                   chosen_because(c, carrier, not_nccl).c_str(), c.wireup.c_str(), c.identity.host.c_str());

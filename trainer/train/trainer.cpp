@@ -147,7 +147,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
                                              options.seed);
     if (accelerator_) {
         accelerator_->bind(model_->parameters());
-        model_->keep_unchanging_batches(gpu::speedups_from_environment().synthetic_on_device);
+        model_->keep_unchanging_batches(accelerator_->speedups().synthetic_on_device);
         optimizer_ = accelerator_->device_optimizer(options.optimizer, model_->parameters());
         optimizer_on_host_ = !optimizer_;
     }
