@@ -101,11 +101,13 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/speedups.cpp trainer/gpu/speedups.hpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
+	trainer/train/evaluation.cpp trainer/train/evaluation.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
+	trainer/train/run_header.cpp trainer/train/run_header.hpp \
 	trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \

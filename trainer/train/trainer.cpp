@@ -22,10 +22,12 @@
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
 #include "trainer/train/data_sources.hpp"
+#include "trainer/train/evaluation.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/model_batch.hpp"
 #include "trainer/train/open_device.hpp"
+#include "trainer/train/run_header.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
 #include "trainer/train/throughput.hpp"
@@ -40,11 +42,6 @@ int usable_cpus() {
     if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
     return CPU_COUNT(&set);
 }
-
-struct Evaluation {
-    double loss = 0, top1 = 0, top5 = 0;
-    std::int64_t examples = 0;
-};
 
 // Training state that outlives single steps.
 class Run {
@@ -297,102 +294,52 @@ void Run::say(const char* format, ...) const {
 
 void Run::print_header() {
     if (identity_.rank != 0) return;
-    nlohmann::json run{{"model", architecture_.name},
-                       {"model_version", architecture_.form},
-                       {"gmacs_per_image", model_->gmacs_per_image()},
-                       {"parameters", model_->parameters().learned_elements()},
-                       {"classes", sources_.num_classes},
-                       {"image_size", image_size_},
-                       {"global_batch", global_batch_},
-                       {"accumulate", options_.accumulate},
-                       {"ranks", identity_.size},
-                       {"wireup", wireup_},
-                       {"device", accelerator_ ? "cuda" : "cpu"},
-                       {"optimizer", optimizer_->name()},
-                       {"lr_schedule", optim::schedule_kinds().name(options_.lr_schedule)},
-                       {"steps", total_steps_}};
-    sync_->describe(run);
-    metrics_.describe(run);
-    auto parameters = double(model_->parameters().learned_elements()) / 1e6;
-    const auto& form = architecture_.form;
-    std::printf("Model:       %s%s%s%s (%.2fM parameters, %.2f GMACs per image, %d classes, %dx%d images",
-                architecture_.name.c_str(), form.empty() ? "" : " (", form.c_str(), form.empty() ? "" : ")", parameters,
-                model_->gmacs_per_image(), sources_.num_classes, image_size_, image_size_);
-    if (image_size_ != architecture_.default_image_size)
-        std::printf("; the model's own size is %d", architecture_.default_image_size);
-    std::printf(")\n");
-    if (sources_.train_set)
-        std::printf("Data:        %s, %d decoding %s, %s\n", sources_.description.c_str(), decoding_.threads,
-                    decoding_.threads == 1 ? "thread" : "threads",
-                    decoding_.raw_pixels ? "bytes normalised by the backend" : "normalised floats");
-    else
-        std::printf("Data:        %s\n", sources_.description.c_str());
-    std::printf("Batch size:  %d global, %d per worker, %d %s", global_batch_, options_.batch_size * options_.accumulate,
-                workers_, workers_ == 1 ? "worker" : "workers");
-    if (options_.accumulate > 1) std::printf(" (%d batches of %d added per step)", options_.accumulate, options_.batch_size);
-    std::printf("\n");
-    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%.4g per epoch)\n",
-                optimizer_->name().c_str(), schedule_->config().base_lr, options_.lr, optim::schedule_kinds().name(options_.lr_schedule).c_str(),
-                static_cast<long long>(total_steps_), steps_per_epoch_);
-    if (accelerator_)
-        std::printf("Device:      %s\n", accelerator_->description().c_str());
-    else
-        std::printf("Device:      cpu (oneDNN), %d %s%s%s\n", threads_, threads_ == 1 ? "thread" : "threads",
-                    device_note_.empty() ? "" : "; ", device_note_.c_str());
-    if (auto strategy = sync_->strategy(); !strategy.empty()) std::printf("Strategy:    %s\n", strategy.c_str());
-    // Every field of the progress lines, in their order.
-    std::printf("Step\tImg/sec (so far, +/- standard error of per-step rates, jitter)\ttotal_loss\tlr%s\n",
-                sync_->progress_header().c_str());
-    std::fflush(stdout);
+    RunDescription run{.options = options_,
+                       .architecture = architecture_,
+                       .gmacs_per_image = model_->gmacs_per_image(),
+                       .parameters = model_->parameters().learned_elements(),
+                       .sources = sources_,
+                       .image_size = image_size_,
+                       .decoding = decoding_,
+                       .global_batch = global_batch_,
+                       .workers = workers_,
+                       .ranks = identity_.size,
+                       .wireup = wireup_,
+                       .accelerator = accelerator_.get(),
+                       .threads = threads_,
+                       .device_note = device_note_,
+                       .optimizer = *optimizer_,
+                       .schedule = schedule_->config(),
+                       .total_steps = total_steps_,
+                       .steps_per_epoch = steps_per_epoch_,
+                       .sync = *sync_};
+    auto described = describe_run(run);
+    metrics_.describe(described);
+    print_run_header(run);
 }
 
 Evaluation Run::evaluate() {
-    Evaluation result;
-    if (!sources_.open_eval) return result;
+    if (!sources_.open_eval) return {};
     // With parameter servers, rank 0 evaluates the whole set (the servers take no part in
     // collectives); with the allreduce, every rank its shard and the sums are combined.
     bool shared = transport_ && sync_->collective();
-    if (transport_ && !shared && identity_.rank != 0) return result;
+    if (transport_ && !shared && identity_.rank != 0) return {};
     agree_statistics();
-    int rank = shared ? identity_.rank : 0, ranks = shared ? identity_.size : 1;
-    // Shards may differ by one batch (or a rank may have none): every rank takes as many turns
-    // as rank 0, which has the most, so that each turn's vote meets the same vote everywhere.
-    auto set_size = sources_.eval_set->size();
-    auto batches = data::evaluation_batches(set_size, options_.batch_size, 0, ranks);
-    auto mine = data::evaluation_batches(set_size, options_.batch_size, rank, ranks);
-    auto source = mine > 0 ? sources_.open_eval(rank, ranks, decoding_) : nullptr;
-    PackedBatch packed(model_->batch(), std::size_t(image_size_) * image_size_ * 3);
-    for (std::int64_t b = 0; b < batches; ++b) {
-        // A preempted job must reach its checkpoint: an evaluation pass yields to a signal.
-        // Ranks that share the pass decide together, batch by batch, so that none leaves the
-        // others waiting in the final sum.
-        float stop = stop_requested() ? 1.0f : 0.0f;
-        if (shared) sum_over_ranks({&stop, 1});
-        if (stop > 0) {
-            if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
-            return {};
-        }
-        if (b >= mine) continue;
-        const auto& batch = source->next();
-        // Score only real samples: copies standing in for unreadable ones are left out, and
-        // a short last batch is padded.
-        int count = packed.pack(batch);
-        if (count == 0) continue;
-        auto scored = model_->evaluate(packed.images(), packed.labels(), count, loss_);
-        result.loss += scored.loss * count;
-        result.top1 += scored.top1_hits;
-        result.top5 += scored.top5_hits;
-        result.examples += count;
+    EvaluationPass pass{.sources = sources_,
+                        .model = *model_,
+                        .loss = loss_,
+                        .decoding = decoding_,
+                        .batch_size = options_.batch_size,
+                        .image_size = image_size_,
+                        .rank = shared ? identity_.rank : 0,
+                        .ranks = shared ? identity_.size : 1,
+                        .sums = shared ? small_sums_.get() : nullptr};
+    auto scored = train::evaluate(pass);
+    if (!scored) {
+        if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
+        return {};
     }
-    // Each rank scored its own shard of the evaluation set.
-    float totals[] = {float(result.loss), float(result.top1), float(result.top5), float(result.examples)};
-    if (shared) sum_over_ranks(totals);
-    result = {totals[0], totals[1], totals[2], std::int64_t(totals[3])};
-    if (result.examples > 0) {
-        result.loss /= double(result.examples);
-        result.top1 /= double(result.examples);
-        result.top5 /= double(result.examples);
-    }
+    auto result = *scored;
     evaluated_at_ = step_;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     if (identity_.rank == 0) {
