@@ -50,6 +50,47 @@ grep -q "checkpoint saved" "$work/term.out" || { cat "$work/term.out"; fail "SIG
     { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }
 check_same_losses term
 
+# SIGINT (Ctrl-C; scancel -s INT) is a stop like SIGTERM: a checkpoint and exit 75, and the
+# last line and metrics.jsonl name the signal. A shell starts a background job with SIGINT
+# ignored; env gives the trainer the default a terminal's foreground program has.
+env --default-signal=INT "$TRAIN" "${common[@]}" --log-dir "$work/int" --checkpoint-dir "$work/int-ckpt" \
+    >"$work/int.out" 2>&1 &
+pid=$!
+wait_for_step "$work/int/metrics.jsonl" 12
+kill -INT $pid
+wait $pid
+status=$?
+[ $status -eq 75 ] || { cat "$work/int.out"; fail "SIGINT: exit status $status (expected 75)"; }
+grep -q "checkpoint saved" "$work/int.out" || { cat "$work/int.out"; fail "SIGINT: no checkpoint saved"; }
+tail -n 1 "$work/int.out" | grep -q "^stopped by SIGINT at step [0-9]* of $steps: exit status 75" ||
+    fail "SIGINT: the last line does not name the signal: $(tail -n 1 "$work/int.out")"
+tail -n 1 "$work/int/metrics.jsonl" | grep -q '"kind":"stop".*"signal":"SIGINT"' ||
+    fail "SIGINT: metrics.jsonl's last record does not name the signal: $(tail -n 1 "$work/int/metrics.jsonl")"
+pass "SIGINT: checkpoint saved, exit 75, the last line and metrics.jsonl say SIGINT"
+
+# A second SIGINT does not wait for the save: exit 130 at once, and the previous checkpoint
+# (step 10, of --checkpoint-every) still resumes.
+env --default-signal=INT "$TRAIN" "${common[@]}" --log-dir "$work/int2" --checkpoint-dir "$work/int2-ckpt" \
+    --checkpoint-every 10 >"$work/int2.out" 2>&1 &
+pid=$!
+wait_for_step "$work/int2/metrics.jsonl" 12
+kill -INT $pid
+# Two signals pending at once are one: the second is sent once the first was delivered (a step
+# takes about 0.1 s; the save starts after it).
+for _ in $(seq 1 100); do
+    grep -qE '^(Shd|Sig)Pnd:.*[2367abef]$' /proc/$pid/status 2>/dev/null || break
+    sleep 0.001
+done
+kill -INT $pid
+wait $pid
+status=$?
+[ $status -eq 130 ] || { cat "$work/int2.out"; fail "a second SIGINT: exit status $status (expected 130)"; }
+grep -q "second SIGINT: exiting at once" "$work/int2.out" || { cat "$work/int2.out"; fail "a second SIGINT: no word of it"; }
+"$TRAIN" "${common[@]}" --steps 11 --checkpoint-dir "$work/int2-ckpt" --resume >"$work/int2-resume.out" 2>&1 &&
+    grep -q "resumed from .* at step 10 " "$work/int2-resume.out" ||
+    { cat "$work/int2-resume.out"; fail "after a second SIGINT, the previous checkpoint (step 10) does not resume"; }
+pass "a second SIGINT: exit 130 at once, the checkpoint of step 10 resumes"
+
 # kill -9: nothing is saved on the way out; the last periodic checkpoint (step 20) is used.
 "$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --checkpoint-every 10 \
     >"$work/kill.out" 2>&1 &

@@ -107,6 +107,12 @@ void MetricsLog::describe(const nlohmann::json& run) {
     tensorboard_->text(0, "run/description", run.dump(1));
 }
 
+void MetricsLog::stopped(std::int64_t step, const std::string& signal) {
+    if (!tensorboard_) return;
+    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal}};
+    jsonl_ << line.dump() << '\n' << std::flush;
+}
+
 void MetricsLog::flush() {
     if (!tensorboard_) return;
     jsonl_.flush();

@@ -43,6 +43,10 @@ public:
     // as fields that scripts and tests read instead of the banner text; in TensorBoard, the
     // same fields as the text "run/description".
     void describe(const nlohmann::json& run);
+    // The last record of a run stopped by a signal ("kind": "stop"), with the signal's name
+    // ("SIGUSR1": what a batch script's own --signal sends), empty when the signal reached
+    // other ranks only.
+    void stopped(std::int64_t step, const std::string& signal);
     void flush();
 
 private:

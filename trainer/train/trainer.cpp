@@ -57,6 +57,8 @@ private:
     Evaluation evaluate();
     // Called by every rank at the same points: averages the statistics, then rank 0 saves.
     void checkpoint(std::int64_t step);
+    // Saves (with --checkpoint-dir) and says why the run stopped; returns exit_stopped_early.
+    int stop(int signal);
     void agree_statistics();
     void resume(RunStart& start);
     void carry_data_position(data::Position& next) const;
@@ -407,8 +409,29 @@ void Run::checkpoint(std::int64_t step) {
     agree_statistics();
     if (!checkpoints_) return;  // ranks other than 0
     if (accelerator_) accelerator_->download_values();
+    auto begun = std::chrono::steady_clock::now();
     auto path = checkpoints_->save(checkpoint_info(step), model_->parameters(), *optimizer_);
-    say("checkpoint saved: %s\n", path.c_str());
+    // The time a save takes is what a preempted job needs of Slurm's KillWait.
+    say("checkpoint saved: %s (%.1f s)\n", path.c_str(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count());
+}
+
+int Run::stop(int signal) {
+    // Other ranks stop because a rank was signalled: they may have seen no signal themselves.
+    bool own = signal == stop_requested();
+    auto name = own ? signal_name(signal) : std::string("a signal to another rank");
+    const char* doing = checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)";
+    if (own)
+        say("received signal %d (%s) at step %lld: %s\n", signal, name.c_str(), static_cast<long long>(step_), doing);
+    else
+        say("another rank received a signal at step %lld: %s\n", static_cast<long long>(step_), doing);
+    checkpoint(step_);
+    metrics_.stopped(step_, own ? name : "");
+    metrics_.flush();
+    say("stopped by %s at step %lld of %lld: exit status %d%s\n", name.c_str(), static_cast<long long>(step_),
+        static_cast<long long>(total_steps_), exit_stopped_early,
+        checkpointing_ ? " (run again with --resume to continue)" : "");
+    return exit_stopped_early;
 }
 
 int Run::execute() {
@@ -418,15 +441,10 @@ int Run::execute() {
     using clock = std::chrono::steady_clock;
     started_ = clock::now();
     while (step_ < total_steps_) {
-        // With several ranks, the decision taken together at the end of the last step counts.
-        int signal = transport_ ? (stop_agreed ? std::max(stop_requested(), 1) : 0) : stop_requested();
-        if (signal) {
-            say("received signal %d at step %lld: %s\n", signal, static_cast<long long>(step_),
-                checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)");
-            checkpoint(step_);
-            metrics_.flush();
-            return exit_stopped_early;
-        }
+        // With several ranks, the decision taken together at the end of the last step counts
+        // (-1: a signal that reached other ranks only).
+        int signal = transport_ ? (stop_agreed ? (stop_requested() ? stop_requested() : -1) : 0) : stop_requested();
+        if (signal) return stop(signal);
         auto started = clock::now();
         double lr = schedule_->at(step_);
         nn::LossResult result;
