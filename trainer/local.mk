@@ -108,7 +108,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
 	trainer/train/run_header.cpp trainer/train/run_header.hpp \
-	trainer/train/run_start.hpp \
+	trainer/train/run_clock.hpp trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/model_batch.cpp trainer/train/model_batch.hpp \

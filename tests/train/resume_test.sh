@@ -32,13 +32,17 @@ check_same_losses() {  # NAME: the resumed run's losses equal the uninterrupted 
     [ -s "$work/got.txt" ] || fail "$1: no steps after $resumed_from"
     diff "$work/expected.txt" "$work/got.txt" || fail "$1: losses after resuming at step $resumed_from differ"
     # Evaluation uses the running batch-norm statistics: they must have been restored too.
-    [ "$(grep "^Accuracy" "$work/whole.out")" = "$(grep "^Accuracy" "$work/$1-resume.out")" ] ||
-        fail "$1: final evaluation differs: $(grep "^Accuracy" "$work/whole.out") / $(grep "^Accuracy" "$work/$1-resume.out")"
+    local whole_final resumed_final
+    whole_final=$(grep "^Accuracy" "$work/whole.out" | tail -n 1)
+    resumed_final=$(grep "^Accuracy" "$work/$1-resume.out" | tail -n 1)
+    [ "$whole_final" = "$resumed_final" ] || fail "$1: final evaluation differs: $whole_final / $resumed_final"
     pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps and the final evaluation identical"
 }
 
-# SIGTERM: the trainer saves and exits 75 (stopped early, to be resumed).
-"$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" >"$work/term.out" 2>&1 &
+# SIGTERM: the trainer saves and exits 75 (stopped early, to be resumed). It evaluates every
+# 10 steps, so that the first segment reaches levels of the time-to-accuracy table (top-5 0.50
+# of 10 classes at the latest).
+"$TRAIN" "${common[@]}" --eval-every 10 --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" >"$work/term.out" 2>&1 &
 pid=$!
 wait_for_step "$work/term/metrics.jsonl" 12
 kill -TERM $pid
@@ -46,9 +50,40 @@ wait $pid
 status=$?
 [ $status -eq 75 ] || { cat "$work/term.out"; fail "SIGTERM: exit status $status (expected 75)"; }
 grep -q "checkpoint saved" "$work/term.out" || { cat "$work/term.out"; fail "SIGTERM: no checkpoint saved"; }
-"$TRAIN" "${common[@]}" --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" --resume >"$work/term-resume.out" 2>&1 ||
-    { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }
+"$TRAIN" "${common[@]}" --eval-every 10 --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" --resume \
+    >"$work/term-resume.out" 2>&1 || { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }
 check_same_losses term
+
+# The resumed run's time-to-accuracy table keeps what the first segment reached, at its step
+# and seconds; metrics.jsonl's records say their segment, and train_seconds runs on across it.
+"$PYTHON3" - "$work/term/metrics.jsonl" "$work/term-resume.out" <<'PY' || fail "SIGTERM: the history did not survive the resume"
+import json, re, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+first = [r for r in records if r["kind"] == "time_to_accuracy" and r.get("segment") == 1]
+if not first:
+    sys.exit("the first segment reached no level (or its records have no segment 1)")
+table = {}
+for line in open(sys.argv[2]):
+    cells = re.match(r"  (0\.\d\d) +(.+?s \(step \d+\)|-) +(.+?s \(step \d+\)|-)$", line.rstrip())
+    if cells:
+        table[("top5", float(cells[1]))], table[("top1", float(cells[1]))] = cells[2], cells[3]
+for r in first:
+    metric = "top5" if "top5_level" in r else "top1"
+    level = r[metric + "_level"]
+    expected = "%.1f s (step %d)" % (r["seconds"], r["step"])
+    if table.get((metric, level)) != expected:
+        sys.exit("%s %.2f: the first segment reached it %s, the final table says %s" % (metric, level, expected, table.get((metric, level))))
+print("first segment's levels in the final table:", ", ".join("%s %.2f at step %d" % ("top5" if "top5_level" in r else "top1", r.get("top5_level", r.get("top1_level")), r["step"]) for r in first))
+segments = [r.get("segment") for r in records if r["kind"] == "train"]
+if sorted(set(segments)) != [1, 2]:
+    sys.exit("train records' segments: %s (expected 1 and 2)" % sorted(set(map(str, segments))))
+# The first segment's records up to its checkpoint (its "stop" record comes after the save).
+last_of_first = max(r["train_seconds"] for r in records if r.get("segment") == 1 and r["kind"] != "stop")
+first_of_second = min(r["train_seconds"] for r in records if r.get("segment") == 2)
+if first_of_second < last_of_first:
+    sys.exit("train_seconds went back from %.3f to %.3f at the resume" % (last_of_first, first_of_second))
+PY
+pass "SIGTERM: the resumed table keeps the first segment's steps and seconds; segment and train_seconds carry on"
 
 # SIGINT (Ctrl-C; scancel -s INT) is a stop like SIGTERM: a checkpoint and exit 75, and the
 # last line and metrics.jsonl name the signal. A shell starts a background job with SIGINT
@@ -90,6 +125,63 @@ grep -q "second SIGINT: exiting at once" "$work/int2.out" || { cat "$work/int2.o
     grep -q "resumed from .* at step 10 " "$work/int2-resume.out" ||
     { cat "$work/int2-resume.out"; fail "after a second SIGINT, the previous checkpoint (step 10) does not resume"; }
 pass "a second SIGINT: exit 130 at once, the checkpoint of step 10 resumes"
+
+# An evaluation abandoned on a signal is redone first when the run resumes. With an evaluation
+# after every step, a signal during a step reaches the evaluation that follows it.
+small=(--model resnet8 --eval-every 1 --checkpoint-dir "$work/eval-ckpt")
+"$TRAIN" "${common[@]}" "${small[@]}" --log-dir "$work/eval" >"$work/eval.out" 2>&1 &
+pid=$!
+wait_for_step "$work/eval/metrics.jsonl" 3
+kill -TERM $pid
+wait $pid
+status=$?
+abandoned=$(sed -n 's/^evaluation of step \([0-9]*\) abandoned.*/\1/p' "$work/eval.out")
+[ $status -eq 75 ] && [ -n "$abandoned" ] ||
+    { cat "$work/eval.out"; fail "a signal before an evaluation: exit status $status, no evaluation abandoned"; }
+"$TRAIN" "${common[@]}" "${small[@]}" --steps $((abandoned + 1)) --log-dir "$work/eval" --resume \
+    >"$work/eval-resume.out" 2>&1 || { cat "$work/eval-resume.out"; fail "resume after an abandoned evaluation failed"; }
+grep -q "redoing the evaluation of step $abandoned" "$work/eval-resume.out" ||
+    { cat "$work/eval-resume.out"; fail "the evaluation of step $abandoned abandoned on SIGTERM was not redone"; }
+grep -q "\"kind\":\"eval\".*\"segment\":2,\"step\":$abandoned," "$work/eval/metrics.jsonl" ||
+    fail "metrics.jsonl has no evaluation of step $abandoned in segment 2"
+pass "the evaluation of step $abandoned, abandoned on SIGTERM, is redone on resuming"
+
+# A checkpoint written before the history was recorded (the same file without its fields)
+# still resumes, saying that the times before it are not known.
+mkdir "$work/old-ckpt"
+newest=$(ls "$work/eval-ckpt" | sort -t- -k2 -n | tail -n 1)
+"$PYTHON3" - "$work/eval-ckpt/$newest" "$work/old-ckpt/$newest" <<'PY' || fail "could not write an old-format checkpoint"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+magic = b"TRELLIS-CHECKPOINT 1\n"
+length = struct.unpack_from("<Q", data, len(magic))[0]
+header = json.loads(data[len(magic) + 8:len(magic) + 8 + length])
+for key in ("train_seconds", "segment", "levels", "pending_eval"):
+    header.pop(key, None)
+text = json.dumps(header).encode()
+body = magic + struct.pack("<Q", len(text)) + text + data[len(magic) + 8 + length:-4]
+table = []
+for n in range(256):  # CRC-32C (Castagnoli), reflected
+    c = n
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    table.append(c)
+crc = 0xFFFFFFFF
+for b in body:
+    crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+open(sys.argv[2], "wb").write(body + struct.pack("<I", crc ^ 0xFFFFFFFF))
+PY
+old_step=${newest//[!0-9]/}
+"$TRAIN" "${common[@]}" --model resnet8 --steps $((old_step + 1)) --checkpoint-dir "$work/old-ckpt" --resume \
+    >"$work/old.out" 2>&1 || { cat "$work/old.out"; fail "an old-format checkpoint does not resume"; }
+grep -q "resumed from .* at step $old_step " "$work/old.out" &&
+    grep -q "^times before step $old_step were not recorded" "$work/old.out" ||
+    { cat "$work/old.out"; fail "an old-format checkpoint: no resume at step $old_step, or no word that earlier times are unknown"; }
+if grep -q "^Time to accuracy" "$work/old.out"; then
+    grep -q "^Time to accuracy (wall time from step $old_step, where this run resumed: times before step $old_step were not recorded)" \
+        "$work/old.out" || fail "an old-format checkpoint: the table's heading: $(grep "^Time to accuracy" "$work/old.out")"
+fi
+pass "a checkpoint without the history resumes at step $old_step, saying the times before it were not recorded"
 
 # kill -9: nothing is saved on the way out; the last periodic checkpoint (step 20) is used.
 "$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --checkpoint-every 10 \

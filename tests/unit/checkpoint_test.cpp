@@ -153,6 +153,39 @@ TEST_CASE("the schedule, the batch of the data position and fp16's loss scale tr
     CHECK(loaded->batch_samples == 96);
 }
 
+TEST_CASE("the run's history travels with the checkpoint; one without it says so") {
+    Fixture f;
+    checkpoint::CheckpointStore store(f.folder.string());
+    f.set(1.0f);
+    f.info.step = 5;
+    f.info.train_seconds = 12.5, f.info.segment = 2, f.info.pending_eval = 5;
+    f.info.levels = {{"top5", 0.5, 3, 4.25}, {"top1", 0.6, 5, 12.0}};
+    store.save(f.info, f.store, *f.optimizer);
+    auto expected = f.info;
+    expected.train_seconds = -1, expected.segment = 0, expected.pending_eval = -1, expected.levels.clear();
+    auto loaded = store.load_latest(expected, f.store, *f.optimizer);
+    REQUIRE(loaded);
+    CHECK(loaded->train_seconds == 12.5);
+    CHECK(loaded->segment == 2);
+    CHECK(loaded->pending_eval == 5);
+    REQUIRE(loaded->levels.size() == 2);
+    CHECK(loaded->levels[1].metric == "top1");
+    CHECK(loaded->levels[1].level == 0.6);
+    CHECK(loaded->levels[1].step == 5);
+    CHECK(loaded->levels[1].seconds == 12.0);
+
+    // Written without a history (as before it was recorded): the loaded one is empty, whatever
+    // the expected info held.
+    f.info.step = 6, f.info.train_seconds = -1;
+    store.save(f.info, f.store, *f.optimizer);
+    loaded = store.load_latest(f.info, f.store, *f.optimizer);
+    REQUIRE(loaded);
+    CHECK(loaded->step == 6);
+    CHECK(loaded->train_seconds < 0);
+    CHECK(loaded->levels.empty());
+    CHECK(loaded->pending_eval == -1);
+}
+
 TEST_CASE("opening a folder removes the temporary files of unfinished saves, and only those") {
     Fixture f;
     std::ofstream(f.folder / ".checkpoint-40.tmp") << "cut short";

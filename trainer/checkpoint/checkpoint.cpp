@@ -126,6 +126,13 @@ CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const
     info.schedule = header.value("schedule", "");
     info.loss_scale = header.value("loss_scale", 0.0f);
     info.loss_scale_steps = header.value("loss_scale_steps", std::int64_t(0));
+    info.train_seconds = header.value("train_seconds", -1.0);
+    info.segment = header.value("segment", 0);
+    info.levels.clear();
+    for (const auto& level : header.value("levels", nlohmann::json::array()))
+        info.levels.push_back({level.at("metric").get<std::string>(), level.at("level").get<double>(),
+                               level.at("step").get<std::int64_t>(), level.at("seconds").get<double>()});
+    info.pending_eval = header.value("pending_eval", std::int64_t(-1));
     check(info.step >= 0 && info.next.epoch >= 0 && info.next.batch >= 0 && info.batch_samples >= 0, path,
           "negative step, data position or batch size");
     return info;
@@ -168,6 +175,15 @@ std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore
     if (info.loss_scale > 0) {
         header["loss_scale"] = info.loss_scale;
         header["loss_scale_steps"] = info.loss_scale_steps;
+    }
+    if (info.train_seconds >= 0) {
+        header["train_seconds"] = info.train_seconds;
+        header["segment"] = info.segment;
+        header["levels"] = nlohmann::json::array();
+        for (const auto& level : info.levels)
+            header["levels"].push_back(
+                {{"metric", level.metric}, {"level", level.level}, {"step", level.step}, {"seconds", level.seconds}});
+        if (info.pending_eval >= 0) header["pending_eval"] = info.pending_eval;
     }
     for (const auto& a : arrays) header["arrays"].push_back({{"name", a.name}, {"count", a.values.size()}});
     auto text = header.dump();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "trainer/data/batch.hpp"
@@ -41,6 +42,22 @@ struct CheckpointInfo {
     // fp16's dynamic loss scale and its finite steps (scale 0: none).
     float loss_scale = 0;
     std::int64_t loss_scale_steps = 0;
+
+    // The run's history, so that a resumed run reports what the whole run did: its training
+    // time so far (from the first step, over every segment), the segments (processes) so far,
+    // the accuracy levels reached and when (the time-to-accuracy table), and the step of an
+    // evaluation that a signal abandoned, to be redone on resuming (-1: none).
+    // train_seconds is negative in checkpoints written before it was recorded.
+    struct LevelReached {
+        std::string metric;  // "top1" or "top5"
+        double level = 0;
+        std::int64_t step = 0;
+        double seconds = 0;
+    };
+    double train_seconds = -1;
+    int segment = 0;
+    std::vector<LevelReached> levels;
+    std::int64_t pending_eval = -1;
 };
 
 class CheckpointStore {

@@ -93,6 +93,7 @@ void MetricsLog::record(const std::string& kind, std::int64_t step, const std::m
         line[name] = value;
         scalars[kind + "/" + name] = value;
     }
+    stamp(line);
     // Flushed per record: users and tests follow the file while the run goes on.
     jsonl_ << line.dump() << '\n' << std::flush;
     tensorboard_->scalars(step, scalars);
@@ -103,6 +104,7 @@ void MetricsLog::describe(const nlohmann::json& run) {
     nlohmann::json line = run;
     line["kind"] = "run";
     line["time"] = wall_time();
+    stamp(line);
     jsonl_ << line.dump() << '\n' << std::flush;
     tensorboard_->text(0, "run/description", run.dump(1));
 }
@@ -110,7 +112,14 @@ void MetricsLog::describe(const nlohmann::json& run) {
 void MetricsLog::stopped(std::int64_t step, const std::string& signal) {
     if (!tensorboard_) return;
     nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal}};
+    stamp(line);
     jsonl_ << line.dump() << '\n' << std::flush;
+}
+
+void MetricsLog::stamp(nlohmann::json& line) const {
+    if (!clock_) return;
+    line["segment"] = clock_->segment();
+    line["train_seconds"] = clock_->seconds();
 }
 
 void MetricsLog::flush() {

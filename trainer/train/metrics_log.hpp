@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/data/tfrecord.hpp"
+#include "trainer/train/run_clock.hpp"
 
 namespace trellis::train {
 
@@ -36,6 +37,10 @@ public:
     // An empty folder disables both files.
     explicit MetricsLog(const std::string& folder);
 
+    // Every record from then on carries the clock's segment and train_seconds (the training
+    // time of the whole run so far), which tell the records of a resumed run's segments apart.
+    void follow(const RunClock& clock) { clock_ = &clock; }
+
     // kind is "train" or "eval"; values become the record's fields and TensorBoard scalars
     // named "<kind>/<name>".
     void record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values);
@@ -50,8 +55,11 @@ public:
     void flush();
 
 private:
+    void stamp(nlohmann::json& line) const;
+
     std::ofstream jsonl_;
     std::unique_ptr<TensorBoardWriter> tensorboard_;
+    const RunClock* clock_ = nullptr;
 };
 
 }  // namespace trellis::train

@@ -29,6 +29,7 @@ struct RunStart {
     data::Position next;       // the next batch
     float loss_scale = 0;      // fp16's loss scale (0: none saved)
     std::int64_t loss_scale_steps = 0;
+    std::int64_t pending_eval = -1;  // the step of an evaluation a signal abandoned: redone first
 };
 
 // Every rank calls it at the same point of its start-up; rank 0's `start` wins.

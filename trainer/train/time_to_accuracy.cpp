@@ -35,6 +35,9 @@ std::string TimeToAccuracy::table() const {
         return std::string(text);
     };
     std::string out = "Time to accuracy (wall time from the first step):\n";
+    if (counted_from_ > 0)
+        out = "Time to accuracy (wall time from step " + std::to_string(counted_from_) +
+              ", where this run resumed: times before step " + std::to_string(counted_from_) + " were not recorded):\n";
     char line[160];
     std::snprintf(line, sizeof line, "  %-8s %-26s %s\n", "level", "top-5", "top-1");
     out += line;

@@ -1,6 +1,7 @@
 // Time to accuracy, as the large-batch ImageNet papers report it: the wall time at which an
 // evaluation's top-1 and top-5 accuracy first reached each of a fixed ladder of levels,
-// counted from the first training step (evaluations included, as a user waits for them).
+// counted from the first training step (evaluations included, as a user waits for them) over
+// every segment of a resumed run (RunClock).
 #pragma once
 
 #include <cstdint>
@@ -29,9 +30,17 @@ public:
     // Empty when no evaluation reached any level.
     std::string table() const;
 
+    // What a checkpoint carries to the resumed run.
+    const std::vector<Reached>& reached() const { return reached_; }
+    void restore(std::vector<Reached> reached) { reached_ = std::move(reached); }
+    // A run resumed from a checkpoint that did not record the history: the table's times
+    // count from `step`, and its heading says so.
+    void count_from(std::int64_t step) { counted_from_ = step; }
+
 private:
     std::optional<Reached> find(const std::string& metric, double level) const;
     std::vector<Reached> reached_;
+    std::int64_t counted_from_ = 0;
 };
 
 }  // namespace trellis::train

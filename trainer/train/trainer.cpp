@@ -27,6 +27,7 @@
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/model_batch.hpp"
 #include "trainer/train/open_device.hpp"
+#include "trainer/train/run_clock.hpp"
 #include "trainer/train/run_header.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
@@ -55,6 +56,9 @@ public:
 
 private:
     Evaluation evaluate();
+    // An evaluation between steps, which stops the run at --target-accuracy.
+    void evaluate_towards_target();
+    void restore_history(const checkpoint::CheckpointInfo& resumed);
     // Called by every rank at the same points: averages the statistics, then rank 0 saves.
     void checkpoint(std::int64_t step);
     // Saves (with --checkpoint-dir) and says why the run stopped; returns exit_stopped_early.
@@ -104,7 +108,8 @@ private:
     std::int64_t statistics_agreed_at_ = -1;             // the step at which they were last averaged
     std::int64_t eval_every_steps_ = 0;                  // 0: only at the end
     std::int64_t evaluated_at_ = -1;                     // the step of the last evaluation
-    std::chrono::steady_clock::time_point started_;      // the first step's start
+    std::int64_t pending_eval_ = -1;                     // the step of an evaluation a signal abandoned
+    RunClock clock_;                                     // the training time over every segment
     TimeToAccuracy time_to_accuracy_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;
@@ -130,6 +135,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     // oneDNN runs on OpenMP; its default team already follows the affinity mask, but the
     // count is set explicitly so that --threads and the report agree.
     omp_set_num_threads(threads_);
+    metrics_.follow(clock_);
     if (options.deterministic) omp_set_dynamic(0);
 
     if (options.target_accuracy && !sources_.eval_set)
@@ -161,6 +167,7 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
         share_initial_state(start);
     }
     step_ = start.step;
+    pending_eval_ = start.pending_eval;
     if (accelerator_) {
         accelerator_->upload_values();
         accelerator_->restore_loss_scale({start.loss_scale, start.loss_scale_steps});
@@ -200,11 +207,30 @@ void Run::resume(RunStart& start) {
         say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
         return;
     }
-    start = {resumed_->step, resumed_->next, resumed_->loss_scale, resumed_->loss_scale_steps};
+    start = {resumed_->step, resumed_->next, resumed_->loss_scale, resumed_->loss_scale_steps, resumed_->pending_eval};
     say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
         static_cast<long long>(start.step), static_cast<long long>(start.next.epoch),
         static_cast<long long>(start.next.batch));
     carry_data_position(start.next);
+    restore_history(*resumed_);
+}
+
+// The clock, the segment and the accuracy levels reached continue where the checkpoint left
+// them; a checkpoint written before they were recorded says so, once, here and in the table.
+void Run::restore_history(const checkpoint::CheckpointInfo& resumed) {
+    if (resumed.train_seconds < 0) {
+        clock_.resume(0, 1);
+        time_to_accuracy_.count_from(resumed.step);
+        say("times before step %lld were not recorded (a checkpoint of an earlier trellis-train): the "
+            "time-to-accuracy table and train_seconds count from here\n",
+            static_cast<long long>(resumed.step));
+        return;
+    }
+    clock_.resume(resumed.train_seconds, resumed.segment);
+    std::vector<TimeToAccuracy::Reached> reached;
+    for (const auto& level : resumed.levels) reached.push_back({level.metric, level.level, level.seconds, level.step});
+    time_to_accuracy_.restore(std::move(reached));
+    say("segment %d of this run: %.1f s of training before it\n", clock_.segment(), resumed.train_seconds);
 }
 
 // The global batch is checked on loading, but --accumulate may have changed, and with it the
@@ -338,12 +364,17 @@ Evaluation Run::evaluate() {
                         .sums = shared ? small_sums_.get() : nullptr};
     auto scored = train::evaluate(pass);
     if (!scored) {
-        if (identity_.rank == 0) std::printf("evaluation abandoned: stop requested\n");
+        // Saved in the checkpoint: the resumed run evaluates this step before its first.
+        pending_eval_ = step_;
+        if (identity_.rank == 0)
+            std::printf("evaluation of step %lld abandoned: stop requested (a resumed run redoes it)\n",
+                        static_cast<long long>(step_));
         return {};
     }
+    pending_eval_ = -1;
     auto result = *scored;
     evaluated_at_ = step_;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    double seconds = clock_.seconds();
     if (identity_.rank == 0) {
         std::printf("Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples] (loss %.4f)\n", result.top1, result.top5,
                     static_cast<long long>(result.examples), result.loss);
@@ -387,6 +418,10 @@ checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
         auto scale = accelerator_->loss_scale();
         info.loss_scale = scale.scale, info.loss_scale_steps = scale.finite_steps;
     }
+    info.train_seconds = clock_.seconds();
+    info.segment = clock_.segment();
+    for (const auto& r : time_to_accuracy_.reached()) info.levels.push_back({r.metric, r.level, r.step, r.seconds});
+    info.pending_eval = pending_eval_;
     return info;
 }
 
@@ -434,12 +469,26 @@ int Run::stop(int signal) {
     return exit_stopped_early;
 }
 
+void Run::evaluate_towards_target() {
+    // Every rank has the same sums, so all stop at the same step.
+    auto evaluation = evaluate();
+    if (options_.target_accuracy && evaluation.top1 >= *options_.target_accuracy) {
+        say("top-1 accuracy %.4f reached the target %.4f at step %lld: stopping\n", evaluation.top1,
+            *options_.target_accuracy, static_cast<long long>(step_));
+        total_steps_ = step_;
+    }
+}
+
 int Run::execute() {
     print_header();
     ThroughputMeter meter(options_.warmup_batches);
     bool stop_agreed = false;
     using clock = std::chrono::steady_clock;
-    started_ = clock::now();
+    clock_.start();
+    if (pending_eval_ == step_ && step_ < total_steps_) {
+        say("redoing the evaluation of step %lld, which a signal abandoned\n", static_cast<long long>(step_));
+        evaluate_towards_target();
+    }
     while (step_ < total_steps_) {
         // With several ranks, the decision taken together at the end of the last step counts
         // (-1: a signal that reached other ranks only).
@@ -483,15 +532,7 @@ int Run::execute() {
         // up to the wall clock. Evaluations and checkpoints after it are not training.
         meter.add(std::chrono::duration<double>(clock::now() - started).count(), images * workers_);
         report_step(meter, lr, result.loss, synced.comm);
-        if (eval_every_steps_ > 0 && step_ % eval_every_steps_ == 0 && step_ < total_steps_) {
-            // Every rank has the same sums, so all stop at the same step.
-            auto evaluation = evaluate();
-            if (options_.target_accuracy && evaluation.top1 >= *options_.target_accuracy) {
-                say("top-1 accuracy %.4f reached the target %.4f at step %lld: stopping\n", evaluation.top1,
-                    *options_.target_accuracy, static_cast<long long>(step_));
-                total_steps_ = step_;
-            }
-        }
+        if (eval_every_steps_ > 0 && step_ % eval_every_steps_ == 0 && step_ < total_steps_) evaluate_towards_target();
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) checkpoint(step_);
     }
     if (identity_.rank == 0) {
@@ -509,7 +550,11 @@ int Run::execute() {
     metrics_.record("train", step_, totals);
     // Saved before the final evaluation, which may be long: a preemption then loses nothing.
     if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
-    if (evaluated_at_ != step_) evaluate();
+    if (evaluated_at_ != step_) {
+        evaluate();
+        // A signal during the final evaluation: the checkpoint says it is still to be done.
+        if (pending_eval_ == step_) return stop(stop_requested() ? stop_requested() : -1);
+    }
     if (auto table = time_to_accuracy_.table(); identity_.rank == 0 && !table.empty()) {
         std::fputs(table.c_str(), stdout);
         std::fflush(stdout);
