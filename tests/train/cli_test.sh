@@ -45,6 +45,16 @@ taskset -c 0 "$TRAIN" --model resnet8 --batch-size 8 --steps 1 --threads 3 >"$wo
 grep -q "3 threads" "$work/out" || fail "--threads 3 not honoured"
 pass "threads follow the affinity mask; --threads overrides"
 
+# The warm-up is in the header, and a warning says when it outlasts the run (the example
+# batch script's 5 epochs in a short trial): 0.01 of synthetic data's 160,000 steps per epoch.
+"$TRAIN" --model resnet8 --batch-size 8 --image-size 32 --steps 2 --warmup-epochs 0.01 --threads 1 >"$work/out" 2>&1 ||
+    { cat "$work/out"; fail "a run with a warm-up failed"; }
+grep -q "^Optimizer: .*, 2 steps (.* per epoch), warm-up 1601 steps (0.01 epochs)$" "$work/out" ||
+    fail "the header does not give the warm-up: $(grep '^Optimizer' "$work/out")"
+grep -q "^warning: the warm-up (--warmup-epochs 0.01, 1601 steps) outlasts the run (2 steps)" "$work/out" ||
+    { cat "$work/out"; fail "no warning that the warm-up outlasts the run"; }
+pass "the header gives the warm-up and warns when it outlasts the run"
+
 # Without a GPU, --device auto trains on the CPU and says why; --device cuda is refused with the
 # reason (a machine with the NVIDIA driver loaded leaves this to tests/gpu).
 if [ ! -e /proc/driver/nvidia/version ]; then

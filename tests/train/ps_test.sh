@@ -32,7 +32,7 @@ launch_ranks 3 "$work/ps-bf16.out" "$TRAIN" "${common[@]}" --batch-size 16 --str
 wait_ranks "$work/ps-bf16.out" "the PS run with bf16 pushes"
 [ "$(run_fields "$work/ps-bf16/metrics.jsonl" strategy compression)" = "ps bf16" ] ||
     fail "the run record of the PS run with bf16 pushes does not say so"
-grep -q "1 servers, bf16 pushes" "$work/ps-bf16.out.0" || fail "the strategy line does not name bf16 pushes: $(grep -m1 strategy "$work/ps-bf16.out.0")"
+grep -q "2 workers, 1 server, bf16 pushes" "$work/ps-bf16.out.0" || fail "the strategy line does not name bf16 pushes: $(grep -m1 strategy "$work/ps-bf16.out.0")"
 bf16_difference=$(mean_relative_difference "$work/ps/metrics.jsonl" "$work/ps-bf16/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
     fail "bf16 pushes change the parameter server's losses by $bf16_difference"

@@ -168,8 +168,10 @@ public:
     }
     std::string strategy() const override {
         const auto pushes = context_.options.compress;
-        return format("ps (%s) %s: %d workers, %d servers%s", ps_modes().name(context_.options.ps_mode).c_str(),
-                      over(context_, context_.transport->name()).c_str(), layout_.workers(), layout_.servers(),
+        int workers = layout_.workers(), servers = layout_.servers();
+        return format("ps (%s) %s: %d %s, %d %s%s", ps_modes().name(context_.options.ps_mode).c_str(),
+                      over(context_, context_.transport->name()).c_str(), workers, workers == 1 ? "worker" : "workers",
+                      servers, servers == 1 ? "server" : "servers",
                       pushes == comm::WireFormat::f32 ? "" : (", " + comm::wire_formats().name(pushes) + " pushes").c_str());
     }
     std::string progress_header() const override { return "\tpush/pull time and rate"; }

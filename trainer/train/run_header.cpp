@@ -18,7 +18,8 @@ nlohmann::json describe_run(const RunDescription& run) {
                              {"device", run.accelerator ? "cuda" : "cpu"},
                              {"optimizer", run.optimizer.name()},
                              {"lr_schedule", optim::schedule_kinds().name(run.options.lr_schedule)},
-                             {"steps", run.total_steps}};
+                             {"steps", run.total_steps},
+                             {"warmup_steps", run.schedule.warmup_steps}};
     run.sync.describe(described);
     return described;
 }
@@ -43,10 +44,21 @@ void print_run_header(const RunDescription& run) {
                 run.workers, run.workers == 1 ? "worker" : "workers");
     if (options.accumulate > 1) std::printf(" (%d batches of %d added per step)", options.accumulate, options.batch_size);
     std::printf("\n");
-    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%.4g per epoch)\n",
+    auto warmup = run.schedule.warmup_steps;
+    std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%.4g per epoch)",
                 run.optimizer.name().c_str(), run.schedule.base_lr, options.lr,
                 optim::schedule_kinds().name(options.lr_schedule).c_str(), static_cast<long long>(run.total_steps),
                 run.steps_per_epoch);
+    if (warmup > 0)
+        std::printf(", warm-up %lld steps (%.4g epochs)", static_cast<long long>(warmup), options.warmup_epochs);
+    std::printf("\n");
+    // A warm-up set for a full training run (5 epochs) makes a short trial one long ramp: the
+    // learning rate never reaches the one asked for, and the losses say little.
+    if (warmup > run.total_steps)
+        std::printf("warning: the warm-up (--warmup-epochs %g, %lld steps) outlasts the run (%lld steps): the learning "
+                    "rate ends at %.3g, not %.5g; give a shorter --warmup-epochs for a short run\n",
+                    options.warmup_epochs, static_cast<long long>(warmup), static_cast<long long>(run.total_steps),
+                    run.schedule.base_lr * double(run.total_steps) / double(warmup), run.schedule.base_lr);
     if (run.accelerator)
         std::printf("Device:      %s\n", run.accelerator->description().c_str());
     else
