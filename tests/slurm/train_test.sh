@@ -3,8 +3,9 @@
 # wireup), with --mpi=none (Slurm wireup: SLURM_* variables, the step's first node from
 # libslurm, a TCP rendezvous there), and with the plain-environment wireup; with shared memory
 # inside each node; then kill -9 of one rank mid-run, over TCP and over shared memory: the
-# others stop within 10 s naming it; the batch example's requeue after a
-# USR1. Skips (77) like slurm_test.sh.
+# others stop within 10 s naming it; Ctrl-C under srun -X (one SIGINT: a checkpoint, exit 75);
+# the batch example's requeue after a USR1, and its stop without a requeue after
+# scancel -s INT. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
 [ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
@@ -84,6 +85,25 @@ kill_rank_2() {  # TRANSPORT
 kill_rank_2 tcp
 kill_rank_2 shm
 
+# Ctrl-C under srun -X: srun forwards the one SIGINT to the task at once (plain srun would only
+# print the step's status), and trellis-train saves and exits 75, which srun passes on. env
+# gives srun the SIGINT that a shell's background job would ignore; timeout signals only srun
+# (--foreground), as its default would signal the process group too: a second SIGINT, which
+# srun forwards and follows with SIGKILL.
+env --default-signal=INT timeout --foreground 120 srun -X -N1 -n1 -w n1 -o "$dir/interrupt.%t" "$train" --model resnet8 \
+    --batch-size 8 --steps 100000 --threads 1 --display-every 1 --checkpoint-dir "$dir/interrupt-ckpt" &
+srun_pid=$!
+for _ in $(seq 1 600); do grep -q "^3	" "$dir/interrupt.0" 2>/dev/null && break; sleep 0.1; done
+kill -INT $srun_pid
+wait $srun_pid
+rc=$?
+if [ $rc -eq 75 ] && grep -q "received signal 2 (SIGINT)" "$dir/interrupt.0" && grep -q "checkpoint saved" "$dir/interrupt.0" &&
+    ls "$dir"/interrupt-ckpt/checkpoint-*.trellis >/dev/null 2>&1; then
+    pass "srun -X and one SIGINT: the task saved a checkpoint ($(ls "$dir/interrupt-ckpt")) and srun exited 75"
+else
+    fail "srun -X and one SIGINT: srun exit status $rc (expected 75): $(tail -n 3 "$dir/interrupt.0")"
+fi
+
 # The installed batch example carries on past a time limit: USR1 (what --signal sends before
 # the limit; scancel -s USR1 here) makes trellis-train save and exit 75, the script requeues
 # the job, and the next run resumes in the same run folder and finishes. The example is run
@@ -106,12 +126,31 @@ for _ in $(seq 600); do
     sleep 0.2
 done
 state=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|Restarts)=[^ ]*' | tr '\n' ' ')
-if grep -q "received signal 10 at step" "$dir/requeue.out" && grep -q "requeueing job $job" "$dir/requeue.out" &&
+if grep -q "received signal 10 (SIGUSR1) at step" "$dir/requeue.out" && grep -q "requeueing job $job" "$dir/requeue.out" &&
     grep -q "resumed from $dir/run/checkpoints at step" "$dir/requeue.out" &&
     grep -q "^total images/sec" "$dir/requeue.out" && [[ "$state" == *JobState=COMPLETED*Restarts=1* ]]; then
     pass "the batch example stopped on USR1 with a checkpoint, requeued itself and resumed to the end ($state)"
 else
     fail "requeue example: $state: $(grep -E 'signal|requeue|resumed|total|error' "$dir/requeue.out")"
+fi
+
+# scancel -s INT reaches the steps, not the batch script: trellis-train saves and exits 75, and
+# the example, which requeues only after its own USR1, stops and says why in the job's output.
+job=$(PATH=$build:$PATH RUN=$dir/run-int DATA=$dir/data/folder MODEL=resnet8 BATCH=8 STEPS=400 \
+    EXTRA="--image-size 32 --threads 1 --display-every 10" \
+    sbatch --parsable -N1 -n1 --ntasks-per-node=1 -w n1 -o "$dir/stop.out" "$dir/requeue.sbatch")
+for _ in $(seq 300); do grep -q '"step": *2[0-9]' "$dir/run-int/logs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+scancel -s INT "$job"
+for _ in $(seq 600); do
+    state=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|Restarts|ExitCode)=[^ ]*' | tr '\n' ' ')
+    [[ "$state" == *JobState=PENDING* || "$state" == *JobState=RUNNING* || "$state" == *COMPLETING* ]] || break
+    sleep 0.2
+done
+if grep -q "received signal 2 (SIGINT) at step" "$dir/stop.out" && grep -q "checkpoint saved" "$dir/stop.out" &&
+    grep -q "stopped by SIGINT .*: not requeued" "$dir/stop.out" && [[ "$state" == *Restarts=0*ExitCode=75:0* ]]; then
+    pass "scancel -s INT stopped the batch example with a checkpoint, without a requeue, and its output says so ($state)"
+else
+    fail "scancel -s INT of the batch example: $state: $(grep -E 'signal|checkpoint|requeue|stopped|error' "$dir/stop.out")"
 fi
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
