@@ -102,6 +102,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \
+	trainer/train/global_batch_advice.cpp trainer/train/global_batch_advice.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
