@@ -60,3 +60,11 @@ refused_once "halving-doubling on 3 ranks" "halving-doubling allreduce needs a p
     allreduce --allreduce-algorithm halving-doubling --sizes 4K --iters 1
 pass "sizes that are no whole float32 values and algorithms the rank count cannot run: one line, from rank 0, exit 2"
 
+# p2p bandwidth has three significant digits, even for 8 bytes over TCP; --help names every benchmark.
+launch_ranks 2 "$work/small.out" "$BENCH" p2p --sizes 8 --iters 5 --transport tcp
+wait_ranks "$work/small.out" "trellis-bench p2p --sizes 8"
+awk '$1 == 8 { b = $3; sub(/^[0.]+/, "", b); sub(/\./, "", b); digits = length(b) } END { exit !(digits >= 3) }' \
+    "$work/small.out.0" || { cat "$work/small.out.0"; fail "p2p bandwidth of 8 bytes without three significant digits"; }
+"$BENCH" --help | head -n 1 | grep -qF "usage: trellis-bench p2p|allreduce|ps|data [options]" ||
+    fail "--help's usage line: $("$BENCH" --help | head -n 1)"
+pass "p2p bandwidth of 8 bytes in three significant digits; --help's usage names data"

@@ -105,7 +105,7 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
 
 std::string bench_usage() {
     BenchOptions ignored;
-    return R"(usage: trellis-bench p2p|allreduce|ps [options]
+    return R"(usage: trellis-bench p2p|allreduce|ps|data [options]
 
 Measures the network with trellis-train's own transports, on every rank of the job (srun,
 or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port).
