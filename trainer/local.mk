@@ -147,7 +147,8 @@ tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
-tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/unit/nccl_vote_test.cpp
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/unit/nccl_vote_test.cpp \
+	tests/unit/global_batch_advice_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 unit_tests += tests/unit/gpu_host_test
