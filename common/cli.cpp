@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/spelling.hpp"
+
 namespace trellis::cli {
 
 void refuse(std::string_view what, std::string_view value, std::string_view accepted) {
@@ -122,7 +124,14 @@ std::vector<std::string> OptionTable::parse(const std::vector<std::string>& args
             name.resize(equals);
         }
         const Option* option = find(name);
-        if (!option) throw UsageError("unknown option '" + name + "' (see " + see_ + ")");
+        if (!option) {
+            std::vector<std::string> known;
+            for (const auto& entry : entries_)
+                if (entry.title.empty()) known.push_back(entry.option.name);
+            auto nearest = nearest_name(name, known);
+            throw UsageError("unknown option '" + name + "'" + (nearest ? ": did you mean " + *nearest + "?" : "") +
+                             " (see " + see_ + ")");
+        }
         if (option->placeholder.empty()) {
             if (inline_value) throw UsageError(name + " takes no value");
         } else if (!inline_value) {

@@ -6,7 +6,8 @@ common_libtrellis_common_la_SOURCES = \
 	common/cli.cpp common/cli.hpp \
 	common/environment.cpp common/environment.hpp \
 	common/error.cpp common/error.hpp \
-	common/host.cpp common/host.hpp
+	common/host.cpp common/host.hpp \
+	common/spelling.cpp common/spelling.hpp
 
 unit_tests += common/tests/common_test
 common_tests_common_test_SOURCES = common/tests/common_test.cpp
@@ -17,3 +18,8 @@ unit_tests += common/tests/environment_test
 common_tests_environment_test_SOURCES = common/tests/environment_test.cpp
 common_tests_environment_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 common_tests_environment_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
+
+unit_tests += common/tests/spelling_test
+common_tests_spelling_test_SOURCES = common/tests/spelling_test.cpp
+common_tests_spelling_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+common_tests_spelling_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la

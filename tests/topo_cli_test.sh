@@ -98,6 +98,7 @@ expect_error "missing GPU" "GPU 9 is not on nohca" plan --tasks 1 --xml "$fixtur
 expect_error "unknown HCA" "HCA 'mlx5_7' is not on" plan --tasks 1 --xml "$fixtures/down-port-2gpu.xml" --hca mlx5_7
 expect_error "bad HCA" "accepted: NAME or NAME:PORT" plan --tasks 1 --hca mlx5_0:zero
 expect_error "unknown option" "unknown option '--frobnicate'" plan --tasks 1 --frobnicate
+expect_error "misspelt option" "unknown option '--taks': did you mean --tasks?" plan --taks 1
 expect_error "plan option on show" "belongs to 'plan'" show --tasks 2
 expect_error "missing value" "needs a value" plan --tasks
 

@@ -103,6 +103,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/evaluation.cpp trainer/train/evaluation.hpp \
 	trainer/train/gradient_sync.cpp trainer/train/gradient_sync.hpp trainer/train/nccl_vote.hpp \
+	trainer/train/global_batch_advice.cpp trainer/train/global_batch_advice.hpp \
 	trainer/train/metrics_log.cpp trainer/train/metrics_log.hpp \
 	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
@@ -148,7 +149,8 @@ tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)
-tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/unit/nccl_vote_test.cpp
+tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/unit/nccl_vote_test.cpp \
+	tests/unit/global_batch_advice_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 unit_tests += tests/unit/gpu_host_test

@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
     using namespace trellis;
+    int rank = comm::rank_before_wireup();
     try {
         bool help = false;
         auto options = bench::parse_bench_options({argv + 1, argv + argc}, help);
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
         // The input pipeline runs in one process: no wireup, no transport.
         if (options.benchmark == bench::Benchmark::data) return bench::run_data(options);
         auto wireup = comm::make_wireup(options.wireup, std::chrono::seconds(options.timeout_seconds));
+        rank = wireup->identity().rank;
         comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = std::chrono::seconds(options.timeout_seconds);
@@ -34,6 +36,11 @@ int main(int argc, char** argv) {
         return bench::run_allreduce(options, *transport);
     } catch (const comm::PeerFailure& error) {
         return report_error("trellis-bench: ", error, error.silent ? " (--comm-timeout)" : "");
+    } catch (const UsageError& error) {
+        // A bad command line, or one this number of ranks cannot run, is the same on every
+        // rank: rank 0 says it once for the job, the others only exit with its status. What
+        // one rank meets alone (its device, a peer, wrong sums) each rank says for itself.
+        return rank == 0 ? report_error("trellis-bench: ", error) : error.exit_status();
     } catch (const std::exception& error) {
         return report_error("trellis-bench: ", error);
     }

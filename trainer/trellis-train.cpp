@@ -12,6 +12,15 @@
 #include "trainer/train/parameter_server.hpp"
 #include "trainer/train/trainer.hpp"
 
+namespace {
+
+// Thrown on, once said, so that the transport still closes as for a failure.
+struct Reported {
+    int status;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace trellis::train;
     ParsedCommand command;
@@ -42,9 +51,19 @@ int main(int argc, char** argv) {
         auto transport = trellis::comm::make_transport(host_transport(options.transport), *wireup,
                                                        trellis::comm::with_binding(tcp),
                                                        trellis::comm::verbs_options_from_binding);
-        if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
-            return serve_parameters(options, *wireup, *transport);
-        return train(options, *wireup, transport.get());
+        try {
+            if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
+                return serve_parameters(options, *wireup, *transport);
+            return train(options, *wireup, transport.get());
+        } catch (const trellis::comm::PeerFailure&) {
+            throw;  // another rank's failure: said below
+        } catch (const std::exception& error) {
+            // This rank's own failure is the cause: said while its connections are still open,
+            // so that it comes before the "stopping" lines of the ranks that see them close.
+            throw Reported{trellis::report_error(who, error)};
+        }
+    } catch (const Reported& reported) {
+        return reported.status;
     } catch (const trellis::comm::PeerFailure& error) {
         return trellis::report_error(who, error, error.silent ? " (--comm-timeout)" : "");
     } catch (const std::exception& error) {

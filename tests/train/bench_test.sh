@@ -36,3 +36,35 @@ grep -q '"pixels":"bytes"' "$work/bytes.out" || fail "--pixels bytes: $(cat "$wo
 "$BENCH" data >"$work/nodata.out" 2>&1
 [ $? -eq 2 ] && grep -q "needs --data" "$work/nodata.out" || { cat "$work/nodata.out"; fail "data without --data"; }
 pass "trellis-bench data: images/sec per thread count (JSON), floats or bytes; --data is required"
+
+# Refusals that every rank meets alike come from rank 0 alone, every rank exiting 2: a size
+# that is no whole number of float32 values (refused, not measured as the size below it) and
+# an algorithm that this number of ranks cannot run.
+# refused_once WHAT TEXT ARGS...: 3 ranks of trellis-bench ARGS; one line in all, rank 0's, with TEXT.
+refused_once() {
+    local what=$1 text=$2 pid status
+    shift 2
+    launch_ranks 3 "$work/refused.out" "$BENCH" "$@"
+    for pid in "${rank_pids[@]}"; do
+        wait "$pid"
+        status=$?
+        [ $status -eq 2 ] || { cat "$work/refused.out".*; fail "$what: a rank's exit status is $status, not 2"; }
+    done
+    [ "$(cat "$work/refused.out".* | wc -l)" -eq 1 ] && grep -qF -- "$text" "$work/refused.out.0" ||
+        { head "$work/refused.out".*; fail "$what: wanted one line in all, rank 0's, with '$text'"; }
+}
+refused_once "allreduce --sizes 1001" "--sizes: 1001 bytes is no whole number of float32 values (allreduce moves them, 4 bytes each): give 1000 or 1004" \
+    allreduce --sizes 1001 --iters 1
+refused_once "ps --sizes 2" "give 4" ps --sizes 2 --iters 1
+refused_once "halving-doubling on 3 ranks" "halving-doubling allreduce needs a power-of-two number of ranks, not 3" \
+    allreduce --allreduce-algorithm halving-doubling --sizes 4K --iters 1
+pass "sizes that are no whole float32 values and algorithms the rank count cannot run: one line, from rank 0, exit 2"
+
+# p2p bandwidth has three significant digits, even for 8 bytes over TCP; --help names every benchmark.
+launch_ranks 2 "$work/small.out" "$BENCH" p2p --sizes 8 --iters 5 --transport tcp
+wait_ranks "$work/small.out" "trellis-bench p2p --sizes 8"
+awk '$1 == 8 { b = $3; sub(/^[0.]+/, "", b); sub(/\./, "", b); digits = length(b) } END { exit !(digits >= 3) }' \
+    "$work/small.out.0" || { cat "$work/small.out.0"; fail "p2p bandwidth of 8 bytes without three significant digits"; }
+"$BENCH" --help | head -n 1 | grep -qF "usage: trellis-bench p2p|allreduce|ps|data [options]" ||
+    fail "--help's usage line: $("$BENCH" --help | head -n 1)"
+pass "p2p bandwidth of 8 bytes in three significant digits; --help's usage names data"

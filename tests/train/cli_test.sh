@@ -23,6 +23,11 @@ grep -qF "$refusal" < <("$TRELLIS_BUILD/trellis-bench" allreduce --allreduce-alg
     fail "trellis-bench --allreduce-algorithm tree: not refused as trellis-train refuses it"
 grep -qF "$refusal" < <("$TRELLIS_BUILD/trellis-bench" allreduce --algorithm tree 2>&1) ||
     fail "trellis-bench --algorithm (the former spelling) tree: accepted ones not listed"
+# A misspelt option gets the nearest one in both (the option table in common/ does it).
+grep -qF "unknown option '--bach-size': did you mean --batch-size? (see trellis-train --help)" < <("$TRAIN" --bach-size 8 2>&1) ||
+    fail "trellis-train --bach-size: no 'did you mean --batch-size?': $("$TRAIN" --bach-size 8 2>&1)"
+grep -qF "unknown option '--szies': did you mean --sizes?" < <("$TRELLIS_BUILD/trellis-bench" p2p --szies 1K 2>&1) ||
+    fail "trellis-bench p2p --szies: no 'did you mean --sizes?': $("$TRELLIS_BUILD/trellis-bench" p2p --szies 1K 2>&1)"
 
 "$TRAIN" --model resnet8 --batch-size 8 --steps 5 --display-every 1 --warmup-batches 1 >"$work/out" 2>&1 ||
     { cat "$work/out"; fail "synthetic run failed"; }

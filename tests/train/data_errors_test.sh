@@ -1,10 +1,19 @@
 #!/bin/bash
 # Bad data: a corrupt JPEG, a record with a CRC mismatch and a truncated shard are skipped
 # with a warning naming the file (and offset) while training goes on; --strict-data stops on
-# them; a missing or empty dataset is an error before training.
+# them (exit 1). A --data that names no dataset of its kind (missing, empty, another layout,
+# IDX files without idx:) is refused before training with one line and exit 2.
 . "$(dirname "$0")/lib.sh"
 make_learnable_dataset "$work/data"
 short=(--model resnet8 --image-size 32 --batch-size 32 --steps 40 --display-every 40 --data-threads 2)
+
+# refused SPEC TEXT WHAT: --data SPEC exits 2 before training with one line that holds TEXT.
+refused() {
+    "$TRAIN" "${short[@]}" --data "$1" >"$work/out" 2>&1
+    local status=$?
+    [ $status -eq 2 ] && [ "$(wc -l <"$work/out")" -eq 1 ] && grep -qF -- "$2" "$work/out" ||
+        { cat "$work/out"; fail "$3: exit status $status, $(wc -l <"$work/out") lines, expected 2 and one line with '$2'"; }
+}
 
 # A JPEG replaced by garbage.
 victim=$(ls "$work/data/folder/train"/*/*.JPEG | head -n 3 | tail -n 1)
@@ -34,17 +43,17 @@ grep -F "$last" "$work/out" | grep -qiE "truncat|byte" || { cat "$work/out"; fai
 grep -q "total images/sec" "$work/out" || fail "training did not finish with damaged shards"
 pass "CRC mismatch and truncated shard warned (file and offset), training went on"
 
-# Missing and empty datasets.
-"$TRAIN" "${short[@]}" --data "$work/nowhere" >"$work/out" 2>&1
-[ $? -eq 2 ] || fail "a missing dataset folder: exit status not 2"
-grep -q "nowhere" "$work/out" || fail "missing dataset: message does not name the path"
+# Missing, empty and wrongly laid out datasets.
+refused "$work/nowhere" "$work/nowhere: not a folder" "a missing dataset folder"
 mkdir -p "$work/empty/train"
-"$TRAIN" "${short[@]}" --data "$work/empty" >"$work/out" 2>&1
-[ $? -eq 1 ] || fail "an empty dataset: exit status not 1"
-grep -q "$work/empty" "$work/out" || { cat "$work/out"; fail "empty dataset: message does not name the path"; }
-grep -q "Step" "$work/out" && fail "empty dataset: training started"
-"$TRAIN" "${short[@]}" --data "tfrecord:$work/none-*" >"$work/out" 2>&1 && fail "a glob matching nothing was accepted"
-pass "missing and empty datasets refused before training"
+refused "$work/empty" "$work/empty/train: no class folders" "an empty dataset"
+mkdir -p "$work/flat"
+cp "$victim" "$work/flat/"
+refused "$work/flat" "$work/flat/train: no such folder (expected $work/flat/train/<class>/*.JPEG)" "JPEGs without train/<class>/"
+mkdir -p "$work/classless/train/dog"
+refused "$work/classless" "$work/classless/train: no .JPEG/.jpg/.jpeg files" "class folders without images"
+refused "tfrecord:$work/none-*" "tfrecord:$work/none-*: no file matches" "a glob matching nothing"
+pass "missing, empty and wrongly laid out datasets refused before training, one line, exit 2"
 
 # IDX files: a truncated image file and a missing label file are refused before training,
 # naming the file and what was expected.
@@ -54,6 +63,8 @@ import gzip, struct, sys
 folder = sys.argv[1]
 with gzip.open(folder + "/train-images-idx3-ubyte.gz", "wb") as f:  # 100 images announced, 10 present
     f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, 100, 28, 28) + bytes(10 * 28 * 28))
+with gzip.open(folder + "/train-labels-idx1-ubyte.gz", "wb") as f:
+    f.write(struct.pack(">BBBBI", 0, 0, 8, 1, 100) + bytes(100))
 PY
 "$TRAIN" "${short[@]}" --data "idx:$work/idx" >"$work/out" 2>&1
 [ $? -eq 1 ] && grep -q "train-images-idx3-ubyte.gz: truncated: 7840 of the 78400 values" "$work/out" ||
@@ -62,7 +73,11 @@ PY
 import gzip, struct, sys
 with gzip.open('$work/idx/train-images-idx3-ubyte.gz', 'wb') as f:
     f.write(struct.pack('>BBBBIII', 0, 0, 8, 3, 10, 28, 28) + bytes(10 * 28 * 28))"
-"$TRAIN" "${short[@]}" --data "idx:$work/idx" >"$work/out" 2>&1
-[ $? -eq 1 ] && grep -q "train-labels-idx1-ubyte.gz: cannot open" "$work/out" ||
-    { cat "$work/out"; fail "a missing IDX label file: $(tail -n 1 "$work/out")"; }
-pass "a truncated IDX file and a missing label file are refused, naming the file"
+rm "$work/idx/train-labels-idx1-ubyte.gz"
+refused "idx:$work/idx" "$work/idx/train-labels-idx1-ubyte.gz: no such file" "a missing IDX label file"
+pass "a truncated IDX file (exit 1) and a missing label file (exit 2) are refused, naming the file"
+
+# IDX files given as an image folder, and an idx: folder that is not there.
+refused "$work/idx" "use --data idx:$work/idx" "a folder of IDX files without idx:"
+refused "idx:$work/nowhere" "idx:$work/nowhere: not a folder" "a missing idx: folder"
+pass "a folder of IDX files without idx: says to use idx:; a missing idx: folder is refused"

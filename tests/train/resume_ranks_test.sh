@@ -32,3 +32,17 @@ wait_ranks "$work/lr.out" "the resumed run with another learning rate"
 grep -q "warning: the learning-rate schedule changed on resuming: the checkpoint's was step from lr 0.00625.*this run's is step from lr 0.0125" \
     "$work/lr.out.0" || fail "no warning about the changed schedule: $(grep -i schedule "$work/lr.out.0")"
 pass "a resume with another schedule is warned about, naming both"
+
+# 3 ranks cannot share the checkpoint's global batch of 32: rank 0's reason, with the rank
+# counts and options that would work, comes before the others' "stopping" lines (all three
+# write to one file, in the order they write).
+port=$(free_port)
+for r in 0 1 2; do
+    TRELLIS_RANK=$r TRELLIS_WORLD_SIZE=3 TRELLIS_MASTER=127.0.0.1:$port \
+        "${own_folder[@]}" "${common[@]}" --batch-size 11 --steps 12 --resume >>"$work/three.out" 2>&1 &
+done
+wait
+head -n 1 "$work/three.out" | grep -q "rank 0 (.*): checkpoint: .*: global batch is 32, this run has 33; 32 is not divisible by 3 ranks: resume on 1, 2, 4, 8, 16 or 32 ranks with --batch-size x --accumulate = 32 / ranks (on 2: --batch-size 16, or --batch-size 8 --accumulate 2)" ||
+    { cat "$work/three.out"; fail "the global batch refusal is not the first line, or gives no way forward"; }
+[ "$(grep -c stopping "$work/three.out")" -eq 2 ] || { cat "$work/three.out"; fail "ranks 1 and 2 did not both stop"; }
+pass "a resume on 3 ranks of a global batch of 32: the cause first, with the rank counts and options that work"

@@ -174,6 +174,8 @@ TEST_CASE("launch options: the command after --, numbers checked, unknown option
     CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-node", "2", "--bind", "far", "--", "x"}),
                       Catch::Contains("accepted: closest, none"));
     CHECK_THROWS_WITH(parse_launch_options({"--nprocs", "2", "--", "x"}), Catch::Contains("unknown option '--nprocs'"));
+    CHECK_THROWS_WITH(parse_launch_options({"--nproc-per-nod", "2", "--", "x"}),
+                      Catch::Contains("unknown option '--nproc-per-nod': did you mean --nproc-per-node?"));
     auto place = find_node_place(parse_launch_options(
         {"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master", "10.0.0.1:29500", "--", "x"}));
     CHECK(place.node_rank == 1);

@@ -23,7 +23,7 @@ int positive(const std::string& what, const std::string& value) { return cli::pa
 cli::OptionTable option_table(BenchOptions& o) {
     auto algorithm = [&](auto& v) { o.algorithm = comm::allreduce_algorithms().parse(v, "--allreduce-algorithm"); };
     cli::OptionTable t("trellis-bench --help");
-    t.value("--sizes", "LIST", "bytes, e.g. 8,64K,1M,16M (K, M, G are powers of two)",
+    t.value("--sizes", "LIST", "bytes, e.g. 8,64K,1M,16M (K, M, G are powers of two;\nallreduce and ps: multiples of 4, whole float32 values)",
             [&](auto& v) {
                 o.sizes.clear();
                 for (const auto& item : cli::split(v)) o.sizes.push_back(cli::parse_size(item, "--sizes"));
@@ -87,6 +87,15 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
     if (!named) throw UsageError("name a benchmark: p2p, allreduce, ps or data");
     if (options.benchmark == Benchmark::data && options.data.empty())
         throw UsageError("the data benchmark needs --data DIR, tfrecord:GLOB or idx:DIR");
+    // allreduce and ps move float32 values: a size that is no whole number of them would be
+    // measured as the size below it, so it is refused with the two nearest that are.
+    if (options.benchmark == Benchmark::allreduce || options.benchmark == Benchmark::ps)
+        for (auto size : options.sizes)
+            if (size % 4 != 0)
+                throw UsageError("--sizes: " + std::to_string(size) + " bytes is no whole number of float32 values (" +
+                                 benchmarks.name(options.benchmark) + " moves them, 4 bytes each): give " +
+                                 (size < 4 ? std::string("4") : std::to_string(size / 4 * 4) + " or " +
+                                                                    std::to_string(size / 4 * 4 + 4)));
     if (options.sizes.empty())
         options.sizes = options.benchmark == Benchmark::p2p
                             ? std::vector<std::size_t>{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20}
@@ -96,7 +105,7 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
 
 std::string bench_usage() {
     BenchOptions ignored;
-    return R"(usage: trellis-bench p2p|allreduce|ps [options]
+    return R"(usage: trellis-bench p2p|allreduce|ps|data [options]
 
 Measures the network with trellis-train's own transports, on every rank of the job (srun,
 or processes with TRELLIS_RANK, TRELLIS_WORLD_SIZE and TRELLIS_MASTER=host:port).

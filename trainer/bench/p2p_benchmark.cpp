@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "trainer/bench/benchmarks.hpp"
@@ -13,6 +15,15 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Three significant digits, never in exponent form: an 8-byte message moves a few MB/s, which
+// a fixed three decimals of GB/s would print as 0.000.
+std::string three_digits(double value) {
+    int decimals = value > 0 ? std::clamp(2 - int(std::floor(std::log10(value))), 0, 9) : 0;
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
 }
 
 }  // namespace
@@ -63,10 +74,10 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport) {
         double bandwidth = double(size) * options.iterations / seconds_since(start) / 1e9;
         if (rank != 0) continue;
         if (options.json)
-            std::printf("{\"benchmark\":\"p2p\",\"transport\":\"%s\",\"bytes\":%zu,\"latency_us\":%.2f,\"bandwidth_gbs\":%.3f}\n",
-                        transport.name().c_str(), size, latency * 1e6, bandwidth);
+            std::printf("{\"benchmark\":\"p2p\",\"transport\":\"%s\",\"bytes\":%zu,\"latency_us\":%.2f,\"bandwidth_gbs\":%s}\n",
+                        transport.name().c_str(), size, latency * 1e6, three_digits(bandwidth).c_str());
         else
-            std::printf(" %12zu %14.2f %14.3f\n", size, latency * 1e6, bandwidth);
+            std::printf(" %12zu %14.2f %14s\n", size, latency * 1e6, three_digits(bandwidth).c_str());
         std::fflush(stdout);
     }
     return 0;

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "trainer/bench/benchmarks.hpp"
 
 namespace trellis::bench {
@@ -13,10 +15,9 @@ namespace trellis::bench {
 int run_ps(const BenchOptions& options, comm::Transport& transport) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank(), servers = options.ps_servers;
-    if (servers < 1 || servers >= n) {
-        std::fprintf(stderr, "trellis-bench: ps needs 1 to %d servers for %d ranks, got %d\n", n - 1, n, servers);
-        return 2;
-    }
+    if (servers < 1 || servers >= n)
+        throw UsageError("ps needs 1 to " + std::to_string(n - 1) + " servers for " + std::to_string(n) + " ranks, got " +
+                         std::to_string(servers));
     const int workers = n - servers;
     const bool server = rank >= workers;
     if (rank == 0 && !options.json)

@@ -102,7 +102,10 @@ CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const
     mismatch("num_classes", std::to_string(header.value("num_classes", 0)), std::to_string(expected.num_classes));
     mismatch("optimizer", header.value("optimizer", ""), expected.optimizer);
     // The data position means other samples under another global batch or seed.
-    mismatch("global batch", std::to_string(header.value("global_batch", 0)), std::to_string(expected.global_batch));
+    if (auto saved = header.value("global_batch", 0); saved != expected.global_batch)
+        throw GlobalBatchMismatch(path.string() + ": global batch is " + std::to_string(saved) + ", this run has " +
+                                      std::to_string(expected.global_batch),
+                                  saved);
     mismatch("seed", std::to_string(header.value("seed", std::uint64_t(0))), std::to_string(expected.seed));
 
     auto arrays = arrays_of(parameters, optimizer);

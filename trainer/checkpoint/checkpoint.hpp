@@ -24,6 +24,13 @@ struct CheckpointError : Error {
     const char* topic() const override { return "checkpoint"; }
 };
 
+// The checkpoint's global batch is not this run's. Its number is kept for the trainer, which
+// knows the ranks and can say which counts would meet it.
+struct GlobalBatchMismatch : CheckpointError {
+    GlobalBatchMismatch(const std::string& what, std::int64_t saved) : CheckpointError(what), saved(saved) {}
+    std::int64_t saved;
+};
+
 struct CheckpointInfo {
     std::string model;
     int num_classes = 0;
@@ -72,8 +79,8 @@ public:
 
     // Loads the newest checkpoint that reads back whole (a damaged newer one is reported on
     // stderr and passed over). Empty when the folder holds none. A checkpoint of another
-    // model, class count, optimizer, global batch or seed is a CheckpointError, and so is a
-    // malformed header.
+    // model, class count, optimizer, global batch (GlobalBatchMismatch) or seed is a
+    // CheckpointError, and so is a malformed header.
     std::optional<CheckpointInfo> load_latest(const CheckpointInfo& expected, nn::ParameterStore& parameters,
                                               optim::Optimizer& optimizer);
 

@@ -1,6 +1,9 @@
 #include "common/environment.hpp"
 #include "trainer/comm/wireup.hpp"
 
+#include <charconv>
+#include <cstring>
+
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/host.hpp"
@@ -87,6 +90,16 @@ const cli::Choices<WireupKind>& wireup_kinds() {
                                                    {"slurm", WireupKind::slurm},
                                                    {"env", WireupKind::env}}};
     return choices;
+}
+
+int rank_before_wireup() {
+    for (const char* name : {"PMIX_RANK", "SLURM_PROCID", env::rank.name})
+        if (const char* value = env(name)) {
+            int rank = 0;
+            auto [end, error] = std::from_chars(value, value + std::strlen(value), rank);
+            return error == std::errc() && *end == '\0' ? rank : 0;
+        }
+    return 0;
 }
 
 std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeout) {

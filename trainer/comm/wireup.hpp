@@ -44,6 +44,11 @@ const cli::Choices<WireupKind>& wireup_kinds();
 // naming what is missing.
 std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeout);
 
+// This process's rank as its launcher's environment gives it, looked at as make_wireup's
+// `automatic` does (PMIX_RANK, SLURM_PROCID, TRELLIS_RANK), without meeting anyone: for
+// deciding who reports an error found before the wireup. 0 when none is set or readable.
+int rank_before_wireup();
+
 // A wireup of one: rank 0 of 1.
 std::unique_ptr<Wireup> single_process_wireup();
 

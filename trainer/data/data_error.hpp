@@ -16,4 +16,12 @@ struct DataError : Error {
     const char* topic() const override { return "data"; }
 };
 
+// What --data names is not a dataset of its kind: a missing folder or file, or a folder without
+// the expected layout. Found before the first step and the user's to fix, it is a usage error
+// (exit 2) like any other bad option value; a damaged file that is there stays a DataError.
+struct DataSpecError : UsageError {
+    using UsageError::UsageError;
+    const char* topic() const override { return "data"; }
+};
+
 }  // namespace trellis::data

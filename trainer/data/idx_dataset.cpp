@@ -32,6 +32,11 @@ IdxDataset::IdxDataset(std::string folder, std::string prefix, int classes)
     : folder_(std::move(folder)), prefix_(std::move(prefix)), images_path_(idx_images_path(folder_, prefix_)) {
     const auto& images_path = images_path_;
     auto labels_path = idx_labels_path(folder_, prefix_);
+    // A missing file is a wrong --data, not a damaged one.
+    for (const auto& path : {images_path, labels_path})
+        if (!std::filesystem::exists(path))
+            throw DataSpecError(path + ": no such file (an IDX folder holds " + prefix_ + "-images-idx3-ubyte and " +
+                                prefix_ + "-labels-idx1-ubyte, each optionally .gz)");
     auto images = read_idx(images_path, 3);
     // JPEG's limit: every image that the transforms take fits in it, and so does any product of
     // two sides in the int arithmetic they size buffers with.

@@ -14,7 +14,8 @@ namespace trellis::data {
 
 class IdxDataset : public Dataset {
 public:
-    // Reads both files. Throws DataError naming the file: missing, malformed (see read_idx),
+    // Reads both files. Throws DataSpecError naming a missing file, DataError naming a file
+    // that is malformed (see read_idx),
     // images larger than 65535 on a side, or images and labels that disagree in count. `classes`: 0 to take the largest label + 1.
     IdxDataset(std::string folder, std::string prefix, int classes = 0);
 

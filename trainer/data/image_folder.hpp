@@ -15,8 +15,8 @@ class ImageFolderDataset : public Dataset {
 public:
     // Lists ROOT/SPLIT. The class list comes from ROOT/train whenever it exists, so that a
     // validation split is labelled exactly as the training split (a class folder in SPLIT
-    // that train lacks is an error). Throws DataError naming the path when the folder is
-    // missing, holds no class folders or no images.
+    // that train lacks is an error). Throws DataSpecError naming the path when the folder is
+    // missing, holds no class folders or no images, DataError when it cannot be listed.
     ImageFolderDataset(std::string root, std::string split);
 
     std::size_t size() const override { return labels_.size(); }

@@ -14,6 +14,9 @@ Datasets open_datasets(const std::string& spec, const std::string& eval_glob) {
     Datasets sets;
     if (spec.starts_with("idx:")) {
         auto folder = spec.substr(4);
+        if (!std::filesystem::is_directory(folder))
+            throw DataSpecError(spec + ": not a folder (expected DIR/train-images-idx3-ubyte[.gz] and "
+                                       "DIR/train-labels-idx1-ubyte[.gz])");
         auto train = std::make_shared<IdxDataset>(folder, "train");
         sets.train = train;
         if (std::filesystem::exists(idx_images_path(folder, "t10k"))) {
@@ -35,6 +38,10 @@ Datasets open_datasets(const std::string& spec, const std::string& eval_glob) {
     } else {
         if (!std::filesystem::is_directory(spec))
             throw UsageError("--data " + spec + ": not a folder (expected synthetic, DIR, tfrecord:GLOB or idx:DIR)");
+        // Fashion-MNIST's folder given without its scheme: say which one it takes.
+        if (!std::filesystem::is_directory(std::filesystem::path(spec) / "train") &&
+            std::filesystem::exists(idx_images_path(spec, "train")))
+            throw DataSpecError(spec + " holds IDX files, not train/<class>/*.JPEG: use --data idx:" + spec);
         sets.train = std::make_shared<ImageFolderDataset>(spec, "train");
         if (std::filesystem::is_directory(std::filesystem::path(spec) / "val"))
             sets.eval = std::make_shared<ImageFolderDataset>(spec, "val");

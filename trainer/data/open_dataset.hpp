@@ -17,8 +17,9 @@ struct Datasets {
     std::shared_ptr<const Dataset> eval;  // null when there is none
 };
 
-// Lists or reads the datasets. Throws UsageError for a specification that names nothing
-// readable, DataError for a dataset that is missing, empty or malformed (naming it).
+// Lists or reads the datasets. Throws UsageError (DataSpecError, naming the path) for a
+// specification that names no dataset of its kind: missing, empty, in another layout or
+// another format; DataError for a dataset that is there but damaged (naming the file).
 Datasets open_datasets(const std::string& spec, const std::string& eval_glob = "");
 
 }  // namespace trellis::data

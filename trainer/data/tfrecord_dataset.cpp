@@ -25,9 +25,9 @@ std::vector<std::string> match_shards(const std::string& pattern) {
     if (status == GLOB_ABORTED)
         throw DataError("tfrecord:" + pattern + ": a folder of the pattern cannot be read");
     if (shards.empty())
-        throw DataError("tfrecord:" + pattern +
-                        ": no file matches (expected TFRecord shards "
-                        "such as /data/imagenet/train-*)");
+        throw DataSpecError("tfrecord:" + pattern +
+                            ": no file matches (expected TFRecord shards "
+                            "such as /data/imagenet/train-*)");
     std::sort(shards.begin(), shards.end());
     return shards;
 }
@@ -35,7 +35,7 @@ std::vector<std::string> match_shards(const std::string& pattern) {
 bool has_shards(const std::string& pattern) {
     try {
         return !match_shards(pattern).empty();
-    } catch (const DataError&) {
+    } catch (const Error&) {  // none matches, or a folder of the pattern cannot be read
         return false;
     }
 }

@@ -14,8 +14,8 @@
 
 namespace trellis::data {
 
-// The files that glob(3) matches, sorted, index files (*.idx) left out. Throws DataError when
-// none match.
+// The files that glob(3) matches, sorted, index files (*.idx) left out. Throws DataSpecError
+// when none match, DataError when a folder of the pattern cannot be read.
 std::vector<std::string> match_shards(const std::string& pattern);
 
 // Whether glob(3) matches any file (no error when it does not).
@@ -53,7 +53,7 @@ public:
     // Matches the shards and indexes every complete record: from SHARD.idx when a current one
     // is there, else by walking the framing (length CRCs checked, data not read). A shard whose tail is truncated or whose framing breaks
     // is warned about with its file and byte offset; its records before that point are kept.
-    // Throws DataError when no shard matches or no shard holds a record.
+    // Throws DataSpecError when no shard matches, DataError when no shard holds a record.
     explicit TfRecordDataset(const std::string& glob_pattern, TfRecordDatasetOptions options = {});
 
     std::size_t size() const override { return records_.size(); }

@@ -23,6 +23,7 @@
 #include "trainer/optim/schedule.hpp"
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/evaluation.hpp"
+#include "trainer/train/global_batch_advice.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/model_batch.hpp"
@@ -202,7 +203,13 @@ void Run::resume(RunStart& start) {
                                               std::to_string(*newest) + "): add --resume to continue it, or use another folder");
         return;
     }
-    resumed_ = checkpoints_->load_latest(checkpoint_info(0), model_->parameters(), *optimizer_);
+    try {
+        resumed_ = checkpoints_->load_latest(checkpoint_info(0), model_->parameters(), *optimizer_);
+    } catch (const checkpoint::GlobalBatchMismatch& mismatch) {
+        auto ranks = options_.strategy == Strategy::ps ? "workers" : "ranks";
+        throw checkpoint::CheckpointError(std::string(mismatch.what()) + "; " +
+                                          global_batch_advice(mismatch.saved, workers_, ranks));
+    }
     if (!resumed_) {
         say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
         return;
