@@ -36,6 +36,9 @@ inline constexpr Variable distance{"TRELLIS_DISTANCE", "no GPU or HCA",
                                    "the distance class between the task's GPU and HCA (PIX ... SYS)"};
 inline constexpr Variable numa{"TRELLIS_NUMA", "no binding", "the task's NUMA nodes"};
 inline constexpr Variable cpus{"TRELLIS_CPUS", "no binding", "the task's CPUs"};
+inline constexpr Variable binding_set{"TRELLIS_BINDING_SET", "none",
+                                      "the binding variables trellis set for this task (a step started in it "
+                                      "takes none of them as the user's, and replaces them)"};
 // Ranks: written by trellis-agent launch (and the plugin's local size), read by the env wireup.
 inline constexpr Variable rank{"TRELLIS_RANK", "a single process", "this process's rank in the job"};
 inline constexpr Variable local_rank{"TRELLIS_LOCAL_RANK", "0", "its rank on this node"};

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "agent/binding/binding_set.hpp"
 #include "agent/binding/node_paths.hpp"
 #include "agent/binding/step_plan.hpp"
 #include "agent/binding/wireup.hpp"
@@ -83,10 +84,16 @@ int launch_command(const std::vector<std::string>& args) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
-        spec.env = exported_env(plan, task, config.binding);
+        auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
+        // Under srun the agent is one task of the plugin's: every rank gets its own binding in
+        // place of that task's.
+        auto binding = exported_env(plan, task, config.binding);
+        if (!options.image.empty()) binding[env::image.name] = options.image;
+        auto task_env = task_environment(binding, lookup);
+        spec.env = task_env.set;
+        spec.unset = task_env.unset;
         layout.rank = spec.rank;
         layout.local_rank = local;
-        auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
         if (config.wireup.frameworks)
             for (const auto& [name, value] : wireup_env(WireupChoice{}, layout))
                 if (name == env::wireup_set.name || !set_by_user(name, lookup)) spec.env[name] = value;

@@ -71,6 +71,7 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     for (const auto& name : rank_variables_to_clear()) ::unsetenv(name.c_str());
+    for (const auto& name : spec.unset) ::unsetenv(name.c_str());
     for (const auto& [name, value] : spec.env) ::setenv(name.c_str(), value.c_str(), 1);
     try {
         if (spec.cpus) apply_cpu_affinity(*spec.cpus);

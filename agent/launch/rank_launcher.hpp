@@ -22,6 +22,7 @@ namespace trellis::agent {
 struct RankSpec {
     int rank = 0;
     std::map<std::string, std::string> env;  // set on top of the agent's environment
+    std::vector<std::string> unset;          // the enclosing task's binding this rank does not get
     std::optional<topology::CpuSet> cpus;    // affinity, when bound
     struct Memory {
         config::MemoryPolicy policy = config::MemoryPolicy::none;

@@ -107,5 +107,21 @@ else
 fi
 cat "$dir/report.err"
 
+# 7. A step started inside a task (srun --pty bash, then srun) plans as a fresh step would: the
+#    outer task's TRELLIS_HCA is no --trellis-hca, and its TRELLIS_GPU does not linger.
+gpu_run fresh -N1 -w n2 -n2 -O --gres=none
+runs=$((runs + 1))
+rm -f "$dir/user/nested".task-*
+as_user srun -N1 -w n2 -n1 --gres=gpu:2 srun --overlap -n2 -O --gres=none -o "$dir/user/nested.task-%t" \
+    "${probe[@]}" 2>"$dir/nested.err" || fail "nested: status $?: $(tail -n 5 "$dir/nested.err")"
+cat "$dir/user/nested".task-* >"$dir/nested.out" 2>/dev/null
+names='("TRELLIS_GPU", "TRELLIS_HCA", "TRELLIS_DISTANCE", "TRELLIS_NUMA", "TRELLIS_CPUS", "TRELLIS_BINDING_SET", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMP_NUM_THREADS", "OMPI_MCA_btl_openib_if_include")'
+binding="{t['local']: {k: v for k, v in t['env'].items() if k in $names} for t in tasks}"
+if [ "$(field nested "$binding")" = "$(field fresh "$binding")" ]; then
+    pass "a step inside a task binds as a fresh one: $(field nested '[t["env"].get("TRELLIS_HCA") for t in tasks]')"
+else
+    fail "nested step: $(field nested "$binding")"$'\n'"a fresh step: $(field fresh "$binding")"
+fi
+
 echo "$runs GPU runs, $failures failures"
 [ "$failures" -eq 0 ]

@@ -52,6 +52,7 @@ ok = len(tasks) == 4
 for t in tasks:
     plan_env = plans[t["node"]]["tasks"][t["local"]]["env"]
     want = {k: v for k, v in plan_env.items() if k.startswith("TRELLIS_") or k in exported}
+    want["TRELLIS_BINDING_SET"] = ",".join(sorted(want))
     want.update({"TRELLIS_LOCAL_RANK": str(t["local"]), "TRELLIS_LOCAL_SIZE": "2"})
     # What the plugin set: leave out what srun carried over from this test's own environment.
     got = {k: v for k, v in t["env"].items()
