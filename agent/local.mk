@@ -28,6 +28,7 @@ noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
 agent_libtrellis_agent_launch_la_SOURCES = \
 	agent/launch/launch_command.cpp agent/launch/launch_command.hpp \
 	agent/launch/launch_options.cpp agent/launch/launch_options.hpp \
+	agent/launch/plugin_config.cpp agent/launch/plugin_config.hpp \
 	agent/launch/rank_launcher.cpp agent/launch/rank_launcher.hpp
 agent_libtrellis_agent_launch_la_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
 agent_libtrellis_agent_launch_la_LIBADD = slurm/libtrellis-slurm-nodes.la agent/libtrellis-agent.la

@@ -123,5 +123,20 @@ else
     fail "nested step: $(field nested "$binding")"$'\n'"a fresh step: $(field fresh "$binding")"
 fi
 
+# 8. trellis-agent launch inside a step, with no --config: the plugin's configuration (the
+#    plugstack line's topology_xml= and nvidia_proc=) and the plugin's plan for the same
+#    step, each rank its own GPU and HCA in place of the one agent task's.
+runs=$((runs + 1))
+as_user srun -N1 -w n2 -n1 --gres=gpu:2 "$build/trellis-agent" launch --nproc-per-node 2 -- "${probe[@]}" \
+    >"$dir/agent.raw" 2>"$dir/agent.err" || fail "agent: status $?: $(tail -n 5 "$dir/agent.err")"
+sed -nE 's/^\[[0-9]+\] (\{.*)/\1/p' "$dir/agent.raw" >"$dir/agent.out"
+by_local_rank="{t['env'].get('TRELLIS_LOCAL_RANK'): {k: v for k, v in t['env'].items() if k in $names} for t in tasks}"
+if [ "$(field agent "$by_local_rank")" = "$(field gres "$by_local_rank")" ] &&
+    [ "$(field agent 'len({t["env"].get("TRELLIS_HCA") for t in tasks})')" = 2 ]; then
+    pass "agent launch in a step: the plugin's plan, each rank its own GPU and HCA: $(field agent '[(t["env"]["TRELLIS_GPU"], t["env"]["TRELLIS_HCA"]) for t in tasks]')"
+else
+    fail "agent launch in a step: $(field agent "$by_local_rank")"$'\n'"the plugin's: $(field gres "$by_local_rank")"$'\n'"$(cat "$dir/agent.err")"
+fi
+
 echo "$runs GPU runs, $failures failures"
 [ "$failures" -eq 0 ]

@@ -199,6 +199,12 @@ expect_in job out "trellis binding on n2: policy closest, 1 task"
 expect_in job out "task 1 on n2 CUDA="
 grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"
 
+# 8b. trellis-agent launch under srun says when its ranks share CPUs (Slurm gave the one
+#     agent task a single CPU of n1, the real node), once for all the ranks concerned.
+run agent_shares srun -N1 -n1 -w n1 "$build/trellis-agent" launch --nproc-per-node 2 -- true
+expect_ok agent_shares
+expect_in agent_shares err "trellis-agent: ranks 0, 1: 2 tasks share 1 CPUs"
+
 # 9. Memory policy on the real node: preferred by default, bind or none on request.
 for choice in default bind preferred none; do
     option=()
