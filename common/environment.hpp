@@ -32,8 +32,9 @@ inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "the user cho
                                          "the user's own --gpu-bind (or its per-task GPU count)"};
 // A task's binding, as the plugin and trellis-agent launch set it.
 inline constexpr Variable gpu{"TRELLIS_GPU", "no GPU", "the task's GPUs, as the node's indices in PCI order"};
-inline constexpr Variable distance{"TRELLIS_DISTANCE", "no GPU or HCA",
-                                   "the distance class between the task's GPU and HCA (PIX ... SYS)"};
+inline constexpr Variable distance{"TRELLIS_DISTANCE", "no HCA",
+                                   "the distance class between the task's GPUs (without GPU: its CPUs) and its "
+                                   "HCAs (PIX ... SYS)"};
 inline constexpr Variable numa{"TRELLIS_NUMA", "no binding", "the task's NUMA nodes"};
 inline constexpr Variable cpus{"TRELLIS_CPUS", "no binding", "the task's CPUs"};
 inline constexpr Variable binding_set{"TRELLIS_BINDING_SET", "none",

@@ -57,6 +57,9 @@ struct PlanRequest {
     // Every task sees all of the step's GPUs on the node, its own first (CUDA IPC and NVLink
     // peer access between tasks, as Slurm's --gres-flags=allow-task-sharing).
     bool share_gpus = false;
+    // The tasks run on this node alone: nothing they send crosses the network, so a node
+    // without a usable HCA is no warning (trellis-topo, which cannot know, warns).
+    bool single_node = false;
 };
 
 struct HcaChoice {

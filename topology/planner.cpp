@@ -192,7 +192,7 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     for (int t = 0; t < request.tasks; ++t) plan.tasks[t].local_rank = t;
 
     choose_hcas(node, hcas, plan.tasks);
-    if (hcas.empty())
+    if (hcas.empty() && !request.single_node)
         plan.warnings.push_back(node.hcas.empty()
                                     ? "no HCA on " + node.host + ": inter-node traffic uses TCP"
                                     : "no usable ACTIVE HCA on " + node.host + " (" +

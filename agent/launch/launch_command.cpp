@@ -73,6 +73,7 @@ int launch_command(const std::vector<std::string>& args) {
         request.slurm_visible_devices = std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "";
     }
     request.in_container = !options.image.empty();
+    request.single_node = place.nnodes == 1;
     auto plan = plan_step(config, request);
     int first_rank = place.node_rank * options.nproc_per_node;
     if (options.verbose) {

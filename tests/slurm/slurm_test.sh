@@ -204,6 +204,9 @@ grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is show
 run agent_shares srun -N1 -n1 -w n1 "$build/trellis-agent" launch --nproc-per-node 2 -- true
 expect_ok agent_shares
 expect_in agent_shares err "trellis-agent: ranks 0, 1: 2 tasks share 1 CPUs"
+# n1 has no HCA, which matters only to a step on several nodes.
+grep -q "no HCA" "$dir/agent_shares.err" && fail "agent_shares: a one-node launch warns of no HCA" ||
+    pass "no HCA warning for a one-node launch"
 
 # 9. Memory policy on the real node: preferred by default, bind or none on request.
 for choice in default bind preferred none; do

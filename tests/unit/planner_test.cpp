@@ -188,6 +188,9 @@ TEST_CASE("a node without HCAs; SMT threads stay with their core") {
     CHECK(plan.tasks[0].cpus.to_string() == "0-1");
     CHECK(plan.tasks[1].cpus.to_string() == "2-3");
     CHECK(has_warning(plan.warnings, "no HCA on nohca"));
+    // A step on this node alone sends nothing between nodes: no HCA is then no news.
+    Plan alone = plan_for("no-hca-2gpu.xml", 2, [](PlanRequest& r) { r.single_node = true; });
+    CHECK_FALSE(has_warning(alone.warnings, "no HCA on nohca"));
     Plan smt = plan_for("no-hca-2gpu.xml", 2, [](PlanRequest& r) { r.smt = true; });
     CHECK(smt.tasks[1].cpus.to_string() == "2-3,6-7");
 }
