@@ -84,6 +84,12 @@ int bind_task(spank_t sp) {
     set_env(sp, env::local_size.name, std::to_string(s.plan->tasks.size()));
     set_wireup(sp, *task);
 
+    // Once per node: what the user should know even without asking for the report.
+    if (!s.choices.verbose && task->local_rank == 0)
+        for (const auto& warning : s.plan->urgent_warnings) {
+            std::string line = "trellis: " + s.plan->host + ": warning: " + warning + "\n";
+            std::fputs(line.c_str(), stderr);
+        }
     if (s.choices.verbose && task->local_rank == 0) {
         std::vector<int> ranks;
         for (uint32_t local = 0; local < s.plan->tasks.size(); ++local) {
@@ -92,6 +98,7 @@ int bind_task(spank_t sp) {
             ranks.push_back(static_cast<int>(global));
         }
         std::string table = topology::format_plan(*s.plan, ranks);
+        if (!s.choices.image.empty()) table += "container: the tasks run in " + s.choices.image + "\n";
         std::fputs(table.c_str(), stderr);
         std::fflush(stderr);
     }

@@ -110,6 +110,9 @@ struct Plan {
     bool gpus_left_to_slurm = false;
     std::vector<TaskBinding> tasks;
     std::vector<std::string> warnings;  // about the node or step as a whole
+    // Of those, the ones shown even without a verbose report: the job runs, but most likely
+    // not as its user meant (tasks given unequal numbers of GPUs).
+    std::vector<std::string> urgent_warnings;
 };
 
 // Throws UsageError for requests that cannot be planned (no tasks, an empty

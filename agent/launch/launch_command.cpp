@@ -114,6 +114,7 @@ int launch_command(const std::vector<std::string>& args) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
+        spec.first_on_node = local == 0;
         auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
         // Under srun the agent is one task of the plugin's: every rank gets its own binding in
         // place of that task's.
@@ -142,7 +143,7 @@ int launch_command(const std::vector<std::string>& args) {
                  place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
                  place.master.c_str(), container ? (", in " + options.image).c_str() : "");
     std::fflush(stderr);
-    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr);
+    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr, options.image);
     return launcher.run(ranks);
 }
 

@@ -138,5 +138,15 @@ else
     fail "agent launch in a step: $(field agent "$by_local_rank")"$'\n'"the plugin's: $(field gres "$by_local_rank")"$'\n'"$(cat "$dir/agent.err")"
 fi
 
+# 9. 2 tasks on Slurm's GPUs 0,5,6,7 (one on socket 0, three on socket 1) get 1 and 3: said
+#    once per node without --trellis-verbose, since two GPUs sit idle.
+gpu_run uneven -w n2 -n2 -O --gres=gpu:4
+if [ "$(field uneven 'sorted(len(t["env"]["TRELLIS_GPU"].split(",")) for t in tasks)')" = "[1, 3]" ] &&
+    [ "$(grep -c "warning: tasks get 1 and 3 GPUs" "$dir/uneven.err")" -eq 1 ]; then
+    pass "1 + 3 GPUs: warned once"
+else
+    fail "uneven: $(field uneven '[t["env"].get("TRELLIS_GPU") for t in tasks]') $(cat "$dir/uneven.err")"
+fi
+
 echo "$runs GPU runs, $failures failures"
 [ "$failures" -eq 0 ]
