@@ -116,7 +116,7 @@ as_user srun -N1 -w n2 -n1 --gres=gpu:2 srun --overlap -n2 -O --gres=none -o "$d
     "${probe[@]}" 2>"$dir/nested.err" || fail "nested: status $?: $(tail -n 5 "$dir/nested.err")"
 cat "$dir/user/nested".task-* >"$dir/nested.out" 2>/dev/null
 names='("TRELLIS_GPU", "TRELLIS_HCA", "TRELLIS_DISTANCE", "TRELLIS_NUMA", "TRELLIS_CPUS", "TRELLIS_BINDING_SET", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMP_NUM_THREADS", "OMPI_MCA_btl_openib_if_include")'
-binding="{t['local']: {k: v for k, v in t['env'].items() if k in $names} for t in tasks}"
+binding="sorted((t['local'], sorted((k, v) for k, v in t['env'].items() if k in $names)) for t in tasks)"
 if [ "$(field nested "$binding")" = "$(field fresh "$binding")" ]; then
     pass "a step inside a task binds as a fresh one: $(field nested '[t["env"].get("TRELLIS_HCA") for t in tasks]')"
 else
@@ -130,7 +130,7 @@ runs=$((runs + 1))
 as_user srun -N1 -w n2 -n1 --gres=gpu:2 "$build/trellis-agent" launch --nproc-per-node 2 -- "${probe[@]}" \
     >"$dir/agent.raw" 2>"$dir/agent.err" || fail "agent: status $?: $(tail -n 5 "$dir/agent.err")"
 sed -nE 's/^\[[0-9]+\] (\{.*)/\1/p' "$dir/agent.raw" >"$dir/agent.out"
-by_local_rank="{t['env'].get('TRELLIS_LOCAL_RANK'): {k: v for k, v in t['env'].items() if k in $names} for t in tasks}"
+by_local_rank="sorted((t['env'].get('TRELLIS_LOCAL_RANK'), sorted((k, v) for k, v in t['env'].items() if k in $names)) for t in tasks)"
 if [ "$(field agent "$by_local_rank")" = "$(field gres "$by_local_rank")" ] &&
     [ "$(field agent 'len({t["env"].get("TRELLIS_HCA") for t in tasks})')" = 2 ]; then
     pass "agent launch in a step: the plugin's plan, each rank its own GPU and HCA: $(field agent '[(t["env"]["TRELLIS_GPU"], t["env"]["TRELLIS_HCA"]) for t in tasks]')"
