@@ -3,6 +3,7 @@
 # own copy of Slurm's symbols.
 noinst_LTLIBRARIES += agent/libtrellis-agent.la
 agent_libtrellis_agent_la_SOURCES = \
+	agent/binding/binding_set.cpp agent/binding/binding_set.hpp \
 	agent/binding/node_paths.cpp agent/binding/node_paths.hpp \
 	agent/binding/step_plan.cpp agent/binding/step_plan.hpp \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
@@ -27,6 +28,7 @@ noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
 agent_libtrellis_agent_launch_la_SOURCES = \
 	agent/launch/launch_command.cpp agent/launch/launch_command.hpp \
 	agent/launch/launch_options.cpp agent/launch/launch_options.hpp \
+	agent/launch/plugin_config.cpp agent/launch/plugin_config.hpp \
 	agent/launch/rank_launcher.cpp agent/launch/rank_launcher.hpp
 agent_libtrellis_agent_launch_la_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
 agent_libtrellis_agent_launch_la_LIBADD = slurm/libtrellis-slurm-nodes.la agent/libtrellis-agent.la
@@ -46,6 +48,10 @@ unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+unit_tests += tests/unit/binding_set_test
+tests_unit_binding_set_test_SOURCES = tests/unit/binding_set_test.cpp
+tests_unit_binding_set_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_binding_set_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent.la
 unit_tests += tests/unit/wireup_test
 tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)

@@ -32,10 +32,14 @@ inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "the user cho
                                          "the user's own --gpu-bind (or its per-task GPU count)"};
 // A task's binding, as the plugin and trellis-agent launch set it.
 inline constexpr Variable gpu{"TRELLIS_GPU", "no GPU", "the task's GPUs, as the node's indices in PCI order"};
-inline constexpr Variable distance{"TRELLIS_DISTANCE", "no GPU or HCA",
-                                   "the distance class between the task's GPU and HCA (PIX ... SYS)"};
+inline constexpr Variable distance{"TRELLIS_DISTANCE", "no HCA",
+                                   "the distance class between the task's GPUs (without GPU: its CPUs) and its "
+                                   "HCAs (PIX ... SYS)"};
 inline constexpr Variable numa{"TRELLIS_NUMA", "no binding", "the task's NUMA nodes"};
 inline constexpr Variable cpus{"TRELLIS_CPUS", "no binding", "the task's CPUs"};
+inline constexpr Variable binding_set{"TRELLIS_BINDING_SET", "none",
+                                      "the binding variables trellis set for this task (a step started in it "
+                                      "takes none of them as the user's, and replaces them)"};
 // Ranks: written by trellis-agent launch (and the plugin's local size), read by the env wireup.
 inline constexpr Variable rank{"TRELLIS_RANK", "a single process", "this process's rank in the job"};
 inline constexpr Variable local_rank{"TRELLIS_LOCAL_RANK", "0", "its rank on this node"};

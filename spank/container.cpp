@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -136,10 +137,17 @@ void enter_container(spank_t sp) {
     if (!s.container) refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
     char cwd[4096] = {};
     if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    bool in_cwd = true;
     try {
-        s.container->join(cwd);
+        in_cwd = s.container->join(cwd);
     } catch (const std::exception& e) {
         refuse(std::string("container: ") + e.what());
+    }
+    // Once per step, from its first task: where the tasks start, and how to keep the folder.
+    std::uint32_t rank = 1;
+    if (!in_cwd && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS && rank == 0) {
+        std::string line = "trellis: " + agent::directory_not_in_image(cwd, s.choices.image) + "\n";
+        std::fputs(line.c_str(), stderr);
     }
     // Inside the image, setuid programs must not give privileges back.
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("container: cannot set no_new_privs");

@@ -6,6 +6,8 @@
 #include <vector>
 #include <stdexcept>
 
+#include "agent/binding/binding_set.hpp"
+#include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/error.hpp"
 #include "spank/contexts.hpp"
@@ -32,6 +34,16 @@ const OptionKind verbose_kind{"--trellis-verbose", env::verbose.name, parse_verb
 const OptionKind image_kind{"--trellis-image", env::image.name, parse_image_option, &PluginState::image_given};
 const OptionKind mounts_kind{"--trellis-mounts", env::mounts.name, parse_mounts_option, &PluginState::mounts_given};
 
+// This process's TRELLIS_BINDING_SET without NAME.
+void forget_binding_name(const char* name) {
+    const char* set = std::getenv(env::binding_set.name);
+    if (!set || !agent::listed(set, name)) return;
+    std::string rest;
+    for (const auto& item : cli::split(set))
+        if (item != name) rest += (rest.empty() ? "" : ",") + item;
+    setenv(env::binding_set.name, rest.c_str(), 1);
+}
+
 int take_value(const OptionKind& kind, const std::string& value, bool from_env) {
     try {
         kind.parse(value, state().choices);
@@ -48,8 +60,12 @@ int take_value(const OptionKind& kind, const std::string& value, bool from_env) 
         return -1;
     }
     if (!from_env) state().*kind.given = true;
-    // sbatch: hand the choice to the batch script's environment, where srun finds it.
-    if (spank_context() == S_CTX_ALLOCATOR) setenv(kind.env, value.c_str(), 1);
+    // sbatch: hand the choice to the batch script's environment, where srun finds it, as the
+    // user's (an sbatch from inside a task inherits that task's TRELLIS_BINDING_SET).
+    if (spank_context() == S_CTX_ALLOCATOR) {
+        setenv(kind.env, value.c_str(), 1);
+        forget_binding_name(kind.env);
+    }
     return 0;
 }
 
@@ -163,10 +179,17 @@ int register_options(spank_t sp) {
 
 int take_environment_defaults(spank_t sp) {
     if (spank_context() == S_CTX_LOCAL) hand_on_slurm_binding();
+    // Inside a task, the names trellis set for it (TRELLIS_HCA, the task's own HCAs;
+    // TRELLIS_IMAGE) are its binding, not the user's options: the step plans afresh.
+    agent::EnvLookup enclosing = [sp](const char* name) {
+        std::string value;
+        return read_env(sp, name, value) ? value : std::string();
+    };
     for (const OptionKind* kind :
          {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind, &image_kind, &mounts_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
+        if (agent::set_for_enclosing_task(kind->env, enclosing)) continue;
         if (take(*kind, value, true) != 0) return -1;
     }
     // srun, with the configuration loaded: a refused image or mount stops it here, before

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "agent/binding/binding_set.hpp"
 #include "agent/binding/step_plan.hpp"
 #include "common/environment.hpp"
 #include "spank/contexts.hpp"
@@ -73,12 +74,22 @@ int bind_task(spank_t sp) {
             return -1;
         }
     }
-    for (const auto& [name, value] : agent::exported_env(*s.plan, *task, s.config.binding, s.user_gpu_bind))
-        set_env(sp, name, value);
+    // Every binding variable of an enclosing task (this step started inside one) is replaced.
+    auto binding = agent::exported_env(*s.plan, *task, s.config.binding, s.user_gpu_bind);
+    if (!s.choices.image.empty()) binding[env::image.name] = s.choices.image;
+    auto task_env = agent::task_environment(binding, [sp](const char* name) { return job_env(sp, name); });
+    for (const auto& [name, value] : task_env.set) set_env(sp, name, value);
+    for (const auto& name : task_env.unset) spank_unsetenv(sp, name.c_str());
     set_env(sp, env::local_rank.name, std::to_string(task->local_rank));
     set_env(sp, env::local_size.name, std::to_string(s.plan->tasks.size()));
     set_wireup(sp, *task);
 
+    // Once per node: what the user should know even without asking for the report.
+    if (!s.choices.verbose && task->local_rank == 0)
+        for (const auto& warning : s.plan->urgent_warnings) {
+            std::string line = "trellis: " + s.plan->host + ": warning: " + warning + "\n";
+            std::fputs(line.c_str(), stderr);
+        }
     if (s.choices.verbose && task->local_rank == 0) {
         std::vector<int> ranks;
         for (uint32_t local = 0; local < s.plan->tasks.size(); ++local) {
@@ -87,6 +98,7 @@ int bind_task(spank_t sp) {
             ranks.push_back(static_cast<int>(global));
         }
         std::string table = topology::format_plan(*s.plan, ranks);
+        if (!s.choices.image.empty()) table += "container: the tasks run in " + s.choices.image + "\n";
         std::fputs(table.c_str(), stderr);
         std::fflush(stderr);
     }

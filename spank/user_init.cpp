@@ -101,6 +101,7 @@ int plan_node(spank_t sp) {
         request.slurm_gpus_per_task = per_task;
         request.slurm_visible_devices = job_env(sp, "CUDA_VISIBLE_DEVICES");
         request.in_container = !s.choices.image.empty();
+        request.single_node = item(sp, S_JOB_NNODES, "node count") == 1;
         char* cores = nullptr;
         if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores) request.slurm_step_cores = cores;
         topology::Plan plan = agent::plan_step(s.config, request);

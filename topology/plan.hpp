@@ -57,6 +57,9 @@ struct PlanRequest {
     // Every task sees all of the step's GPUs on the node, its own first (CUDA IPC and NVLink
     // peer access between tasks, as Slurm's --gres-flags=allow-task-sharing).
     bool share_gpus = false;
+    // The tasks run on this node alone: nothing they send crosses the network, so a node
+    // without a usable HCA is no warning (trellis-topo, which cannot know, warns).
+    bool single_node = false;
 };
 
 struct HcaChoice {
@@ -107,6 +110,9 @@ struct Plan {
     bool gpus_left_to_slurm = false;
     std::vector<TaskBinding> tasks;
     std::vector<std::string> warnings;  // about the node or step as a whole
+    // Of those, the ones shown even without a verbose report: the job runs, but most likely
+    // not as its user meant (tasks given unequal numbers of GPUs).
+    std::vector<std::string> urgent_warnings;
 };
 
 // Throws UsageError for requests that cannot be planned (no tasks, an empty

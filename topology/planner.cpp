@@ -89,6 +89,24 @@ std::string farthest_pair(const Node& node, const TaskBinding& task) {
     return "GPU " + std::to_string(far->index) + " to " + name + " is " + distance_name(d);
 }
 
+// Groups of GPUs stay on one socket, so Slurm's 0,5,6,7 (one GPU on socket 0, three on
+// socket 1) gives 2 tasks 1 and 3 where a DDP user expects 2 and 2: the job runs, with two
+// GPUs idle, so it is said even without a verbose report.
+void warn_uneven_gpus(Plan& plan) {
+    std::set<size_t> sizes;
+    for (const auto& task : plan.tasks) sizes.insert(task.gpus.size());
+    if (sizes.empty() || *sizes.rbegin() - *sizes.begin() < 2) return;
+    std::vector<size_t> ordered(sizes.begin(), sizes.end());
+    std::string list;
+    for (size_t k = 0; k < ordered.size(); ++k)
+        list += (k == 0 ? "" : k + 1 == ordered.size() ? " and " : ", ") + std::to_string(ordered[k]);
+    std::string warning = "tasks get " + list +
+                          " GPUs: a task's GPUs stay on one socket, and the step's GPUs on each socket do not "
+                          "divide evenly among its tasks (--gpus-per-task gives every task as many)";
+    plan.warnings.push_back(warning);
+    plan.urgent_warnings.push_back(warning);
+}
+
 // The socket (package os index) a GPU hangs off, -1 when the topology does not say.
 int socket_of(const Node& node, const Gpu& gpu) {
     for (const auto& numa : node.numa_nodes)
@@ -188,11 +206,12 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
         if (request.tasks > static_cast<int>(gpus.size()))
             plan.warnings.push_back(std::to_string(request.tasks) + " tasks for " +
                                     std::to_string(gpus.size()) + " GPUs: tasks share GPUs");
+        if (!request.task_gpus) warn_uneven_gpus(plan);
     }
     for (int t = 0; t < request.tasks; ++t) plan.tasks[t].local_rank = t;
 
     choose_hcas(node, hcas, plan.tasks);
-    if (hcas.empty())
+    if (hcas.empty() && !request.single_node)
         plan.warnings.push_back(node.hcas.empty()
                                     ? "no HCA on " + node.host + ": inter-node traffic uses TCP"
                                     : "no usable ACTIVE HCA on " + node.host + " (" +

@@ -89,6 +89,7 @@ topology::Plan plan_step(const config::Config& config, const StepRequest& step) 
     request.tasks = step.tasks;
     request.policy = step.policy.value_or(binding.policy);
     request.smt = binding.smt;
+    request.single_node = step.single_node;
     request.share_gpus = step.share_gpus.value_or(binding.share_gpus);
     request.hcas.include = binding.hca_include;
     request.hcas.exclude = binding.hca_exclude;

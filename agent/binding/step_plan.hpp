@@ -38,6 +38,8 @@ struct StepRequest {
     // core numbers: "0-3,8"); empty: none known. The plan's CPUs stay within them whatever
     // the task plugin: without cpuset cgroups hwloc sees the whole node.
     std::string slurm_step_cores;
+    // The step (or launch) has this node alone.
+    bool single_node = false;
 };
 
 // Throws UsageError or topology::TopologyError naming what could not be planned.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/binding/binding_set.hpp"
 #include "common/environment.hpp"
 #include "common/error.hpp"
 
@@ -55,9 +56,8 @@ std::map<std::string, std::string> wireup_env(const WireupChoice& choice, const 
 // trellis set for an enclosing step (listed in TRELLIS_WIREUP_SET).
 template <typename Lookup>
 bool set_by_user(const std::string& name, Lookup&& lookup) {
-    std::string value = lookup(env::wireup_set.name);
     if (lookup(name.c_str()).empty()) return false;
-    return ("," + value + ",").find("," + name + ",") == std::string::npos;
+    return !listed(lookup(env::wireup_set.name), name);
 }
 
 }  // namespace trellis::agent

@@ -132,14 +132,21 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     return held;
 }
 
-void HeldContainer::join(const std::string& cwd) const {
+bool HeldContainer::join(const std::string& cwd) const {
     for (auto [fd, kind] : namespaces_)
         if (::setns(fd, kind) != 0)
             throw ContainerError(std::string("cannot join the container's ") + namespace_name(kind) +
                                  " namespace: " + std::strerror(errno));
     // The step's folder when the image has it (usually through a mount), else the root.
-    if (cwd.empty() || ::chdir(cwd.c_str()) != 0)
-        if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
+    if (!cwd.empty() && ::chdir(cwd.c_str()) == 0) return true;
+    if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
+    return false;
+}
+
+std::string directory_not_in_image(const std::string& cwd, const std::string& image) {
+    return "the working directory " + cwd + " is not in the image " + image +
+           ": tasks start in /; to keep it, mount it at the same path (--trellis-mounts=" + cwd +
+           ", which needs that folder in the image or under /tmp)";
 }
 
 }  // namespace trellis::agent

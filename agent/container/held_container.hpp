@@ -41,13 +41,18 @@ public:
 
     // In a task about to exec, single-threaded, as the job's user: the user namespace first
     // (its owner has every right inside it, which joining the others takes), then the rest;
-    // then `cwd` when the image has it, else "/". Throws ContainerError.
-    void join(const std::string& cwd) const;
+    // then `cwd` when the image has it, else "/". Returns whether the task starts in `cwd`.
+    // Throws ContainerError.
+    bool join(const std::string& cwd) const;
 
 private:
     std::vector<std::pair<int, int>> namespaces_;  // descriptor, CLONE_NEW*
     pid_t helper_ = -1;                            // a held helper ("ready hold")
     int helper_input_ = -1;                        // its standard input: it runs until this closes
 };
+
+// What a step's first task says when join() started it in "/": a program that writes to
+// relative paths would otherwise fail on a read-only image with no hint why.
+std::string directory_not_in_image(const std::string& cwd, const std::string& image);
 
 }  // namespace trellis::agent

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "agent/binding/binding_set.hpp"
 #include "agent/binding/node_paths.hpp"
 #include "agent/binding/step_plan.hpp"
 #include "agent/binding/wireup.hpp"
@@ -15,11 +16,13 @@
 #include "agent/container/image_policy.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
+#include "agent/launch/plugin_config.hpp"
 #include "agent/launch/rank_launcher.hpp"
 #include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/host.hpp"
 #include "topology/plan.hpp"
+#include "topology/report.hpp"
 
 namespace trellis::agent {
 
@@ -32,11 +35,30 @@ std::string own_program() {
     return error ? config::installed_agent_path() : self.string();
 }
 
+// The plan's warnings, and each rank's once per text (the planner gives every task that
+// shares CPUs the same one), where the user launching sees them.
+void print_warnings(const topology::Plan& plan, int first_rank) {
+    for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
+    std::vector<std::pair<std::string, std::string>> seen;  // text, ranks
+    for (const auto& task : plan.tasks)
+        for (const auto& warning : task.warnings) {
+            auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == warning; });
+            std::string rank = std::to_string(first_rank + task.local_rank);
+            if (it == seen.end())
+                seen.emplace_back(warning, "rank " + rank);
+            else
+                it->second = (it->second.starts_with("rank ") ? "ranks " + it->second.substr(5) : it->second) + ", " + rank;
+        }
+    for (const auto& [warning, ranks] : seen)
+        std::fprintf(stderr, "trellis-agent: %s: %s\n", ranks.c_str(), warning.c_str());
+}
+
 }  // namespace
 
 int launch_command(const std::vector<std::string>& args) {
     auto options = parse_launch_options(args);
-    auto config = config::load_agent_config(options.config_path);
+    const char* slurm_conf = std::getenv("SLURM_CONF");
+    auto [config, config_source] = agent_config(options.config_path, slurm_conf ? slurm_conf : "");
     auto place = find_node_place(options);
 
     StepRequest request;
@@ -51,8 +73,17 @@ int launch_command(const std::vector<std::string>& args) {
         request.slurm_visible_devices = std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "";
     }
     request.in_container = !options.image.empty();
+    request.single_node = place.nnodes == 1;
     auto plan = plan_step(config, request);
-    for (const auto& warning : plan.warnings) std::fprintf(stderr, "trellis-agent: %s\n", warning.c_str());
+    int first_rank = place.node_rank * options.nproc_per_node;
+    if (options.verbose) {
+        std::vector<int> ranks;
+        for (int local = 0; local < options.nproc_per_node; ++local) ranks.push_back(first_rank + local);
+        std::fprintf(stderr, "trellis-agent: configuration: %s\n%s", config_source.c_str(),
+                     topology::format_plan(plan, ranks).c_str());
+    } else {
+        print_warnings(plan, first_rank);
+    }
 
     // Made as this user, as the plugin makes a step's: the ranks join it, and it goes when
     // the last of them and this process have.
@@ -65,7 +96,7 @@ int launch_command(const std::vector<std::string>& args) {
         if (::getuid() == 0)
             throw PolicyError("launch --image runs the ranks with the caller's own rights, and root's are not given "
                               "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
-        container = HeldContainer::make(prepare_command(own_program(), step, options.config_path),
+        container = HeldContainer::make(prepare_command(own_program(), step, config.path),
                                         Identity{::getuid(), ::getgid()});
     }
 
@@ -83,10 +114,17 @@ int launch_command(const std::vector<std::string>& args) {
         const auto& task = plan.tasks[std::size_t(local)];
         RankSpec spec;
         spec.rank = place.node_rank * options.nproc_per_node + local;
-        spec.env = exported_env(plan, task, config.binding);
+        spec.first_on_node = local == 0;
+        auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
+        // Under srun the agent is one task of the plugin's: every rank gets its own binding in
+        // place of that task's.
+        auto binding = exported_env(plan, task, config.binding);
+        if (!options.image.empty()) binding[env::image.name] = options.image;
+        auto task_env = task_environment(binding, lookup);
+        spec.env = task_env.set;
+        spec.unset = task_env.unset;
         layout.rank = spec.rank;
         layout.local_rank = local;
-        auto lookup = [](const char* name) { return std::string(std::getenv(name) ? std::getenv(name) : ""); };
         if (config.wireup.frameworks)
             for (const auto& [name, value] : wireup_env(WireupChoice{}, layout))
                 if (name == env::wireup_set.name || !set_by_user(name, lookup)) spec.env[name] = value;
@@ -105,7 +143,7 @@ int launch_command(const std::vector<std::string>& args) {
                  place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
                  place.master.c_str(), container ? (", in " + options.image).c_str() : "");
     std::fflush(stderr);
-    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr);
+    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr, options.image);
     return launcher.run(ranks);
 }
 

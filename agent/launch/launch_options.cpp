@@ -53,8 +53,12 @@ cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
         .value("--master", "HOST:PORT", "rank 0's rendezvous address", [&](auto& v) { o.master = v; })
         .value("--grace", "S", "seconds the other ranks get after one fails (default 10)",
                [&](auto& v) { o.grace_seconds = cli::parse_int(v, "--grace", 0, 3600); })
-        .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
-               [&](auto& v) { o.config_path = v; });
+        .value("--config", "FILE",
+               "the configuration (default: the plugin's, from its plugstack.conf line, else the installed "
+               "trellis.toml)",
+               [&](auto& v) { o.config_path = v; })
+        .flag("--verbose", "print this node's binding table and where the configuration came from",
+              [&] { o.verbose = true; });
     return table;
 }
 

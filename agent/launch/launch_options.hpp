@@ -21,6 +21,7 @@ struct LaunchOptions {
     std::optional<int> nnodes, node_rank;
     std::string master;      // host:port of rank 0
     int grace_seconds = 10;  // after one rank fails, before the others get SIGKILL
+    bool verbose = false;    // print the binding table, as --trellis-verbose does
     std::vector<std::string> command;
 };
 

@@ -71,6 +71,7 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     for (const auto& name : rank_variables_to_clear()) ::unsetenv(name.c_str());
+    for (const auto& name : spec.unset) ::unsetenv(name.c_str());
     for (const auto& [name, value] : spec.env) ::setenv(name.c_str(), value.c_str(), 1);
     try {
         if (spec.cpus) apply_cpu_affinity(*spec.cpus);
@@ -82,7 +83,8 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
         char cwd[4096] = {};
         if (!::getcwd(cwd, sizeof cwd)) cwd[0] = 0;
         try {
-            container_->join(cwd);
+            if (!container_->join(cwd) && spec.first_on_node)
+                std::fprintf(stderr, "trellis-agent: %s\n", directory_not_in_image(cwd, image_).c_str());
             // Inside an image, setuid programs must not give privileges back.
             if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw std::runtime_error("cannot set no_new_privs");
         } catch (const std::exception& error) {

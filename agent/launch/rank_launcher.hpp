@@ -22,6 +22,8 @@ namespace trellis::agent {
 struct RankSpec {
     int rank = 0;
     std::map<std::string, std::string> env;  // set on top of the agent's environment
+    std::vector<std::string> unset;          // the enclosing task's binding this rank does not get
+    bool first_on_node = false;              // says, once, when the image lacks the working directory
     std::optional<topology::CpuSet> cpus;    // affinity, when bound
     struct Memory {
         config::MemoryPolicy policy = config::MemoryPolicy::none;
@@ -31,9 +33,11 @@ struct RankSpec {
 
 class RankLauncher {
 public:
-    // `container`, when given, is joined by every rank before it execs; it outlives the run.
-    RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container)
-        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container) {}
+    // `container` (made from `image`), when given, is joined by every rank before it execs;
+    // it outlives the run.
+    RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container,
+                 std::string image = "")
+        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container), image_(std::move(image)) {}
     // Runs every rank to its end; returns the exit status for the agent: 0 when all
     // succeeded, else the first failed rank's (128 + N for signal N).
     int run(const std::vector<RankSpec>& ranks);
@@ -45,6 +49,7 @@ private:
     std::vector<std::string> command_;
     int grace_seconds_;
     const HeldContainer* container_;
+    std::string image_;
 };
 
 // Variables of the agent's own launch that would mislead the ranks' wireup: the agent's

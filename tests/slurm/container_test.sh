@@ -73,15 +73,20 @@ cat "$dir/inside.out"
     pass "4 tasks on n1 and n2 ran in the image and see the mount" || fail "not every task ran in the image"
 grep -q "^n1 local=1 .*Cpus_allowed_list:" "$dir/inside.out" && pass "the binding reaches the tasks inside" ||
     fail "no binding inside"
+# The job's folder is not in the image: the step says so once, and how to keep it.
+[ "$(grep -c "the working directory $dir/user is not in the image .*: tasks start in /" "$dir/inside.err")" -eq 1 ] &&
+    pass "tasks that start in / are told so, once per step" || fail "no word on the working directory: $(cat "$dir/inside.err")"
 # A GPU step: its tasks see the GPUs Slurm gave it, numbered as inside their cgroup, and the
 # container has exactly those GPUs' device files (by minor number: n2's are not in PCI order).
-as_user_srun gpus -N1 -w n2 -n2 --gres=gpu:2 "${image[@]}" sh -c \
+as_user_srun gpus -N1 -w n2 -n2 --gres=gpu:2 --trellis-verbose "${image[@]}" sh -c \
     'echo "$SLURMD_NODENAME local=$TRELLIS_LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES devices=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")"'
 cat "$dir/gpus.out"
 grep -q "^n2 local=0 gpus=0 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
     grep -q "^n2 local=1 gpus=1 devices=nvidia0 nvidia1 $" "$dir/gpus.out" &&
     pass "a GPU step in the image: its GPUs as its cgroup numbers them, their device files bound in" ||
     fail "GPU step in the image: $(cat "$dir/gpus.out" "$dir/gpus.err")"
+grep -q "^container: the tasks run in ${image[0]#--trellis-image=}$" "$dir/gpus.err" &&
+    pass "the verbose report names the image" || fail "verbose report without the image: $(cat "$dir/gpus.err")"
 nothing_left "after a normal end"
 
 # Eight tasks of one node join the one container made for the step.

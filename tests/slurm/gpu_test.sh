@@ -107,5 +107,46 @@ else
 fi
 cat "$dir/report.err"
 
+# 7. A step started inside a task (srun --pty bash, then srun) plans as a fresh step would: the
+#    outer task's TRELLIS_HCA is no --trellis-hca, and its TRELLIS_GPU does not linger.
+gpu_run fresh -N1 -w n2 -n2 -O --gres=none
+runs=$((runs + 1))
+rm -f "$dir/user/nested".task-*
+as_user srun -N1 -w n2 -n1 --gres=gpu:2 srun --overlap -n2 -O --gres=none -o "$dir/user/nested.task-%t" \
+    "${probe[@]}" 2>"$dir/nested.err" || fail "nested: status $?: $(tail -n 5 "$dir/nested.err")"
+cat "$dir/user/nested".task-* >"$dir/nested.out" 2>/dev/null
+names='("TRELLIS_GPU", "TRELLIS_HCA", "TRELLIS_DISTANCE", "TRELLIS_NUMA", "TRELLIS_CPUS", "TRELLIS_BINDING_SET", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMP_NUM_THREADS", "OMPI_MCA_btl_openib_if_include")'
+binding="sorted((t['local'], sorted((k, v) for k, v in t['env'].items() if k in $names)) for t in tasks)"
+if [ "$(field nested "$binding")" = "$(field fresh "$binding")" ]; then
+    pass "a step inside a task binds as a fresh one: $(field nested '[t["env"].get("TRELLIS_HCA") for t in tasks]')"
+else
+    fail "nested step: $(field nested "$binding")"$'\n'"a fresh step: $(field fresh "$binding")"
+fi
+
+# 8. trellis-agent launch inside a step, with no --config: the plugin's configuration (the
+#    plugstack line's topology_xml= and nvidia_proc=) and the plugin's plan for the same
+#    step, each rank its own GPU and HCA in place of the one agent task's.
+runs=$((runs + 1))
+as_user srun -N1 -w n2 -n1 --gres=gpu:2 "$build/trellis-agent" launch --nproc-per-node 2 -- "${probe[@]}" \
+    >"$dir/agent.raw" 2>"$dir/agent.err" || fail "agent: status $?: $(tail -n 5 "$dir/agent.err")"
+sed -nE 's/^\[[0-9]+\] (\{.*)/\1/p' "$dir/agent.raw" >"$dir/agent.out"
+by_local_rank="sorted((t['env'].get('TRELLIS_LOCAL_RANK'), sorted((k, v) for k, v in t['env'].items() if k in $names)) for t in tasks)"
+if [ "$(field agent "$by_local_rank")" = "$(field gres "$by_local_rank")" ] &&
+    [ "$(field agent 'len({t["env"].get("TRELLIS_HCA") for t in tasks})')" = 2 ]; then
+    pass "agent launch in a step: the plugin's plan, each rank its own GPU and HCA: $(field agent '[(t["env"]["TRELLIS_GPU"], t["env"]["TRELLIS_HCA"]) for t in tasks]')"
+else
+    fail "agent launch in a step: $(field agent "$by_local_rank")"$'\n'"the plugin's: $(field gres "$by_local_rank")"$'\n'"$(cat "$dir/agent.err")"
+fi
+
+# 9. 2 tasks on Slurm's GPUs 0,5,6,7 (one on socket 0, three on socket 1) get 1 and 3: said
+#    once per node without --trellis-verbose, since two GPUs sit idle.
+gpu_run uneven -w n2 -n2 -O --gres=gpu:4
+if [ "$(field uneven 'sorted(len(t["env"]["TRELLIS_GPU"].split(",")) for t in tasks)')" = "[1, 3]" ] &&
+    [ "$(grep -c "warning: tasks get 1 and 3 GPUs" "$dir/uneven.err")" -eq 1 ]; then
+    pass "1 + 3 GPUs: warned once"
+else
+    fail "uneven: $(field uneven '[t["env"].get("TRELLIS_GPU") for t in tasks]') $(cat "$dir/uneven.err")"
+fi
+
 echo "$runs GPU runs, $failures failures"
 [ "$failures" -eq 0 ]

@@ -52,6 +52,7 @@ ok = len(tasks) == 4
 for t in tasks:
     plan_env = plans[t["node"]]["tasks"][t["local"]]["env"]
     want = {k: v for k, v in plan_env.items() if k.startswith("TRELLIS_") or k in exported}
+    want["TRELLIS_BINDING_SET"] = ",".join(sorted(want))
     want.update({"TRELLIS_LOCAL_RANK": str(t["local"]), "TRELLIS_LOCAL_SIZE": "2"})
     # What the plugin set: leave out what srun carried over from this test's own environment.
     got = {k: v for k, v in t["env"].items()
@@ -197,6 +198,15 @@ cp "$dir/user/job.out" "$dir/job.out"
 expect_in job out "trellis binding on n2: policy closest, 1 task"
 expect_in job out "task 1 on n2 CUDA="
 grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"
+
+# 8b. trellis-agent launch under srun says when its ranks share CPUs (Slurm gave the one
+#     agent task a single CPU of n1, the real node), once for all the ranks concerned.
+run agent_shares srun -N1 -n1 -w n1 "$build/trellis-agent" launch --nproc-per-node 2 -- true
+expect_ok agent_shares
+expect_in agent_shares err "trellis-agent: ranks 0, 1: 2 tasks share 1 CPUs"
+# n1 has no HCA, which matters only to a step on several nodes.
+grep -q "no HCA" "$dir/agent_shares.err" && fail "agent_shares: a one-node launch warns of no HCA" ||
+    pass "no HCA warning for a one-node launch"
 
 # 9. Memory policy on the real node: preferred by default, bind or none on request.
 for choice in default bind preferred none; do

@@ -17,6 +17,7 @@
 #include "agent/container/sif_container.hpp"
 #include "agent/health/node_check.hpp"
 #include "agent/launch/launch_options.hpp"
+#include "agent/launch/plugin_config.hpp"
 #include "fixtures.hpp"
 #include "topology/discovery.hpp"
 
@@ -280,4 +281,28 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         request.in_container = true;
         CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1");
     }
+}
+
+TEST_CASE("trellis-agent launch plans with the plugin's configuration from plugstack.conf") {
+    Scratch scratch;
+    std::string toml = scratch.write("trellis.toml", "[binding]\nsmt = true\n");
+    std::string slurm_conf = scratch.write("slurm.conf", "ClusterName=test\nPlugStackConfig=" +
+                                                             (scratch.path / "plugstack.conf").string() + "\n");
+    // Slurm's rule: PlugStackConfig, and its include files in order; the plugin by file name.
+    scratch.write("plugstack.conf", "optional /usr/lib/slurm/spank_pyxis.so\ninclude " +
+                                        (scratch.path / "plugstack.conf.d" / "*.conf").string() + "\n");
+    scratch.write("plugstack.conf.d/trellis.conf", "required /opt/lib/spank_trellis.so config=" + toml +
+                                                       " topology_xml=/fixtures/%n.xml nvidia_proc=/proc-double/%n\n");
+    auto found = agent_config("", slurm_conf);
+    CHECK(found.config.binding.topology_xml == "/fixtures/%n.xml");
+    CHECK(found.config.binding.nvidia_proc == "/proc-double/%n");
+    CHECK(found.config.binding.smt);  // the file the line names, under its overrides
+    CHECK(found.source.find("plugstack.conf") != std::string::npos);
+    // --config is the user's explicit choice: that file alone.
+    auto chosen = agent_config(toml, slurm_conf);
+    CHECK(chosen.config.binding.topology_xml.empty());
+    CHECK(chosen.config.binding.smt);
+    // A bad override is refused with the plugin's message, not ignored.
+    scratch.write("plugstack.conf.d/trellis.conf", "required spank_trellis.so hca_filter=x\n");
+    CHECK_THROWS_WITH(agent_config("", slurm_conf), Catch::Contains("hca_filter"));
 }

@@ -76,6 +76,15 @@ TEST_CASE("fewer tasks than GPUs: contiguous groups; HCA nearest the first GPU")
     CHECK(gpu_indices(three.tasks[1]) == std::vector<int>{2, 3});
     CHECK(gpu_indices(three.tasks[2]) == std::vector<int>{4, 5, 6, 7});
     for (const auto& task : three.tasks) CHECK_FALSE(has_warning(task.warnings, "span"));
+    // ... which the user is told even without a verbose report: GPUs sit idle.
+    CHECK(has_warning(three.urgent_warnings, "tasks get 2 and 4 GPUs"));
+    CHECK(has_warning(three.warnings, "tasks get 2 and 4 GPUs"));
+    Plan slurm_split = plan_for("two-level-switch-8gpu.xml", 2, [](PlanRequest& r) { r.allowed_gpus = {0, 5, 6, 7}; });
+    CHECK(gpu_indices(slurm_split.tasks[0]) == std::vector<int>{0});
+    CHECK(has_warning(slurm_split.urgent_warnings, "tasks get 1 and 3 GPUs"));
+    CHECK(plan.urgent_warnings.empty());  // 2 each
+    CHECK(plan_for("two-level-switch-8gpu.xml", 2, [](PlanRequest& r) { r.allowed_gpus = {0, 1, 5}; })
+              .urgent_warnings.empty());  // 2 and 1: as even as 3 GPUs go
 
     // One task for all 8: it must span both sockets, and says so; distance and GPUDirect
     // describe its farthest GPU.
@@ -188,6 +197,9 @@ TEST_CASE("a node without HCAs; SMT threads stay with their core") {
     CHECK(plan.tasks[0].cpus.to_string() == "0-1");
     CHECK(plan.tasks[1].cpus.to_string() == "2-3");
     CHECK(has_warning(plan.warnings, "no HCA on nohca"));
+    // A step on this node alone sends nothing between nodes: no HCA is then no news.
+    Plan alone = plan_for("no-hca-2gpu.xml", 2, [](PlanRequest& r) { r.single_node = true; });
+    CHECK_FALSE(has_warning(alone.warnings, "no HCA on nohca"));
     Plan smt = plan_for("no-hca-2gpu.xml", 2, [](PlanRequest& r) { r.smt = true; });
     CHECK(smt.tasks[1].cpus.to_string() == "2-3,6-7");
 }
