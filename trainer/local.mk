@@ -114,7 +114,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/throughput.cpp trainer/train/throughput.hpp \
 	trainer/train/model_batch.cpp trainer/train/model_batch.hpp \
 	trainer/train/time_to_accuracy.cpp trainer/train/time_to_accuracy.hpp \
-	trainer/train/trainer.cpp trainer/train/trainer.hpp
+	trainer/train/trainer.cpp trainer/train/trainer.hpp trainer/train/run.hpp trainer/train/run_continuity.cpp
 trainer_libtrellis_train_la_CPPFLAGS = $(AM_CPPFLAGS) -DTRELLIS_PKGLIBDIR='"$(pkglibdir)"' $(JSON_CFLAGS)
 trainer_libtrellis_train_la_CXXFLAGS = $(AM_CXXFLAGS) -fopenmp
 trainer_libtrellis_train_la_LIBADD = -ldl

@@ -23,12 +23,11 @@
 #include "trainer/optim/schedule.hpp"
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/evaluation.hpp"
-#include "trainer/train/global_batch_advice.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/metrics_log.hpp"
 #include "trainer/train/model_batch.hpp"
 #include "trainer/train/open_device.hpp"
-#include "trainer/train/run_clock.hpp"
+#include "trainer/train/run.hpp"
 #include "trainer/train/run_header.hpp"
 #include "trainer/train/run_start.hpp"
 #include "trainer/train/stop_request.hpp"
@@ -45,79 +44,7 @@ int usable_cpus() {
     return CPU_COUNT(&set);
 }
 
-// Training state that outlives single steps.
-class Run {
-public:
-    Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport);
-    ~Run() {
-        // The model's memory goes before the accelerator that page-locked it.
-        if (accelerator_) accelerator_->unbind();
-    }
-    int execute();
-
-private:
-    Evaluation evaluate();
-    // An evaluation between steps, which stops the run at --target-accuracy.
-    void evaluate_towards_target();
-    void restore_history(const checkpoint::CheckpointInfo& resumed);
-    // Called by every rank at the same points: averages the statistics, then rank 0 saves.
-    void checkpoint(std::int64_t step);
-    // Saves (with --checkpoint-dir) and says why the run stopped; returns exit_stopped_early.
-    int stop(int signal);
-    void agree_statistics();
-    void resume(RunStart& start);
-    void carry_data_position(data::Position& next) const;
-    checkpoint::CheckpointInfo checkpoint_info(std::int64_t step) const;
-    void report_step(const ThroughputMeter& meter, double lr, double loss, const comm::CommStats& comm);
-    void open_device();
-    nn::Backend& backend() { return accelerator_ ? accelerator_->backend() : cpu_backend_; }
-    void apply_gradients(float lr);
-    void print_header();
-    // One line on stdout, prefixed "[rank N] " on ranks other than 0, so that lines of
-    // several ranks in one log (srun's, sbatch's) tell whose they are.
-    void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
-    void share_initial_state(RunStart& start);
-    void sum_over_ranks(std::span<float> values);
-    optim::ScheduleConfig schedule_config() const;
-
-    const TrainOptions& options_;
-    comm::Identity identity_;
-    std::string wireup_;
-    comm::Transport* transport_;  // null: a single process
-    int workers_;                 // ranks that compute: all, or all but the parameter servers
-    int global_batch_;            // images per step over all workers
-    int threads_;
-    const models::Architecture& architecture_;
-    int image_size_;
-    DataSources sources_;
-    nn::cpu::CpuBackend cpu_backend_;
-    std::unique_ptr<gpu::Accelerator> accelerator_;  // null: the CPU backend
-    std::string device_note_;                        // why --device auto chose the CPU
-    Decoding decoding_;                              // decided once the device is known
-    bool optimizer_on_host_ = false;                 // a GPU run whose optimizer has no device kernel
-    std::unique_ptr<models::Model> model_;
-    std::unique_ptr<optim::Optimizer> optimizer_;
-    nn::SoftmaxCrossEntropy loss_;
-    std::unique_ptr<data::BatchSource> train_source_;
-    // Steps per epoch: the batches of an epoch over --accumulate, which need not divide them
-    // (a step's batches then straddle the epoch's end), so counting in epochs stays exact.
-    double steps_per_epoch_ = 1;
-    std::int64_t total_steps_ = 0, step_ = 0;
-    bool checkpointing_;                                 // --checkpoint-dir given
-    std::optional<checkpoint::CheckpointStore> checkpoints_;  // rank 0's: the only one that reads and writes
-    std::optional<checkpoint::CheckpointInfo> resumed_;      // what rank 0 resumed from
-    std::int64_t statistics_agreed_at_ = -1;             // the step at which they were last averaged
-    std::int64_t eval_every_steps_ = 0;                  // 0: only at the end
-    std::int64_t evaluated_at_ = -1;                     // the step of the last evaluation
-    std::int64_t pending_eval_ = -1;                     // the step of an evaluation a signal abandoned
-    RunClock clock_;                                     // the training time over every segment
-    TimeToAccuracy time_to_accuracy_;
-    MetricsLog metrics_;
-    std::unique_ptr<optim::Schedule> schedule_;
-    std::unique_ptr<comm::Allreduce> small_sums_;  // losses and evaluation counts over all ranks
-    std::optional<SyncContext> sync_context_;
-    std::unique_ptr<GradientSync> sync_;  // how the gradients become every rank's update
-};
+}  // namespace
 
 Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport)
     : options_(options),
@@ -194,92 +121,6 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     sync_ = make_gradient_sync(*sync_context_, device_note_);
 }
 
-// Rank 0 alone reads the checkpoint folder: the others receive what it resumed from.
-void Run::resume(RunStart& start) {
-    checkpoints_.emplace(options_.checkpoint_dir);
-    if (!options_.resume) {
-        if (auto newest = checkpoints_->newest_step())
-            throw checkpoint::CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
-                                              std::to_string(*newest) + "): add --resume to continue it, or use another folder");
-        return;
-    }
-    try {
-        resumed_ = checkpoints_->load_latest(checkpoint_info(0), model_->parameters(), *optimizer_);
-    } catch (const checkpoint::GlobalBatchMismatch& mismatch) {
-        auto ranks = options_.strategy == Strategy::ps ? "workers" : "ranks";
-        throw checkpoint::CheckpointError(std::string(mismatch.what()) + "; " +
-                                          global_batch_advice(mismatch.saved, workers_, ranks));
-    }
-    if (!resumed_) {
-        say("no checkpoint in %s: starting from scratch\n", checkpoints_->folder().c_str());
-        return;
-    }
-    start = {resumed_->step, resumed_->next, resumed_->loss_scale, resumed_->loss_scale_steps, resumed_->pending_eval};
-    say("resumed from %s at step %lld (epoch %lld, batch %lld)\n", checkpoints_->folder().c_str(),
-        static_cast<long long>(start.step), static_cast<long long>(start.next.epoch),
-        static_cast<long long>(start.next.batch));
-    carry_data_position(start.next);
-    restore_history(*resumed_);
-}
-
-// The clock, the segment and the accuracy levels reached continue where the checkpoint left
-// them; a checkpoint written before they were recorded says so, once, here and in the table.
-void Run::restore_history(const checkpoint::CheckpointInfo& resumed) {
-    if (resumed.train_seconds < 0) {
-        clock_.resume(0, 1);
-        time_to_accuracy_.count_from(resumed.step);
-        say("times before step %lld were not recorded (a checkpoint of an earlier trellis-train): the "
-            "time-to-accuracy table and train_seconds count from here\n",
-            static_cast<long long>(resumed.step));
-        return;
-    }
-    clock_.resume(resumed.train_seconds, resumed.segment);
-    std::vector<TimeToAccuracy::Reached> reached;
-    for (const auto& level : resumed.levels) reached.push_back({level.metric, level.level, level.seconds, level.step});
-    time_to_accuracy_.restore(std::move(reached));
-    say("segment %d of this run: %.1f s of training before it\n", clock_.segment(), resumed.train_seconds);
-}
-
-// The global batch is checked on loading, but --accumulate may have changed, and with it the
-// samples per batch of the data position: it is carried over in samples.
-void Run::carry_data_position(data::Position& next) const {
-    std::int64_t saved = resumed_->batch_samples, mine = std::int64_t(options_.batch_size) * workers_;
-    if (saved == 0 || saved == mine) return;
-    auto carried = data::carry_position(next, saved, mine, sources_.train_batches_per_epoch);
-    std::string skipped = carried.skipped == 0 ? std::string()
-                                               : ", passing over " + std::to_string(carried.skipped) + " samples of epoch " +
-                                                     std::to_string(next.epoch) + " that make no whole batch";
-    say("the checkpoint counts batches of %lld samples over all workers, this run %lld (another --accumulate): "
-        "the data continues at epoch %lld, batch %lld%s\n",
-        static_cast<long long>(saved), static_cast<long long>(mine), static_cast<long long>(carried.position.epoch),
-        static_cast<long long>(carried.position.batch), skipped.c_str());
-    next = carried.position;
-}
-
-void Run::share_initial_state(RunStart& start) {
-    DatasetShape mine{sources_.num_classes, std::int64_t(sources_.eval_set ? sources_.eval_set->size() : 0)};
-    auto shape = mine;
-    share_dataset_shape(*transport_, shape);
-    auto differs = [&](const char* what, const char* unit, std::int64_t here, std::int64_t on_rank0) {
-        throw UsageError("the " + std::string(what) + " has " + std::to_string(here) + " " + unit + " here but " +
-                         std::to_string(on_rank0) + " on rank 0 (" + sources_.description +
-                         "): every rank must read the same dataset");
-    };
-    if (shape.classes != mine.classes) differs("dataset", "classes", mine.classes, shape.classes);
-    // Every rank takes rank 0's number of turns in an evaluation (only rank 0 evaluates with
-    // parameter servers), which a rank with another evaluation set would not meet.
-    if (shape.eval_samples != mine.eval_samples && options_.strategy != Strategy::ps)
-        differs("evaluation set", "samples", mine.eval_samples, shape.eval_samples);
-    // Every rank starts from rank 0's model (its initial or resumed weights, statistics and
-    // optimizer state), whatever the others initialised, and at rank 0's step and data
-    // position. Parameter servers keep the optimizer state themselves (they load their own
-    // shards of the step they are told).
-    comm::broadcast_from_root(*transport_, model_->parameters().values());
-    comm::broadcast_from_root(*transport_, model_->parameters().statistic_values());
-    if (options_.strategy != Strategy::ps)
-        for (auto& slot : optimizer_->state()) comm::broadcast_from_root(*transport_, *slot.values);
-    share_run_start(*transport_, start);
-}
 
 void Run::open_device() {
     auto opened = train::open_device(options_, identity_.local_rank);
@@ -413,68 +254,6 @@ void Run::report_step(const ThroughputMeter& meter, double lr, double loss, cons
     metrics_.record("train", step_, record);
 }
 
-checkpoint::CheckpointInfo Run::checkpoint_info(std::int64_t step) const {
-    checkpoint::CheckpointInfo info;
-    info.model = architecture_.name, info.num_classes = sources_.num_classes, info.step = step;
-    info.optimizer = optim::optimizer_kinds().name(options_.optimizer.kind);
-    info.seed = options_.seed, info.global_batch = global_batch_;
-    if (train_source_) info.next = train_source_->position();
-    info.batch_samples = std::int64_t(options_.batch_size) * workers_;
-    if (schedule_) info.schedule = optim::describe(schedule_->config());
-    if (accelerator_) {
-        auto scale = accelerator_->loss_scale();
-        info.loss_scale = scale.scale, info.loss_scale_steps = scale.finite_steps;
-    }
-    info.train_seconds = clock_.seconds();
-    info.segment = clock_.segment();
-    for (const auto& r : time_to_accuracy_.reached()) info.levels.push_back({r.metric, r.level, r.step, r.seconds});
-    info.pending_eval = pending_eval_;
-    return info;
-}
-
-// Each rank's running batch-norm statistics come from its own batches. Before an evaluation
-// or a checkpoint they are averaged over the ranks (as the weights already are), so that
-// every rank evaluates the same model and the checkpoint holds it. Training itself uses the
-// batch's statistics and is not affected. Parameter servers: rank 0's statistics are used.
-void Run::agree_statistics() {
-    if (!transport_ || !sync_->collective() || statistics_agreed_at_ == step_) return;
-    if (accelerator_) accelerator_->download_values();
-    auto statistics = model_->parameters().statistic_values();
-    sum_over_ranks(statistics);
-    for (float& value : statistics) value /= float(identity_.size);
-    if (accelerator_) accelerator_->upload_values();
-    statistics_agreed_at_ = step_;
-}
-
-void Run::checkpoint(std::int64_t step) {
-    if (!checkpointing_) return;
-    agree_statistics();
-    if (!checkpoints_) return;  // ranks other than 0
-    if (accelerator_) accelerator_->download_values();
-    auto begun = std::chrono::steady_clock::now();
-    auto path = checkpoints_->save(checkpoint_info(step), model_->parameters(), *optimizer_);
-    // The time a save takes is what a preempted job needs of Slurm's KillWait.
-    say("checkpoint saved: %s (%.1f s)\n", path.c_str(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count());
-}
-
-int Run::stop(int signal) {
-    // Other ranks stop because a rank was signalled: they may have seen no signal themselves.
-    bool own = signal == stop_requested();
-    auto name = own ? signal_name(signal) : std::string("a signal to another rank");
-    const char* doing = checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)";
-    if (own)
-        say("received signal %d (%s) at step %lld: %s\n", signal, name.c_str(), static_cast<long long>(step_), doing);
-    else
-        say("another rank received a signal at step %lld: %s\n", static_cast<long long>(step_), doing);
-    checkpoint(step_);
-    metrics_.stopped(step_, own ? name : "");
-    metrics_.flush();
-    say("stopped by %s at step %lld of %lld: exit status %d%s\n", name.c_str(), static_cast<long long>(step_),
-        static_cast<long long>(total_steps_), exit_stopped_early,
-        checkpointing_ ? " (run again with --resume to continue)" : "");
-    return exit_stopped_early;
-}
 
 void Run::evaluate_towards_target() {
     // Every rank has the same sums, so all stop at the same step.
@@ -569,8 +348,6 @@ int Run::execute() {
     metrics_.flush();
     return 0;
 }
-
-}  // namespace
 
 int train(const TrainOptions& options, const comm::Wireup& wireup, comm::Transport* transport) {
     install_stop_handlers();
