@@ -112,10 +112,16 @@ fi
 "$build/tests/data/make_dataset" --out "$dir/data" --classes 4 --train-per-class 40 --val-per-class 8 --size 32 \
     --seed 5 >/dev/null
 grep -v -- '--gres' "$here/../../etc/sbatch/resnet50-allreduce.sbatch" >"$dir/requeue.sbatch"
-job=$(PATH=$build:$PATH RUN=$dir/run DATA=$dir/data/folder MODEL=resnet8 BATCH=8 STEPS=400 \
-    EXTRA="--image-size 32 --threads 1 --display-every 10 --warmup-epochs 0" \
-    sbatch --parsable -N1 -n1 --ntasks-per-node=1 -w n1 -o "$dir/requeue.out" "$dir/requeue.sbatch")
-for _ in $(seq 300); do grep -q '"step": *2[0-9]' "$dir/run/logs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+# submit_example OUTPUT RUN: the job's id, once its run has logged step 20.
+submit_example() {
+    local job
+    job=$(PATH=$build:$PATH RUN=$2 DATA=$dir/data/folder MODEL=resnet8 BATCH=8 STEPS=400 \
+        EXTRA="--image-size 32 --threads 1 --display-every 10" \
+        sbatch --parsable -N1 -n1 --ntasks-per-node=1 -w n1 -o "$1" "$dir/requeue.sbatch")
+    for _ in $(seq 300); do grep -q '"step": *2[0-9]' "$2/logs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+    echo "$job"
+}
+job=$(submit_example "$dir/requeue.out" "$dir/run")
 scancel -s USR1 "$job"
 # Slurm holds a requeued job until its old launch credential has expired (BeginTime, 121 s by
 # default); the test lets it start at once.
@@ -136,10 +142,7 @@ fi
 
 # scancel -s INT reaches the steps, not the batch script: trellis-train saves and exits 75, and
 # the example, which requeues only after its own USR1, stops and says why in the job's output.
-job=$(PATH=$build:$PATH RUN=$dir/run-int DATA=$dir/data/folder MODEL=resnet8 BATCH=8 STEPS=400 \
-    EXTRA="--image-size 32 --threads 1 --display-every 10" \
-    sbatch --parsable -N1 -n1 --ntasks-per-node=1 -w n1 -o "$dir/stop.out" "$dir/requeue.sbatch")
-for _ in $(seq 300); do grep -q '"step": *2[0-9]' "$dir/run-int/logs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+job=$(submit_example "$dir/stop.out" "$dir/run-int")
 scancel -s INT "$job"
 for _ in $(seq 600); do
     state=$(scontrol show job "$job" 2>/dev/null | grep -oE '(JobState|Restarts|ExitCode)=[^ ]*' | tr '\n' ' ')

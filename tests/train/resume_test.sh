@@ -39,17 +39,27 @@ check_same_losses() {  # NAME: the resumed run's losses equal the uninterrupted 
     pass "$1: resumed at step $resumed_from, losses of steps $((resumed_from + 1))-$steps and the final evaluation identical"
 }
 
+# stopped_by SIGNAL NAME [OPTION...]: a run logging to $work/NAME gets SIGNAL at step 12, saves a
+# checkpoint and exits 75. A shell starts a background job with SIGINT ignored; env gives the
+# trainer the default a terminal's foreground program has.
+stopped_by() {
+    local signal=$1 name=$2 status
+    shift 2
+    env --default-signal=INT "$TRAIN" "${common[@]}" "$@" --log-dir "$work/$name" --checkpoint-dir "$work/$name-ckpt" \
+        >"$work/$name.out" 2>&1 &
+    pid=$!
+    wait_for_step "$work/$name/metrics.jsonl" 12
+    kill -"$signal" $pid
+    wait $pid
+    status=$?
+    [ $status -eq 75 ] || { cat "$work/$name.out"; fail "SIG$signal: exit status $status (expected 75)"; }
+    grep -q "checkpoint saved" "$work/$name.out" || { cat "$work/$name.out"; fail "SIG$signal: no checkpoint saved"; }
+}
+
 # SIGTERM: the trainer saves and exits 75 (stopped early, to be resumed). It evaluates every
 # 10 steps, so that the first segment reaches levels of the time-to-accuracy table (top-5 0.50
 # of 10 classes at the latest).
-"$TRAIN" "${common[@]}" --eval-every 10 --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" >"$work/term.out" 2>&1 &
-pid=$!
-wait_for_step "$work/term/metrics.jsonl" 12
-kill -TERM $pid
-wait $pid
-status=$?
-[ $status -eq 75 ] || { cat "$work/term.out"; fail "SIGTERM: exit status $status (expected 75)"; }
-grep -q "checkpoint saved" "$work/term.out" || { cat "$work/term.out"; fail "SIGTERM: no checkpoint saved"; }
+stopped_by TERM term --eval-every 10
 "$TRAIN" "${common[@]}" --eval-every 10 --log-dir "$work/term" --checkpoint-dir "$work/term-ckpt" --resume \
     >"$work/term-resume.out" 2>&1 || { cat "$work/term-resume.out"; fail "resume after SIGTERM failed"; }
 check_same_losses term
@@ -86,17 +96,8 @@ PY
 pass "SIGTERM: the resumed table keeps the first segment's steps and seconds; segment and train_seconds carry on"
 
 # SIGINT (Ctrl-C; scancel -s INT) is a stop like SIGTERM: a checkpoint and exit 75, and the
-# last line and metrics.jsonl name the signal. A shell starts a background job with SIGINT
-# ignored; env gives the trainer the default a terminal's foreground program has.
-env --default-signal=INT "$TRAIN" "${common[@]}" --log-dir "$work/int" --checkpoint-dir "$work/int-ckpt" \
-    >"$work/int.out" 2>&1 &
-pid=$!
-wait_for_step "$work/int/metrics.jsonl" 12
-kill -INT $pid
-wait $pid
-status=$?
-[ $status -eq 75 ] || { cat "$work/int.out"; fail "SIGINT: exit status $status (expected 75)"; }
-grep -q "checkpoint saved" "$work/int.out" || { cat "$work/int.out"; fail "SIGINT: no checkpoint saved"; }
+# last line and metrics.jsonl name the signal.
+stopped_by INT int
 tail -n 1 "$work/int.out" | grep -q "^stopped by SIGINT at step [0-9]* of $steps: exit status 75" ||
     fail "SIGINT: the last line does not name the signal: $(tail -n 1 "$work/int.out")"
 tail -n 1 "$work/int/metrics.jsonl" | grep -q '"kind":"stop".*"signal":"SIGINT"' ||
