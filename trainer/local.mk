@@ -26,6 +26,7 @@ trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/window.cpp trainer/nn/window.hpp \
 	trainer/nn/cpu/batch_norm.cpp trainer/nn/cpu/batch_norm.hpp \
 	trainer/nn/cpu/channel_concat.cpp trainer/nn/cpu/channel_concat.hpp \
+	trainer/nn/cpu/channel_statistics.cpp trainer/nn/cpu/channel_statistics.hpp \
 	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
 	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
 	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \

@@ -1,5 +1,7 @@
 #include "trainer/nn/cpu/batch_norm.hpp"
 
+#include <stdexcept>
+
 namespace trellis::nn::cpu {
 
 namespace {
@@ -8,10 +10,7 @@ memory::desc channel_vector(int channels) {
 }
 }  // namespace
 
-BatchNorm::BatchNorm(const BatchNormSpec& spec) : parameters_(spec), spec_(parameters_.spec) {
-    batch_mean_.resize(std::size_t(spec.channels));
-    batch_variance_.resize(std::size_t(spec.channels));
-}
+BatchNorm::BatchNorm(const BatchNormSpec& spec) : parameters_(spec), spec_(parameters_.spec) {}
 
 TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     shape_ = input.shape;
@@ -25,7 +24,13 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     auto attr = attributes();
 
     training_pd_ = {{dnnl::prop_kind::forward_training, data, epsilon, learned}, attr, engine()};
-    training_ = dnnl::batch_normalization_forward(training_pd_);
+    normalise_pd_ = {{dnnl::prop_kind::forward_training, data, epsilon, learned | flags::use_global_stats},
+                     attr, engine()};
+    // The backward pass reads the ReLU mask the forward pass wrote: both must lay it out alike.
+    if (spec_.relu && normalise_pd_.workspace_desc() != training_pd_.workspace_desc())
+        throw std::runtime_error("batch norm " + spec_.name + ": oneDNN lays out the ReLU mask differently "
+                                 "with given statistics (" + normalise_pd_.impl_info_str() + ")");
+    normalise_ = dnnl::batch_normalization_forward(normalise_pd_);
     inference_pd_ = {{dnnl::prop_kind::forward_inference, data, epsilon, learned | flags::use_global_stats},
                      attr, engine()};
     inference_ = dnnl::batch_normalization_forward(inference_pd_);
@@ -52,14 +57,15 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
         input_ = {};
         return output;
     }
-    args[DNNL_ARG_MEAN] = memory_of(vec, batch_mean_.data());
-    args[DNNL_ARG_VARIANCE] = memory_of(vec, batch_variance_.data());
-    args[DNNL_ARG_SCRATCHPAD] = scratchpad(training_pd_.scratchpad_desc());
+    channel_statistics(data, input_.f32(), batch_);
+    args[DNNL_ARG_MEAN] = memory_of(vec, batch_.mean.data());
+    args[DNNL_ARG_VARIANCE] = memory_of(vec, batch_.variance.data());
+    args[DNNL_ARG_SCRATCHPAD] = scratchpad(normalise_pd_.scratchpad_desc());
     if (spec_.relu) {
-        workspace_ = allocate(training_pd_.workspace_desc(), tensor::Shape{});
+        workspace_ = allocate(normalise_pd_.workspace_desc(), tensor::Shape{});
         args[DNNL_ARG_WORKSPACE] = memory_of(workspace_);
     }
-    training_.execute(stream(), args);
+    normalise_.execute(stream(), args);
     update_running_statistics();
     return output;
 }
@@ -70,9 +76,9 @@ void BatchNorm::update_running_statistics() {
     float momentum = spec_.momentum;
     for (int c = 0; c < spec_.channels; ++c) {
         parameters_.running_mean.value[c] =
-            (1 - momentum) * parameters_.running_mean.value[c] + momentum * batch_mean_[c];
+            (1 - momentum) * parameters_.running_mean.value[c] + momentum * batch_.mean[c];
         parameters_.running_variance.value[c] =
-            (1 - momentum) * parameters_.running_variance.value[c] + momentum * batch_variance_[c] * unbias;
+            (1 - momentum) * parameters_.running_variance.value[c] + momentum * batch_.variance[c] * unbias;
     }
 }
 
@@ -82,8 +88,8 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     auto input_grad = allocate(data, shape_);
     auto vec = channel_vector(spec_.channels);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
-                                         {DNNL_ARG_MEAN, memory_of(vec, batch_mean_.data())},
-                                         {DNNL_ARG_VARIANCE, memory_of(vec, batch_variance_.data())},
+                                         {DNNL_ARG_MEAN, memory_of(vec, batch_.mean.data())},
+                                         {DNNL_ARG_VARIANCE, memory_of(vec, batch_.variance.data())},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
                                          {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)},
                                          {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
