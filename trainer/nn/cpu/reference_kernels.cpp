@@ -1,0 +1,27 @@
+#include "trainer/nn/cpu/reference_kernels.hpp"
+
+#include <stdexcept>
+
+namespace trellis::nn::cpu {
+
+bool is_reference(const std::string& implementation) { return implementation.rfind("ref", 0) == 0; }
+
+namespace {
+const char* isa_name(dnnl::cpu_isa isa) {
+    switch (isa) {
+        case dnnl::cpu_isa::sse41: return "SSE41";
+        case dnnl::cpu_isa::avx: return "AVX";
+        case dnnl::cpu_isa::avx2: return "AVX2";
+        case dnnl::cpu_isa::avx512_core: return "AVX512_CORE";
+        default: return "another ISA";
+    }
+}
+}  // namespace
+
+void refuse_reference(const std::string& layer, const std::string& pass, const std::string& implementation) {
+    throw std::runtime_error(layer + ": oneDNN has only its reference kernel (" + implementation + ") for the " + pass +
+                             " pass on this CPU (" + isa_name(dnnl::get_effective_cpu_isa()) +
+                             "), far too slow to train with");
+}
+
+}  // namespace trellis::nn::cpu
