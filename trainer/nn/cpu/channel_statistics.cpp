@@ -6,6 +6,30 @@
 
 namespace trellis::nn::cpu {
 
+namespace {
+
+// Sums of one block of `Lanes` channels (adjacent in memory when Lanes > 1) over N, H and W,
+// shifted by each lane's first value. A constant lane count lets the compiler vectorise the
+// lanes; the plain and channels-last layouts take Lanes = 1.
+template <int Lanes>
+void block_sums(const float* block, const std::int64_t* strides, std::int64_t n, std::int64_t height,
+                std::int64_t width, double* shift, double* sum, double* squares) {
+    for (int l = 0; l < Lanes; ++l) shift[l] = block[l], sum[l] = 0, squares[l] = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t h = 0; h < height; ++h)
+            for (std::int64_t w = 0; w < width; ++w) {
+                const float* x = block + i * strides[0] + h * strides[2] + w * strides[3];
+#pragma omp simd
+                for (int l = 0; l < Lanes; ++l) {
+                    double d = double(x[l]) - shift[l];
+                    sum[l] += d;
+                    squares[l] += d * d;
+                }
+            }
+}
+
+}  // namespace
+
 void channel_statistics(const dnnl::memory::desc& desc, const float* data, ChannelStatistics& out) {
     const auto& md = desc.data;
     const auto& blocking = md.format_desc.blocking;
@@ -20,25 +44,23 @@ void channel_statistics(const dnnl::memory::desc& desc, const float* data, Chann
     const double count = double(n * height * width);
     out.mean.resize(std::size_t(channels));
     out.variance.resize(std::size_t(channels));
+    if (block != 16 && block != 8 && block != 4 && block != 1)  // (not from inside the threads)
+        throw std::invalid_argument("batch norm statistics: channel blocks of " + std::to_string(block));
     const std::int64_t blocks = (channels + block - 1) / block;
-    // One block of channels at a time: its lanes are adjacent in memory (blocked layouts), so
-    // the inner loop over them vectorises; channel blocks are independent, hence the threads.
+    // Channel blocks are independent, hence the threads. A block's padding lanes (channels
+    // past the last) are summed too, and dropped.
 #pragma omp parallel for schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t lanes = std::min(block, channels - b * block);
-        double shift[16], sum[16] = {}, squares[16] = {};
+        double shift[16], sum[16], squares[16];
         const float* first = base + b * s[1];
-        for (std::int64_t l = 0; l < lanes; ++l) shift[l] = first[block == 1 ? 0 : l];
-        for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t h = 0; h < height; ++h)
-                for (std::int64_t w = 0; w < width; ++w) {
-                    const float* x = base + i * s[0] + b * s[1] + h * s[2] + w * s[3];
-                    for (std::int64_t l = 0; l < lanes; ++l) {
-                        double d = double(x[l]) - shift[l];
-                        sum[l] += d;
-                        squares[l] += d * d;
-                    }
-                }
+        switch (block) {
+            case 16: block_sums<16>(first, s, n, height, width, shift, sum, squares); break;
+            case 8: block_sums<8>(first, s, n, height, width, shift, sum, squares); break;
+            case 4: block_sums<4>(first, s, n, height, width, shift, sum, squares); break;
+            case 1: block_sums<1>(first, s, n, height, width, shift, sum, squares); break;
+            default: break;  // refused above
+        }
+        const std::int64_t lanes = std::min(block, channels - b * block);
         for (std::int64_t l = 0; l < lanes; ++l) {
             double centred_mean = sum[l] / count;
             auto c = std::size_t(b * block + l);
