@@ -51,7 +51,11 @@ TEST_CASE("a 3x3 convolution on 2x2 maps under the AVX2 cap: oneDNN's reference 
 TEST_CASE("reference implementations are told apart by oneDNN's name for them") {
     CHECK(nn::cpu::is_reference("ref:any"));
     CHECK(nn::cpu::is_reference("ref_fused_convolution:any"));
+    CHECK(nn::cpu::is_reference("bnorm_ref:any"));
+    CHECK(nn::cpu::is_reference("gemm:ref"));
     CHECK_FALSE(nn::cpu::is_reference("jit:avx2"));
     CHECK_FALSE(nn::cpu::is_reference("x64:gemm:jit"));
     CHECK_FALSE(nn::cpu::is_reference("gemm:jit"));
+    CHECK_FALSE(nn::cpu::is_reference("bnorm_jit:sse41"));
+    CHECK_FALSE(nn::cpu::is_reference("simple:any"));
 }

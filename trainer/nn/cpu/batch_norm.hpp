@@ -26,6 +26,8 @@ public:
 
 private:
     void update_running_statistics();
+    bool fused_relu() const { return spec_.relu && !separate_relu_; }
+    void apply_relu(tensor::Tensor& output);
 
     BatchNormParameters parameters_;
     const BatchNormSpec& spec_;
@@ -39,7 +41,16 @@ private:
     dnnl::batch_normalization_forward normalise_, inference_;
     dnnl::batch_normalization_backward backward_;
 
-    tensor::Tensor input_, workspace_;
+    // Where oneDNN has only reference kernels for the fused ReLU (under SSE41), the ReLU is a
+    // primitive of its own after the normalisation (reference_kernels.hpp says why), and its
+    // output is kept for its backward pass.
+    bool separate_relu_ = false;
+    dnnl::eltwise_forward::primitive_desc relu_pd_;
+    dnnl::eltwise_backward::primitive_desc relu_backward_pd_;
+    dnnl::eltwise_forward relu_;
+    dnnl::eltwise_backward relu_backward_;
+
+    tensor::Tensor input_, workspace_, output_;
     ChannelStatistics batch_;
 };
 
