@@ -314,7 +314,7 @@ def main():
     # roundings are independent (whatever the summation order, hence whatever kernels oneDNN
     # picks for the ISA), carried through the same network after it. Two float32 steps whose
     # every sum is about as long as the other's, or taken in double, are at the same expected
-    # distance; the ratio scatters around 1 (0.9x to 1.2x over the five models, with oneDNN at
+    # distance; the ratio stays near 1 or below (0.55x to 1.1x over the five models, oneDNN at
     # AVX-512 and capped at AVX2). 3x leaves room for sums up to 9x longer than the peer's.
     # What it catches besides wrong layers: a sum far longer than the peer's, as batch norm's
     # float32 mean over 2x149x149 values was (sqrt(44402) ulps; inception4's statistics were
