@@ -24,7 +24,7 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
 	tests/perf/time_to_accuracy tests/perf/pytorch_fashion_mnist.py tests/perf/data_vs_pytorch tests/perf/pytorch_data.py \
 	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py tests/perf/comm_bound_models \
-	tests/perf/shaped_network
+	tests/perf/shaped_network tests/perf/budget.sh tests/perf/sgemm_peak.py
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'

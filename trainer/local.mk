@@ -26,12 +26,14 @@ trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/window.cpp trainer/nn/window.hpp \
 	trainer/nn/cpu/batch_norm.cpp trainer/nn/cpu/batch_norm.hpp \
 	trainer/nn/cpu/channel_concat.cpp trainer/nn/cpu/channel_concat.hpp \
+	trainer/nn/cpu/channel_statistics.cpp trainer/nn/cpu/channel_statistics.hpp \
 	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
 	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
 	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \
 	trainer/nn/cpu/dropout.cpp trainer/nn/cpu/dropout.hpp \
 	trainer/nn/cpu/linear.cpp trainer/nn/cpu/linear.hpp \
 	trainer/nn/cpu/pooling.cpp trainer/nn/cpu/pooling.hpp \
+	trainer/nn/cpu/reference_kernels.cpp trainer/nn/cpu/reference_kernels.hpp \
 	trainer/nn/cpu/relu.cpp trainer/nn/cpu/relu.hpp \
 	trainer/nn/cpu/residual_join.cpp trainer/nn/cpu/residual_join.hpp \
 	trainer/models/alexnet.cpp trainer/models/architecture.cpp trainer/models/architecture.hpp \
@@ -146,6 +148,13 @@ tests_unit_nn_test_SOURCES = tests/unit/layers_gradient_test.cpp tests/unit/grad
 	tests/unit/model_test.cpp
 tests_unit_nn_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_nn_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
+# The convolution's refusal of oneDNN's reference kernels, in a binary of its own: it caps the
+# ISA, which must happen before the process's first primitive.
+unit_tests += tests/unit/reference_kernels_test
+tests_unit_reference_kernels_test_SOURCES = tests/unit/reference_kernels_test.cpp tests/unit/gradient_check.cpp \
+	tests/unit/gradient_check.hpp
+tests_unit_reference_kernels_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_reference_kernels_test_LDADD = tests/unit/libcatch-main.la $(NN_LIBS)
 tests_unit_checkpoint_test_SOURCES = tests/unit/checkpoint_test.cpp
 tests_unit_checkpoint_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_checkpoint_test_LDADD = tests/unit/libcatch-main.la $(CHECKPOINT_LIBS)

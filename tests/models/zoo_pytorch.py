@@ -309,6 +309,16 @@ def main():
     # float32 step is: within 3x its distance on that parameter, or its largest distance on
     # any parameter of the network, or 1e-4, whichever is more. A wrong layer is off by the
     # size of its gradient, and so are the layers before it.
+    # Why a ratio to PyTorch, and why 3, on any CPU: a float32 pass's distance from float64 is
+    # the sum of its operations' roundings, each about sqrt(K) ulps of a sum of K terms when its
+    # roundings are independent (whatever the summation order, hence whatever kernels oneDNN
+    # picks for the ISA), carried through the same network after it. Two float32 steps whose
+    # every sum is about as long as the other's, or taken in double, are at the same expected
+    # distance; the ratio stays near 1 or below (0.55x to 1.1x over the five models, oneDNN at
+    # AVX-512 and capped at AVX2). 3x leaves room for sums up to 9x longer than the peer's.
+    # What it catches besides wrong layers: a sum far longer than the peer's, as batch norm's
+    # float32 mean over 2x149x149 values was (sqrt(44402) ulps; inception4's statistics were
+    # 3.5x PyTorch's distance until trellis summed them in double, as PyTorch does).
     torch.set_default_dtype(torch.float64)
     ref_loss, ref_grads, ref_stats, _ = step(meta, raw, torch.float64)
     torch.set_default_dtype(torch.float32)

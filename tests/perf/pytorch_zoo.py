@@ -3,7 +3,9 @@
 trellis-train on one synthetic batch, SGD with momentum and weight decay, the same batch,
 image size, classes and threads. tf_cnn_benchmarks' models are tests/models/zoo_pytorch.py's (written there from the
 benchmark's layer lists); the ResNets are torchvision's (v1.5, trellis's resnet50/152).
-Prints the per-step images/sec after the warmup steps and the peak resident memory."""
+Prints the per-step images/sec after the warmup steps and the peak resident memory. With
+--seconds, it stops at the first step that ends after that many seconds (at --steps at the
+latest, and not before two timed steps), as the benchmarks' trellis-train side does."""
 import argparse
 import json
 import os
@@ -22,6 +24,7 @@ parser.add_argument("--model", required=True)
 parser.add_argument("--batch-size", type=int, required=True)
 parser.add_argument("--image-size", type=int, required=True)
 parser.add_argument("--steps", type=int, default=5)
+parser.add_argument("--seconds", type=float, default=None)
 parser.add_argument("--warmup", type=int, default=1)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--classes", type=int, default=1001)
@@ -49,7 +52,10 @@ else:
 
 optimizer = torch.optim.SGD(learned, lr=0.01, momentum=0.9, weight_decay=1e-4)
 rates = []
+began = time.perf_counter()
 for step in range(args.steps):
+    if args.seconds is not None and len(rates) >= 2 and time.perf_counter() - began > args.seconds:
+        break
     start = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
     loss = torch.nn.functional.cross_entropy(forward(images), labels)

@@ -5,6 +5,7 @@
 
 #include "tests/unit/gradient_check.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/nn/cpu/dnnl_context.hpp"
 #include "trainer/nn/concat.hpp"
 #include "trainer/nn/residual_block.hpp"
 
@@ -208,6 +209,53 @@ TEST_CASE("batch norm keeps running statistics in training and uses them in eval
     auto y = backend.to_plain(norm->forward(backend.from_plain(x, spec), nn::Mode::eval));
     double mean = stats[0]->value[0], variance = stats[1]->value[0];
     CHECK(y[0] == Approx((1 - mean) / std::sqrt(variance + 1e-5)));
+}
+
+TEST_CASE("batch norm statistics are float32's rounding of the exact ones, in every layout oneDNN gives") {
+    // 2 images of 149x149, as inception4's first layer: 44402 values a channel, around 10 with
+    // a spread of 1. A float32 sum of them loses about sqrt(44402) ulps of the mean (2.5e-6
+    // relative, oneDNN's own statistics); rounded once it is within 2^-24, and the running
+    // mean (momentum m: m * mean, rounded again) within 2 * 2^-24 of m times the exact mean.
+    const std::int64_t n = 2, channels = 16, size = 149;
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<float> noise(-1.7f, 1.7f);
+    std::vector<float> x(std::size_t(n * channels * size * size));
+    for (auto& v : x) v = 10.0f + noise(rng);
+    const double count = double(n * size * size);
+    using tag = dnnl::memory::format_tag;
+    for (auto layout : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+        INFO("layout " << int(layout));
+        auto norm = backend.batch_norm({"bn", int(channels), false, 1.0f});
+        tensor::Shape shape{n, channels, size, size};
+        auto spec = nn::cpu::spec_of(dnnl::memory::desc({n, channels, size, size}, dnnl::memory::data_type::f32, layout),
+                                     shape);
+        norm->setup(spec, true);
+        nn::ParameterStore store;
+        norm->collect(store);
+        store.allocate();
+        norm->initialize(rng);
+        norm->forward(backend.from_plain(x, spec), nn::Mode::train);
+        const auto& stats = store.statistics();
+        double worst_mean = 0, worst_variance = 0;
+        for (std::int64_t c = 0; c < channels; ++c) {
+            double sum = 0, squares = 0;
+            for (std::int64_t i = 0; i < n; ++i)
+                for (std::int64_t p = 0; p < size * size; ++p) sum += x[std::size_t((i * channels + c) * size * size + p)];
+            double mean = sum / count;
+            for (std::int64_t i = 0; i < n; ++i)
+                for (std::int64_t p = 0; p < size * size; ++p) {
+                    double d = x[std::size_t((i * channels + c) * size * size + p)] - mean;
+                    squares += d * d;
+                }
+            double running_mean = double(0.1f) * mean;
+            double running_variance = double(0.9f) + double(0.1f) * squares / (count - 1);
+            worst_mean = std::max(worst_mean, std::abs(stats[0]->value[c] - running_mean) / running_mean);
+            worst_variance = std::max(worst_variance, std::abs(stats[1]->value[c] - running_variance) / running_variance);
+        }
+        CHECK(worst_mean <= 2 * 0x1p-24);
+        // 0.9 + 0.1 variance: four roundings of a value near 1.
+        CHECK(worst_variance <= 4 * 0x1p-24);
+    }
 }
 
 TEST_CASE("tf_cnn_benchmarks' initialisation: a normal with variance gain / fan-in, cut at two deviations") {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "trainer/nn/cpu/reference_kernels.hpp"
+
 namespace trellis::nn::cpu {
 
 Convolution::Convolution(const ConvolutionSpec& spec) : parameters_(spec), spec_(parameters_.spec) {}
@@ -23,33 +25,48 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     auto attr = attributes();
     auto direct = dnnl::algorithm::convolution_direct;
 
-    if (spec_.bias) {
-        memory::desc bias = plain_desc(parameters_.bias.shape);
-        forward_pd_ = {{dnnl::prop_kind::forward_training, direct, src, weights, bias, dst, strides, before, after},
-                       attr, engine()};
-    } else {
-        forward_pd_ = {{dnnl::prop_kind::forward_training, direct, src, weights, dst, strides, before, after},
-                       attr, engine()};
-    }
+    // Each operation's descriptor is a named local: oneDNN 2's implementation iterator
+    // (skip_reference's next_impl) reads it, and a temporary would be gone by then.
+    using forward_desc = dnnl::convolution_forward::desc;
+    auto forward = spec_.bias ? forward_desc{dnnl::prop_kind::forward_training, direct, src, weights,
+                                             plain_desc(parameters_.bias.shape), dst, strides, before, after}
+                              : forward_desc{dnnl::prop_kind::forward_training, direct, src, weights, dst,
+                                             strides, before, after};
+    forward_pd_ = {forward, attr, engine()};
+    if (!skip_reference(forward_pd_)) refuse_reference(spec_.name, "forward", forward_pd_.impl_info_str());
     forward_ = dnnl::convolution_forward(forward_pd_);
-    // Gradients keep the layouts of the activations they belong to.
-    if (spec_.bias) {
-        backward_weights_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.bias_desc(),
-                                 forward_pd_.dst_desc(), strides, before, after},
-                                attr, engine(), forward_pd_};
-    } else {
-        backward_weights_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.dst_desc(), strides, before, after},
-                                attr, engine(), forward_pd_};
-    }
+    // Gradients keep the layouts of the activations they belong to, unless oneDNN has only
+    // its reference kernel for those: then the layouts it likes (a reorder of each operand
+    // costs far less than a reference pass; at 2x2 maps under AVX2 that is its GEMM path).
+    auto backward_weights = [&](const memory::desc& activations, const memory::desc& gradients) {
+        using desc = dnnl::convolution_backward_weights::desc;
+        auto op = spec_.bias ? desc{direct, activations, weights, forward_pd_.bias_desc(), gradients, strides, before, after}
+                             : desc{direct, activations, weights, gradients, strides, before, after};
+        backward_weights_pd_ = {op, attr, engine(), forward_pd_};
+        return skip_reference(backward_weights_pd_);
+    };
+    if (!backward_weights(forward_pd_.src_desc(), forward_pd_.dst_desc()) && !backward_weights(src, dst))
+        refuse_reference(spec_.name, "backward weights", backward_weights_pd_.impl_info_str());
     backward_weights_ = dnnl::convolution_backward_weights(backward_weights_pd_);
     if (input_grad_) {
-        backward_data_pd_ = {{direct, forward_pd_.src_desc(), weights, forward_pd_.dst_desc(), strides, before, after},
-                             attr, engine(), forward_pd_};
+        auto backward_data = [&](const memory::desc& activations, const memory::desc& gradients) {
+            dnnl::convolution_backward_data::desc op{direct, activations, weights, gradients, strides, before, after};
+            backward_data_pd_ = {op, attr, engine(), forward_pd_};
+            return skip_reference(backward_data_pd_);
+        };
+        if (!backward_data(forward_pd_.src_desc(), forward_pd_.dst_desc()) && !backward_data(src, dst))
+            refuse_reference(spec_.name, "backward data", backward_data_pd_.impl_info_str());
         backward_data_ = dnnl::convolution_backward_data(backward_data_pd_);
     }
     return spec_of(forward_pd_.dst_desc(), output_shape_);
 }
 
+std::string Convolution::implementations() const {
+    std::string text = std::string("forward ") + forward_pd_.impl_info_str() + ", backward weights " +
+                       backward_weights_pd_.impl_info_str();
+    if (input_grad_) text += std::string(", backward data ") + backward_data_pd_.impl_info_str();
+    return text;
+}
 
 tensor::Tensor Convolution::forward(const tensor::Tensor& input, Mode) {
     input_ = reordered(input, forward_pd_.src_desc());
@@ -83,14 +100,17 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
         blocked_grad = allocate(diff_weights_desc, parameters_.weight.shape);
         diff_weights = memory_of(blocked_grad);
     }
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(input_)},
-                                         {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
+    auto activations = reordered(input_, backward_weights_pd_.src_desc());
+    auto gradients = reordered(diff_dst, backward_weights_pd_.diff_dst_desc());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory_of(activations)},
+                                         {DNNL_ARG_DIFF_DST, memory_of(gradients)},
                                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_weights_pd_.scratchpad_desc())}};
     if (spec_.bias) args[DNNL_ARG_DIFF_BIAS] = memory_of(backward_weights_pd_.diff_bias_desc(), parameters_.bias.grad);
     backward_weights_.execute(stream(), args);
     if (!blocked_grad.empty()) reorder_into(diff_weights, memory_of(plain_weights_desc, parameters_.weight.grad));
     input_ = {};
+    activations = {};
 
     tensor::Tensor input_grad;
     if (input_grad_) {
@@ -105,7 +125,8 @@ tensor::Tensor Convolution::backward(const tensor::Tensor& output_grad) {
             weights = memory_of(converted);
         }
         input_grad = allocate(backward_data_pd_.diff_src_desc(), input_shape_);
-        backward_data_.execute(stream(), {{DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
+        auto data_gradients = reordered(diff_dst, backward_data_pd_.diff_dst_desc());
+        backward_data_.execute(stream(), {{DNNL_ARG_DIFF_DST, memory_of(data_gradients)},
                                           {DNNL_ARG_WEIGHTS, weights},
                                           {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
                                           {DNNL_ARG_SCRATCHPAD, scratchpad(backward_data_pd_.scratchpad_desc())}});

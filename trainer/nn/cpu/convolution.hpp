@@ -1,5 +1,6 @@
 // Convolution, with a bias where the spec asks (the models without batch norm), any kernel
-// shape and per-side padding, on oneDNN's direct convolution with the memory formats it picks.
+// shape and per-side padding, on oneDNN's direct convolution with the memory formats it picks;
+// never on one of its reference kernels (reference_kernels.hpp).
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -18,6 +19,8 @@ public:
     tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     double multiply_accumulates() const override { return parameters_.multiply_accumulates(output_shape_); }
+    // The oneDNN implementation of each pass, as impl_info_str names them (after setup).
+    std::string implementations() const;
 
 private:
     ConvolutionWeight parameters_;
