@@ -162,6 +162,12 @@ tests_unit_train_options_test_SOURCES = tests/unit/train_options_test.cpp tests/
 	tests/unit/global_batch_advice_test.cpp
 tests_unit_train_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_train_options_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
+# The stop signals and the threads that compute, in a binary of its own: signal dispositions
+# and masks are the process's.
+unit_tests += tests/unit/stop_signals_test
+tests_unit_stop_signals_test_SOURCES = tests/unit/stop_signals_test.cpp
+tests_unit_stop_signals_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_stop_signals_test_LDADD = tests/unit/libcatch-main.la $(TRAIN_LIBS)
 unit_tests += tests/unit/gpu_host_test
 tests_unit_gpu_host_test_SOURCES = tests/unit/gpu_host_test.cpp
 tests_unit_gpu_host_test_CPPFLAGS = $(UNIT_CPPFLAGS)
