@@ -12,6 +12,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
 	agent/container/image_policy.cpp agent/container/image_policy.hpp \
+	agent/container/image_reference.cpp agent/container/image_reference.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
 	agent/container/namespaces.cpp agent/container/namespaces.hpp \
 	agent/container/oci_container.cpp agent/container/oci_container.hpp \
@@ -45,7 +46,7 @@ trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static
 
 # Its tests: its pure parts, then launching ranks natively and in containers.
 unit_tests += tests/unit/agent_test
-tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp
+tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp tests/unit/image_reference_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 unit_tests += tests/unit/binding_set_test

@@ -20,11 +20,12 @@ namespace {
 // A value as either source gives it: TOML has types, plugstack.conf only strings, so only
 // there may a string stand for a list ("a,b") or a boolean ("yes").
 struct RawValue {
-    enum Kind { string, boolean, list, other } kind = other;
+    enum Kind { string, boolean, list, integer, other } kind = other;
     std::string text;
     bool flag = false;
     std::vector<std::string> items;
     bool from_plugstack = false;
+    long number = 0;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -54,6 +55,20 @@ bool as_bool(const RawValue& v) {
         if (v.text == "false" || v.text == "no" || v.text == "0") return false;
     }
     throw UsageError("must be true or false");
+}
+
+long as_count(const RawValue& v, const char* what) {
+    if (v.kind == RawValue::integer && v.number >= 0) return v.number;
+    if (v.kind == RawValue::string && v.from_plugstack) {
+        std::size_t used = 0;
+        long number = -1;
+        try {
+            number = std::stol(v.text, &used);
+        } catch (const std::exception&) {
+        }
+        if (used == v.text.size() && number >= 0) return number;
+    }
+    throw UsageError(std::string("must be ") + what + " (a whole number >= 0, without quotes)");
 }
 
 std::vector<std::string> as_list(const RawValue& v, const char* what) {
@@ -121,6 +136,25 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
         {"allowed_mounts",
          [](ContainerConfig& c, const RawValue& v) { c.allowed_mounts = as_list(v, "path prefixes"); }},
         {"agent", [](ContainerConfig& c, const RawValue& v) { c.agent = as_path(v); }},
+        {"allowed_registries",
+         [](ContainerConfig& c, const RawValue& v) {
+             c.allowed_registries = as_list(v, "patterns of host[:port]/repository");
+         }},
+        {"insecure_registries",
+         [](ContainerConfig& c, const RawValue& v) { c.insecure_registries = as_list(v, "host[:port] entries"); }},
+        {"allow_user_images", [](ContainerConfig& c, const RawValue& v) { c.allow_user_images = as_bool(v); }},
+        {"image_cache", [](ContainerConfig& c, const RawValue& v) { c.image_cache = as_path(v); }},
+        {"image_cache_gib",
+         [](ContainerConfig& c, const RawValue& v) { c.image_cache_gib = as_count(v, "GiB per user"); }},
+        {"digest_lifetime",
+         [](ContainerConfig& c, const RawValue& v) { c.digest_lifetime = as_count(v, "seconds"); }},
+        {"cdi_dirs", [](ContainerConfig& c, const RawValue& v) { c.cdi_dirs = as_list(v, "folders"); }},
+        {"allowed_cdi_hooks",
+         [](ContainerConfig& c, const RawValue& v) { c.allowed_cdi_hooks = as_list(v, "hook programs"); }},
+        {"skopeo", [](ContainerConfig& c, const RawValue& v) { c.skopeo = as_path(v); }},
+        {"umoci", [](ContainerConfig& c, const RawValue& v) { c.umoci = as_path(v); }},
+        {"mksquashfs", [](ContainerConfig& c, const RawValue& v) { c.mksquashfs = as_path(v); }},
+        {"squashfuse", [](ContainerConfig& c, const RawValue& v) { c.squashfuse = as_path(v); }},
         {"namespaces",
          [](ContainerConfig& c, const RawValue& v) {
              c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");
@@ -171,6 +205,9 @@ RawValue raw_from_toml(const toml::node& node) {
     } else if (auto b = node.as_boolean()) {
         v.kind = RawValue::boolean;
         v.flag = b->get();
+    } else if (auto n = node.as_integer()) {
+        v.kind = RawValue::integer;
+        v.number = long(n->get());
     } else if (auto a = node.as_array()) {
         v.kind = RawValue::list;
         for (const auto& item : *a) {

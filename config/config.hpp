@@ -52,6 +52,30 @@ struct ContainerConfig {
     // The program that runs .sif images, by absolute path: Apptainer or Singularity, in its
     // user-namespace mode (OCI bundles need no program: the agent makes their container).
     std::string apptainer = "/usr/bin/apptainer";
+    // Registry images (docker://): fnmatch patterns (FNM_PATHNAME) matched against the
+    // normalised "host[:port]/repository"; an entry that is only "host[:port]" allows every
+    // repository there. Empty: no registry image is allowed.
+    std::vector<std::string> allowed_registries;
+    // Exact "host[:port]" entries that may be reached over plain HTTP or unverified TLS; they
+    // allow nothing by themselves.
+    std::vector<std::string> insecure_registries;
+    // Whether users may run image files of their own (oci-archive:, docker-archive:, .sqsh)
+    // that allowed_images does not match.
+    bool allow_user_images = false;
+    // The node's image cache: a folder on local disk, 1777 with the sticky bit, one 0700
+    // folder per user in it; least recently used images go past image_cache_gib per user.
+    std::string image_cache = "/var/cache/trellis/images";
+    long image_cache_gib = 50;
+    // Seconds a tag's digest, once resolved, is used without asking the registry again (for
+    // nodes without a way out); 0: every step asks.
+    long digest_lifetime = 0;
+    // CDI specifications (JSON or YAML), a later folder winning on a name clash, and the hook
+    // programs besides those trellis implements that a spec may run.
+    std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
+    std::vector<std::string> allowed_cdi_hooks;
+    // The programs that import images, by absolute path, run as the job's user.
+    std::string skopeo = "/usr/bin/skopeo", umoci = "/usr/bin/umoci", mksquashfs = "/usr/bin/mksquashfs",
+                squashfuse = "/usr/bin/squashfuse";
     // Where these settings came from, for refusals to name: the file, or the defaults.
     std::string origin = "the built-in defaults (no trellis.toml)";
 };
