@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "agent/container/image_reference.hpp"
 #include "agent/container/mount_spec.hpp"
 #include "common/error.hpp"
 
@@ -21,11 +22,17 @@ struct PolicyError : Refused {
     using Refused::Refused;
 };
 
-enum class ImageKind { oci_bundle, sif };
+// oci_bundle, sif, squashfs: a file or folder on the node, run as it is. registry and
+// archive: imported into the user's node cache first (image_import), which gives a squashfs.
+enum class ImageKind { oci_bundle, sif, squashfs, registry, archive };
 
 struct CheckedImage {
-    std::string path;  // canonical: symbolic links resolved before matching
+    std::string path;  // canonical: symbolic links resolved before matching ("" for registry)
     ImageKind kind;
+    ImageReference reference;  // as parsed (parse_image_reference)
+    // A squashfs image's settings (Env, WorkingDir, Entrypoint, Cmd), as `skopeo inspect
+    // --config` prints them, in the file beside it with ".json" for ".sqsh"; "" when none.
+    std::string settings;
 };
 
 // The image must exist, be an OCI bundle (a folder with rootfs/) or a .sif file, and its
