@@ -98,7 +98,7 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
         throw PolicyError("image '" + image + "' holds ',' or ':', which a runtime's lists would split (accepted: "
                           "paths without them)");
     if (has_dot_dot(image)) throw PolicyError("image '" + image + "': '..' is not accepted in an image path");
-    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle};
+    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle, {}, {}};
     refuse_control(checked.path, "the image's resolved path");
     if (checked.path.find_first_of(",:") != std::string::npos)
         throw PolicyError("image '" + image + "' resolves to '" + checked.path +
