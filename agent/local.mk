@@ -11,7 +11,10 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
+	agent/container/image_cache.cpp agent/container/image_cache.hpp \
+	agent/container/image_import.cpp agent/container/image_import.hpp \
 	agent/container/image_policy.cpp agent/container/image_policy.hpp \
+	agent/container/import_tool.cpp agent/container/import_tool.hpp \
 	agent/container/image_reference.cpp agent/container/image_reference.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
 	agent/container/namespaces.cpp agent/container/namespaces.hpp \

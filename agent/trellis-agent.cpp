@@ -7,10 +7,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "agent/container/image_import.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
@@ -31,6 +33,8 @@ const char* usage =
     "           or in a container; one failed rank stops the others\n"
     "  prepare  as the calling user (never root): make a step's container around this process,\n"
     "           print \"ready\" (or \"ready hold\") and wait until stdin ends; the plugin runs it\n"
+    "  import   as the calling user (never root): bring a docker:// image or an image archive into\n"
+    "           this node's image cache as a squashfs; print its path, its settings' and its digest\n"
     "  check    GPUs, HCA ports, GPUDirect RDMA, IPoIB, containers; exit status 1 on a problem\n"
     "\n"
     "trellis-agent COMMAND --help shows a command's options. See trellis-agent(8).\n";
@@ -72,6 +76,44 @@ int prepare(const std::vector<std::string>& args) {
     return 0;
 }
 
+cli::OptionTable import_table(std::string& config_path) {
+    cli::OptionTable table("trellis-agent import --help");
+    table.value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+                [&](auto& v) { config_path = v; });
+    return table;
+}
+
+std::string import_help() {
+    std::string config_path;
+    return "usage: trellis-agent import REFERENCE [--config FILE]\n\n"
+           "REFERENCE: docker://[HOST[:PORT]/]REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH or\n"
+           "docker-archive:PATH. Progress goes to stderr; stdout gets three lines:\n"
+           "  squashfs PATH\n  settings PATH\n  digest sha256:HEX\n\n" +
+           import_table(config_path).help();
+}
+
+// The reference is the one argument that is not an option (and the value after --config).
+int import_command(const std::vector<std::string>& args) {
+    std::string config_path;
+    std::vector<std::string> options, references;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i].starts_with("--")) {
+            options.push_back(args[i]);
+            if (args[i] == "--config" && i + 1 < args.size()) options.push_back(args[++i]);
+        } else {
+            references.push_back(args[i]);
+        }
+    }
+    import_table(config_path).parse(options);
+    if (references.size() != 1)
+        throw UsageError("import takes one image reference (given: " + std::to_string(references.size()) + ")");
+    auto config = config::load_agent_config(config_path);
+    ImportedImage image = import_image(parse_image_reference(references[0]), config.container, std::cerr);
+    std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
+                image.digest.c_str());
+    return 0;
+}
+
 struct Command {
     const char* name;
     int (*run)(const std::vector<std::string>&);
@@ -81,6 +123,7 @@ struct Command {
 const Command commands[] = {
     {"launch", launch_command, launch_help},
     {"prepare", prepare, prepare_help},
+    {"import", import_command, import_help},
     {"check", check_command, check_help},
 };
 
@@ -100,7 +143,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     auto command = std::find_if(std::begin(commands), std::end(commands), [&](auto& c) { return name == c.name; });
     if (command == std::end(commands)) {
-        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, check)\n", name.c_str());
+        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, check)\n", name.c_str());
         return 2;
     }
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {

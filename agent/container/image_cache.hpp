@@ -1,0 +1,85 @@
+// The node's image cache, as one user sees it: <image_cache>/<uid>, a folder only that user
+// may enter, holding one squashfs per manifest digest and its settings beside it:
+//   <hex>.sqsh   the image's root, packed (published by rename, so never half-written)
+//   <hex>.json   the image's settings, as `skopeo inspect --config` prints them
+//   <hex>.lock   flock'd while the image is imported (exclusively) or used (shared)
+//   <hex>.tmp*   an import's temporaries, removed on failure and by the next import
+//   oci/         an OCI layout of the blobs fetched so far, so that none is fetched twice
+// The top folder is the administrator's (root's, sticky, so no user can rename or remove
+// another's folder); each user's folder is made by that user and checked by descriptor, so a
+// folder or link planted by someone else under their uid is refused, not used.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.hpp"
+#include "common/error.hpp"
+
+namespace trellis::agent {
+
+// Importing an image failed: the message names the tool or folder and what to do.
+struct ImageImportError : Error {
+    using Error::Error;
+    const char* topic() const override { return "image import"; }
+};
+
+// A flock held for its lifetime (released on destruction or with the process).
+class CacheLock {
+public:
+    CacheLock() = default;
+    explicit CacheLock(int fd) : fd_(fd) {}
+    CacheLock(CacheLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    CacheLock& operator=(CacheLock&& other) noexcept;
+    ~CacheLock();
+    bool held() const { return fd_ >= 0; }
+
+private:
+    int fd_ = -1;
+};
+
+class ImageCache {
+public:
+    // Checks <image_cache> and opens (making it when missing) the calling user's folder in
+    // it. Throws PolicyError naming the folder, what was wrong and what is accepted; refuses
+    // root (imports run as the job's user). Warns on `warnings` when the cache is a tmpfs.
+    ImageCache(const config::ContainerConfig& config, std::ostream& warnings);
+    ~ImageCache();
+    ImageCache(const ImageCache&) = delete;
+    ImageCache& operator=(const ImageCache&) = delete;
+
+    const std::string& folder() const { return folder_; }  // <image_cache>/<uid>
+    int fd() const { return fd_; }
+    std::string path(const std::string& name) const { return folder_ + "/" + name; }
+
+    // "<hex>.sqsh" etc. for "sha256:<hex>".
+    static std::string entry_name(const std::string& digest, const char* suffix);
+
+    // Waits for the digest's lock: exclusive to import it, shared to use it.
+    CacheLock lock(const std::string& digest, bool exclusive) const;
+    // The lock of the blob layout (oci/): exclusive while skopeo writes it or it is cleaned.
+    CacheLock lock_layout(bool exclusive) const;
+
+    // Whether <hex>.sqsh and <hex>.json are both there (published).
+    bool has(const std::string& digest) const;
+    // Marks the image as just used (its mtime), which eviction goes by.
+    void touch(const std::string& digest) const;
+    // Removes <hex>.tmp* left by an import that died (call with the digest's lock held).
+    void remove_temporaries(const std::string& digest) const;
+    // Removes least recently used images (never `keep`, never one whose lock another process
+    // holds) until the folder's images take at most `limit_bytes`. Returns what was removed,
+    // one line per image, for the progress stream.
+    std::string evict(std::uint64_t limit_bytes, const std::string& keep) const;
+
+private:
+    std::string folder_;
+    int fd_ = -1;
+};
+
+// Removes a tree that may hold unreadable folders (mode 000, as images have): the removal
+// runs in a user namespace where the caller is root and so may enter them.
+void remove_tree(const std::string& path);
+
+}  // namespace trellis::agent

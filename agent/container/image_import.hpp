@@ -1,0 +1,44 @@
+// Importing an image as the job's user into their node cache (image_cache.hpp): a registry
+// image (docker://, normally pinned @sha256: by srun) or an image archive (oci-archive:,
+// docker-archive:) becomes one squashfs and its settings file, keyed by manifest digest.
+//   skopeo copy     into the user's OCI layout in the cache (blobs already there are not
+//                   fetched again)
+//   umoci unpack    --rootless, into a temporary folder in the cache (whiteouts applied,
+//                   modes kept, every file the user's)
+//   mksquashfs      in a user namespace where the user is root, so that a mode-000 file is
+//                   read, not packed empty; reproducible, every file root's in the image
+//   skopeo inspect  --config of the same image: the settings file
+// then both are renamed into place, settings first. One import per node and digest: a
+// second asker waits on the digest's lock and finds the image there.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "config/config.hpp"
+#include "agent/container/image_reference.hpp"
+
+namespace trellis::agent {
+
+struct ImportedImage {
+    std::string squashfs;  // <image_cache>/<uid>/<hex>.sqsh
+    std::string settings;  // the same with .json: the image's settings (skopeo inspect --config)
+    std::string digest;    // "sha256:<hex>": the manifest digest
+    bool cached = false;   // found in the cache, nothing fetched
+    double seconds = 0;    // the whole import, for the verbose report
+};
+
+// Imports `reference` (kind registry, oci_archive or docker_archive) unless the cache has it
+// already, writing progress lines (what is fetched, bytes, seconds) on `progress`. A tag is
+// resolved to its digest here (`skopeo inspect`); an archive's key is the manifest digest
+// skopeo reports for it. Throws PolicyError (the cache or root refused), UsageError (a path
+// reference), ImageImportError (a tool missing, unauthorized, unknown image, registry
+// unreachable, cache full: nothing half-written is left).
+ImportedImage import_image(const ImageReference& reference, const config::ContainerConfig& config,
+                           std::ostream& progress);
+
+// Whether `reference`'s registry may be reached over plain HTTP or unverified TLS: its
+// host[:port] is listed exactly in insecure_registries.
+bool registry_reachable_insecurely(const ImageReference& reference, const config::ContainerConfig& config);
+
+}  // namespace trellis::agent
