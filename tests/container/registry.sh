@@ -1,0 +1,155 @@
+# A private registry for container tests, sourced by them: Debian's docker-registry on
+# 127.0.0.1:<free port> with htpasswd authentication, its storage and its request log in a
+# folder of the test's, started with setsid and stopped by its pid; and the test images,
+# built with umoci from busybox-static and pushed with skopeo (credentials from an auth file,
+# never on a command line).
+#
+#   registry_start FOLDER   starts it; sets REGISTRY (127.0.0.1:PORT), REGISTRY_USER,
+#                           REGISTRY_PASSWORD, REGISTRY_AUTH (an auth.json for it), REGISTRY_LOG
+#   registry_stop           stops it (also done by registry_trap's EXIT trap)
+#   registry_build_images   builds FOLDER/images (an OCI layout) with two images:
+#     x  ENV FROM_IMAGE=yes, WORKDIR /work, an ENTRYPOINT that prints entrypoint-ran; layers:
+#        busybox, /etc/delete-me, /olddir/{d,old}, /locked (mode 000, "locked content");
+#        then /etc/delete-me deleted (a whiteout); then olddir/ replaced (an opaque whiteout)
+#        holding only d ("d"), and /x-marker
+#     y  busybox and /y-marker
+#   registry_push NAME TAG  pushes image NAME of the layout as NAME:TAG (x, y)
+#   registry_push_as NAME REPO:TAG
+#   registry_requests PATTERN  how many requests in the log match the grep -E PATTERN
+# Needs: docker-registry, skopeo, umoci, busybox (static), python3, curl or python3.
+
+registry_missing() {  # prints what is missing, nothing when all is there
+    local tool
+    for tool in docker-registry skopeo umoci mksquashfs unsquashfs; do
+        command -v "$tool" >/dev/null 2>&1 || echo "$tool"
+    done
+    [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q "statically linked" || echo "busybox-static"
+}
+
+registry_start() {
+    REGISTRY_DIR=$1
+    mkdir -p "$REGISTRY_DIR/storage"
+    local here port
+    here=$(dirname "${BASH_SOURCE[0]}")
+    port=$(python3 "$here/../free_port.py")
+    REGISTRY=127.0.0.1:$port REGISTRY_USER=trellis REGISTRY_PASSWORD="pw-$RANDOM$RANDOM-secret"
+    REGISTRY_LOG=$REGISTRY_DIR/registry.log REGISTRY_AUTH=$REGISTRY_DIR/auth.json
+    # bcrypt at cost 4: the registry checks it on every request, and the machine is slow.
+    REGISTRY_PASSWORD="$REGISTRY_PASSWORD" python3 -c '
+import crypt, os, sys
+print(os.environ["REGISTRY_USER"] + ":" + crypt.crypt(os.environ["REGISTRY_PASSWORD"], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))
+' >"$REGISTRY_DIR/htpasswd" 2>/dev/null || REGISTRY_USER=$REGISTRY_USER REGISTRY_PASSWORD=$REGISTRY_PASSWORD python3 -W ignore -c '
+import crypt, os
+print(os.environ["REGISTRY_USER"] + ":" + crypt.crypt(os.environ["REGISTRY_PASSWORD"], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))
+' >"$REGISTRY_DIR/htpasswd"
+    REGISTRY_USER=$REGISTRY_USER REGISTRY_PASSWORD=$REGISTRY_PASSWORD python3 -c '
+import base64, json, os, sys
+token = base64.b64encode((os.environ["REGISTRY_USER"] + ":" + os.environ["REGISTRY_PASSWORD"]).encode()).decode()
+json.dump({"auths": {sys.argv[1]: {"auth": token}}}, sys.stdout)
+' "$REGISTRY" >"$REGISTRY_AUTH"
+    chmod 600 "$REGISTRY_AUTH"
+    cat >"$REGISTRY_DIR/config.yml" <<YAML
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: false
+storage:
+  filesystem:
+    rootdirectory: $REGISTRY_DIR/storage
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY
+auth:
+  htpasswd:
+    realm: trellis-test
+    path: $REGISTRY_DIR/htpasswd
+YAML
+    setsid docker-registry serve "$REGISTRY_DIR/config.yml" >"$REGISTRY_LOG" 2>&1 </dev/null &
+    REGISTRY_PID=$!
+    local _
+    for _ in $(seq 1 100); do
+        python3 - "$REGISTRY" <<'PY' 2>/dev/null && return 0
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://" + sys.argv[1] + "/v2/", timeout=1)
+except urllib.error.HTTPError as e:
+    sys.exit(0 if e.code == 401 else 1)
+sys.exit(1)
+PY
+        kill -0 "$REGISTRY_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "registry.sh: docker-registry did not start on $REGISTRY:" >&2
+    tail -n 5 "$REGISTRY_LOG" >&2
+    return 1
+}
+
+registry_stop() {
+    [ -n "${REGISTRY_PID:-}" ] || return 0
+    kill "$REGISTRY_PID" 2>/dev/null
+    timeout 10 tail --pid="$REGISTRY_PID" -f /dev/null 2>/dev/null
+    wait "$REGISTRY_PID" 2>/dev/null
+    REGISTRY_PID=
+}
+
+# registry_trap: stops the registry when the sourcing script exits (keeps its other EXIT work
+# when given as a command: registry_trap 'rm -rf "$work"').
+registry_trap() { trap "registry_stop; ${1:-:}" EXIT; }
+
+registry_build_images() {
+    local layout=$REGISTRY_DIR/images tree=$REGISTRY_DIR/tree
+    umoci init --layout "$layout" || return 1
+    # x, layer 1: busybox, a file to delete, a folder to replace, an unreadable file.
+    umoci new --image "$layout:x" && umoci unpack --image "$layout:x" "$tree" >/dev/null || return 1
+    registry_busybox "$tree/rootfs"
+    mkdir -p "$tree/rootfs/olddir" "$tree/rootfs/work"
+    echo gone >"$tree/rootfs/etc/delete-me"
+    echo d-old >"$tree/rootfs/olddir/d"
+    echo old >"$tree/rootfs/olddir/old"
+    echo "locked content" >"$tree/rootfs/locked"
+    chmod 000 "$tree/rootfs/locked"
+    umoci repack --image "$layout:x" "$tree" >/dev/null || return 1
+    # layer 2: /etc/delete-me deleted, which umoci writes as a whiteout (.wh.delete-me).
+    rm "$tree/rootfs/etc/delete-me"
+    echo x >"$tree/rootfs/x-marker"
+    umoci repack --image "$layout:x" "$tree" >/dev/null || return 1
+    rm -rf "$tree"
+    # layer 3, made by hand: olddir/ replaced by an opaque whiteout holding only d.
+    mkdir -p "$REGISTRY_DIR/opaque/olddir"
+    : >"$REGISTRY_DIR/opaque/olddir/.wh..wh..opq"
+    echo d >"$REGISTRY_DIR/opaque/olddir/d"
+    tar -C "$REGISTRY_DIR/opaque" --owner=0 --group=0 -cf "$REGISTRY_DIR/opaque.tar" olddir &&
+        umoci raw add-layer --image "$layout:x" "$REGISTRY_DIR/opaque.tar" || return 1
+    umoci config --image "$layout:x" --config.env FROM_IMAGE=yes --config.workingdir /work \
+        --config.entrypoint /bin/sh --config.entrypoint -c \
+        --config.entrypoint 'echo entrypoint-ran; exec "$@"' --config.entrypoint entrypoint \
+        --config.cmd /bin/sh || return 1
+    # y: another image altogether.
+    umoci new --image "$layout:y" && umoci unpack --image "$layout:y" "$tree" >/dev/null || return 1
+    registry_busybox "$tree/rootfs"
+    echo y >"$tree/rootfs/y-marker"
+    umoci repack --image "$layout:y" "$tree" >/dev/null || return 1
+    rm -rf "$tree"
+}
+
+registry_busybox() {  # ROOTFS: busybox and the few names the tests call
+    mkdir -p "$1/bin" "$1/etc"
+    cp /bin/busybox "$1/bin/busybox"
+    local name
+    for name in sh cat ls echo env pwd id stat; do ln -s busybox "$1/bin/$name"; done
+}
+
+registry_push_as() {  # NAME REPO:TAG
+    skopeo copy --quiet --dest-authfile "$REGISTRY_AUTH" --dest-tls-verify=false \
+        "oci:$REGISTRY_DIR/images:$1" "docker://$REGISTRY/$2"
+}
+registry_push() { registry_push_as "$1" "$1:$2"; }
+
+# The manifest digest the registry has for REPO:TAG.
+registry_digest() {
+    skopeo inspect --authfile "$REGISTRY_AUTH" --tls-verify=false --format '{{.Digest}}' "docker://$REGISTRY/$1"
+}
+
+registry_requests() { grep -cE "$1" "$REGISTRY_LOG"; }
