@@ -133,18 +133,24 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
         throw ImageImportError("cannot make the cache folder " + folder_ + ": " + std::strerror(error) +
                                (error == ENOSPC ? " (image_cache is full)" : ""));
     }
-    fd_ = top_fd < 0 ? -1 : ::openat(top_fd, std::to_string(uid).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // O_PATH first: someone else's folder is examined (and refused by its owner) even when
+    // it cannot be read.
+    int path_fd = top_fd < 0 ? -1
+                             : ::openat(top_fd, std::to_string(uid).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int error = errno;
     if (top_fd >= 0) ::close(top_fd);
-    if (fd_ < 0)
+    if (path_fd < 0)
         throw PolicyError("the cache folder " + folder_ + " is refused: " +
                           (error == ELOOP || error == ENOTDIR ? std::string("it is a symbolic link or not a folder")
                                                               : std::string(std::strerror(error))) +
                           " (accepted: a folder of your own, mode 0700; remove it and the next import makes it)");
-    if (made) ::fchmod(fd_, 0700);  // whatever the umask was
-    ::fstat(fd_, &info);
-    if (info.st_uid != uid || (info.st_mode & 0777) != 0700) {
-        ::close(fd_);
+    ::fstat(path_fd, &info);
+    if (info.st_uid == uid) fd_ = ::openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(path_fd);
+    if (fd_ >= 0 && made) ::fchmod(fd_, 0700);  // whatever the umask was
+    if (fd_ >= 0) ::fstat(fd_, &info);
+    if (fd_ < 0 || info.st_uid != uid || (info.st_mode & 0777) != 0700) {
+        if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
         throw PolicyError("the cache folder " + folder_ + " is refused: it belongs to uid " + std::to_string(info.st_uid) +
                           " with mode " + std::to_string((info.st_mode >> 6) & 7) + std::to_string((info.st_mode >> 3) & 7) +
