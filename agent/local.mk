@@ -60,5 +60,6 @@ unit_tests += tests/unit/wireup_test
 tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
-TESTS += tests/container/launch_test.sh
-EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle
+TESTS += tests/container/launch_test.sh tests/container/import_test.sh
+EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle \
+	tests/container/import_test.sh tests/container/registry.sh

@@ -16,14 +16,14 @@
 #   registry_push NAME TAG  pushes image NAME of the layout as NAME:TAG (x, y)
 #   registry_push_as NAME REPO:TAG
 #   registry_requests PATTERN  how many requests in the log match the grep -E PATTERN
-# Needs: docker-registry, skopeo, umoci, busybox (static), python3, curl or python3.
+# Needs: docker-registry, skopeo, umoci, squashfs-tools, busybox-static, python3.
 
 registry_missing() {  # prints what is missing, nothing when all is there
     local tool
     for tool in docker-registry skopeo umoci mksquashfs unsquashfs; do
         command -v "$tool" >/dev/null 2>&1 || echo "$tool"
     done
-    [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q "statically linked" || echo "busybox-static"
+    [ -x /bin/busybox ] && ldd /bin/busybox 2>&1 | grep -q "not a dynamic executable" || echo "busybox-static"
 }
 
 registry_start() {
@@ -111,7 +111,10 @@ registry_build_images() {
     echo "locked content" >"$tree/rootfs/locked"
     chmod 000 "$tree/rootfs/locked"
     umoci repack --image "$layout:x" "$tree" >/dev/null || return 1
-    # layer 2: /etc/delete-me deleted, which umoci writes as a whiteout (.wh.delete-me).
+    rm -rf "$tree"
+    # layer 2: /etc/delete-me deleted, which umoci writes as a whiteout (.wh.delete-me); from a
+    # fresh unpack, which a second repack of the same bundle is not.
+    umoci unpack --image "$layout:x" "$tree" >/dev/null || return 1
     rm "$tree/rootfs/etc/delete-me"
     echo x >"$tree/rootfs/x-marker"
     umoci repack --image "$layout:x" "$tree" >/dev/null || return 1

@@ -1,0 +1,213 @@
+#!/bin/bash
+# trellis-agent import, as unprivileged users, from a private registry on 127.0.0.1 (see
+# registry.sh) and from archives: the squashfs holds the image with its whiteouts applied and
+# its mode-000 file whole, the settings file has its ENV and WORKDIR; a second import fetches
+# no blob, a moved tag is seen, a pinned digest asks for no tag; missing credentials, an
+# unknown tag, plain HTTP and an unreachable registry say so; the password shows in no
+# output and no command line; two users' caches are private and a planted link or someone
+# else's folder is refused; four imports at once fetch each blob once; an archive imports
+# with the registry stopped; a full cache leaves nothing half-written; root is refused.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${TRELLIS_BUILD:?}
+agent=$build/trellis-agent
+. "$here/registry.sh"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (test users, a root-owned cache folder, a tmpfs)"; exit 77; }
+missing=$(registry_missing | tr '\n' ' ')
+[ -z "$missing" ] || { echo "SKIP: missing $missing(scripts/install-deps)"; exit 77; }
+[ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
+    { echo "SKIP: user namespaces are off (user.max_user_namespaces)"; exit 77; }
+user1=trellistest user2=trellistest2
+for u in $user1 $user2; do
+    id "$u" >/dev/null 2>&1 || useradd -M -s /bin/sh "$u" || { echo "SKIP: cannot add the test user $u"; exit 77; }
+done
+uid1=$(id -u $user1) uid2=$(id -u $user2)
+work=$(mktemp -d /tmp/trellis-import-test.XXXXXX)
+chmod 755 "$work"
+registry_trap 'umount "$work/full" 2>/dev/null; kill $sampler 2>/dev/null; rm -rf "$work"'
+sampler=
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+registry_start "$work/registry" || exit 1
+registry_build_images >"$work/build.out" 2>&1 || { cat "$work/build.out"; exit 1; }
+registry_push x tag && registry_push y tag || exit 1
+
+# cache_folder NAME: a cache as the administrator makes it (root's, 1777).
+cache_folder() { mkdir -p "$work/$1" && chmod 1777 "$work/$1"; }
+# config NAME CACHE [LINES...]: a trellis.toml with that cache and the registry as insecure.
+config() {
+    local name=$1 cache=$2
+    shift 2
+    { echo "[container]"; echo "image_cache = \"$cache\""; echo "insecure_registries = [\"$REGISTRY\"]"
+      printf '%s\n' "$@"; } >"$work/$name.toml"
+}
+cache_folder cache
+config main "$work/cache"
+for u in $user1 $user2; do
+    mkdir -p "$work/home-$u"
+    cp "$REGISTRY_AUTH" "$work/home-$u/auth.json"
+    chown -R "$u" "$work/home-$u"
+    chmod 600 "$work/home-$u/auth.json"
+done
+# as USER [VAR=VALUE...] CMD...: as that user, with a clean environment and their auth file.
+as() {
+    local u=$1
+    shift
+    setpriv --reuid="$u" --regid="$u" --init-groups env -i PATH=/usr/bin:/bin HOME="$work/home-$u" \
+        REGISTRY_AUTH_FILE="$work/home-$u/auth.json" "$@"
+}
+# import NAME USER REFERENCE [CONFIG]: runs the import; output in NAME.out, status in $status.
+import() {
+    status=0
+    as "$2" "$agent" import "$3" --config "$work/${4:-main}.toml" >"$work/$1.out" 2>&1 || status=$?
+}
+field() { sed -n "s/^$1 //p" "$work/$2.out"; }  # FIELD NAME: squashfs, settings or digest from NAME.out
+listing() { unsquashfs -lc "$1" 2>/dev/null | sed 's|^squashfs-root||'; }  # SQSH: its files, from /
+
+# 1. A pulled image: its files, whiteouts applied, the mode-000 file whole, its settings.
+import first $user1 "docker://$REGISTRY/x:tag"
+sqsh=$(field squashfs first) settings=$(field settings first) digest1=$(field digest first)
+if [ $status -eq 0 ] && [ -f "$sqsh" ] && [ "$settings" = "${sqsh%.sqsh}.json" ]; then
+    files=$(listing "$sqsh")
+    echo "$files" | grep -qx /bin/busybox && echo "$files" | grep -qx /olddir/d && echo "$files" | grep -qx /x-marker &&
+        pass "the image's files are in $sqsh" || fail "files missing from the squashfs: $files"
+    ! echo "$files" | grep -qx /etc/delete-me && pass "a whiteout applied: /etc/delete-me is gone" ||
+        fail "/etc/delete-me is still there"
+    ! echo "$files" | grep -qx /olddir/old && [ "$(unsquashfs -cat "$sqsh" olddir/d)" = d ] &&
+        pass "an opaque whiteout applied: /olddir holds only the new d" || fail "opaque whiteout: $(echo "$files" | grep olddir)"
+    [ "$(unsquashfs -cat "$sqsh" locked)" = "locked content" ] &&
+        pass "the mode-000 file kept its content ($(unsquashfs -cat "$sqsh" locked | wc -c) bytes)" || fail "the mode-000 file lost its content"
+    jq -e '.config.Env == ["FROM_IMAGE=yes"] and .config.WorkingDir == "/work" and (.config.Entrypoint | index("entrypoint") != null)' \
+        "$settings" >/dev/null && pass "the settings file has the image's ENV, WORKDIR and ENTRYPOINT" || fail "settings: $(cat "$settings")"
+    grep -q "fetching docker://$REGISTRY/x@$digest1" "$work/first.out" && grep -q "bytes of new blobs in" "$work/first.out" &&
+        pass "progress names what is fetched, its bytes and seconds" || fail "progress: $(cat "$work/first.out")"
+    [ "$(stat -c '%U %a' "$work/cache/$uid1")" = "$user1 700" ] && pass "the user's cache folder is theirs, 0700" ||
+        fail "cache folder: $(stat -c '%U %a' "$work/cache/$uid1")"
+else
+    fail "import of x:tag: status $status: $(cat "$work/first.out")"
+fi
+
+# 2. A second import fetches no blob.
+blobs_before=$(registry_requests '"GET /v2/x/blobs/')
+import second $user1 "docker://$REGISTRY/x:tag"
+[ $status -eq 0 ] && [ "$(field digest second)" = "$digest1" ] && [ "$(registry_requests '"GET /v2/x/blobs/')" -eq "$blobs_before" ] &&
+    pass "a second import fetches no blob (registry log)" || fail "second import: status $status, blob GETs $blobs_before -> $(registry_requests '"GET /v2/x/blobs/')"
+
+# 3. A pinned digest asks for no tag.
+ydigest=$(registry_digest y:tag)
+tag_lookups=$(registry_requests '"GET /v2/y/manifests/tag ')
+import pinned $user1 "docker://$REGISTRY/y@$ydigest"
+[ $status -eq 0 ] && [ "$(field digest pinned)" = "$ydigest" ] && [ "$(registry_requests '"GET /v2/y/manifests/tag ')" -eq "$tag_lookups" ] &&
+    listing "$(field squashfs pinned)" | grep -qx /y-marker &&
+    pass "@sha256: imports that image with no tag lookup" || fail "pinned import: status $status $(tail -n 2 "$work/pinned.out")"
+
+# 4. A moved tag is seen by the next import.
+registry_push_as y x:tag || fail "re-push of y as x:tag"
+import moved $user1 "docker://$REGISTRY/x:tag"
+[ $status -eq 0 ] && [ "$(field digest moved)" != "$digest1" ] && listing "$(field squashfs moved)" | grep -qx /y-marker &&
+    pass "a moved tag is seen: x:tag is now $(field digest moved)" || fail "moved tag: status $status $(tail -n 2 "$work/moved.out")"
+registry_push x tag
+
+# 5. Errors that say what to do.
+status=0
+setpriv --reuid=$user1 --regid=$user1 --init-groups env -i PATH=/usr/bin:/bin HOME="$work/nohome" \
+    "$agent" import "docker://$REGISTRY/x:tag" --config "$work/main.toml" >"$work/nocreds.out" 2>&1 || status=$?
+[ $status -ne 0 ] && grep -q "unauthorized" "$work/nocreds.out" && grep -q "REGISTRY_AUTH_FILE" "$work/nocreds.out" &&
+    pass "missing credentials say so: $(cat "$work/nocreds.out")" || fail "missing credentials: status $status $(cat "$work/nocreds.out")"
+import unknown $user1 "docker://$REGISTRY/x:nope"
+[ $status -ne 0 ] && grep -q "unknown tag" "$work/unknown.out" && pass "an unknown tag says so: $(cat "$work/unknown.out")" ||
+    fail "unknown tag: status $status $(cat "$work/unknown.out")"
+config secure "$work/cache"
+sed -i '/insecure_registries/d' "$work/secure.toml"
+import http $user1 "docker://$REGISTRY/x:tag" secure
+[ $status -ne 0 ] && grep -q "insecure_registries" "$work/http.out" && pass "plain HTTP needs insecure_registries: $(cat "$work/http.out")" ||
+    fail "plain HTTP: status $status $(cat "$work/http.out")"
+config noskopeo "$work/cache" 'skopeo = "/nonexistent/skopeo"'
+import noskopeo $user1 "docker://$REGISTRY/x:tag" noskopeo
+[ $status -ne 0 ] && grep -q "set \[container\] skopeo" "$work/noskopeo.out" && pass "a missing skopeo names its key" ||
+    fail "missing skopeo: $(cat "$work/noskopeo.out")"
+status=0
+"$agent" import "docker://$REGISTRY/x:tag" --config "$work/main.toml" >"$work/root.out" 2>&1 || status=$?
+[ $status -eq 3 ] && grep -q "never as root" "$work/root.out" && pass "root is refused (status 3)" || fail "root: status $status $(cat "$work/root.out")"
+mkdir -m 0777 "$work/open-cache"
+chmod 0777 "$work/open-cache"
+config open "$work/open-cache"
+import open $user1 "docker://$REGISTRY/x:tag" open
+[ $status -eq 3 ] && grep -q "image_cache '$work/open-cache'.*1777" "$work/open.out" && pass "a cache without the sticky bit is refused: $(cat "$work/open.out")" ||
+    fail "non-sticky cache: status $status $(cat "$work/open.out")"
+
+# 6. Two users: private caches, each refused the other's.
+import other $user2 "docker://$REGISTRY/x:tag"
+[ $status -eq 0 ] && [ "$(stat -c '%U %a' "$work/cache/$uid2")" = "$user2 700" ] &&
+    ! as $user2 cat "$sqsh" >/dev/null 2>&1 && ! as $user1 ls "$work/cache/$uid2" >/dev/null 2>&1 &&
+    pass "two users' caches are private (0700 each, neither can read the other's)" || fail "private caches: status $status"
+cache_folder planted && ln -s "$work/cache/$uid2" "$work/planted/$uid1" && chown -h $user2 "$work/planted/$uid1"
+config planted "$work/planted"
+import planted $user1 "docker://$REGISTRY/x:tag" planted
+[ $status -eq 3 ] && grep -q "$work/planted/$uid1 is refused: it is a symbolic link" "$work/planted.out" &&
+    pass "a planted symbolic link is refused: $(cat "$work/planted.out")" || fail "planted link: status $status $(cat "$work/planted.out")"
+cache_folder foreign && as $user2 mkdir -m 0700 "$work/foreign/$uid1"
+config foreign "$work/foreign"
+import foreign $user1 "docker://$REGISTRY/x:tag" foreign
+[ $status -eq 3 ] && grep -q "$work/foreign/$uid1 is refused: it belongs to uid $uid2" "$work/foreign.out" &&
+    pass "a folder owned by someone else is refused: $(cat "$work/foreign.out")" || fail "foreign folder: status $status $(cat "$work/foreign.out")"
+
+# 7. Four imports of a new digest at once: one pull, all succeed; meanwhile every command
+# line on the machine is sampled for the password.
+registry_push_as y c:tag
+cache_folder cache-c
+config concurrent "$work/cache-c"
+: >"$work/cmdlines"
+( while :; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' >>"$work/cmdlines"; sleep 0.02; done ) &
+sampler=$!
+pids=()
+for i in 1 2 3 4; do
+    as $user1 "$agent" import "docker://$REGISTRY/c:tag" --config "$work/concurrent.toml" >"$work/c$i.out" 2>&1 &
+    pids+=($!)
+done
+ok=0
+for p in "${pids[@]}"; do wait "$p" && ok=$((ok + 1)); done
+kill $sampler; wait $sampler 2>/dev/null; sampler=
+blob_gets=$(grep -oE '"GET /v2/c/blobs/sha256:[0-9a-f]+' "$REGISTRY_LOG" | sort)
+digests=$(sed -n 's/^digest //p' "$work"/c[1-4].out | sort -u | wc -l)
+[ $ok -eq 4 ] && [ "$digests" -eq 1 ] && [ -n "$blob_gets" ] && [ -z "$(echo "$blob_gets" | uniq -d)" ] &&
+    [ "$(grep -l "^trellis-agent: imported" "$work"/c[1-4].out | wc -l)" -eq 1 ] &&
+    pass "four imports at once: all succeed, one imports, each blob fetched once ($(echo "$blob_gets" | wc -l) GETs)" ||
+    fail "concurrent imports: $ok succeeded, $digests digests, blob GETs: $blob_gets"
+token=$(printf '%s:%s' "$REGISTRY_USER" "$REGISTRY_PASSWORD" | base64 -w0)
+[ -s "$work/cmdlines" ] && ! grep -qF -e "$REGISTRY_PASSWORD" -e "$token" "$work/cmdlines" &&
+    ! grep -lF -e "$REGISTRY_PASSWORD" -e "$token" "$work"/*.out >/dev/null &&
+    pass "the password is in no output and no command line ($(wc -l <"$work/cmdlines") samples)" || fail "the password leaked"
+
+# 8. Archives, with the registry stopped.
+skopeo copy --quiet "oci:$work/registry/images:x" "oci-archive:$work/x-oci.tar" &&
+    skopeo copy --quiet "oci:$work/registry/images:y" "docker-archive:$work/y-docker.tar:y:tag" && chmod 644 "$work"/*.tar ||
+    fail "making the archives"
+registry_stop
+import unreachable $user1 "docker://$REGISTRY/x:tag"
+[ $status -ne 0 ] && grep -q "cannot be reached" "$work/unreachable.out" && pass "a stopped registry cannot be reached, and it says so" ||
+    fail "unreachable: status $status $(cat "$work/unreachable.out")"
+for archive in "oci-archive:$work/x-oci.tar x-marker" "docker-archive:$work/y-docker.tar y-marker"; do
+    set -- $archive
+    import archive $user1 "$1"
+    [ $status -eq 0 ] && listing "$(field squashfs archive)" | grep -qx "/$2" &&
+        pass "$1 imports with the registry stopped ($(field digest archive))" || fail "$1: status $status $(cat "$work/archive.out")"
+done
+
+# 9. A full cache: a clear error, nothing half-written.
+mkdir "$work/full"
+if mount -t tmpfs -o size=1m,mode=1777 tmpfs "$work/full"; then
+    config full "$work/full"
+    import full $user1 "oci-archive:$work/x-oci.tar" full
+    left=$(find "$work/full" -name '*.tmp*' -o -name '*.sqsh' -o -name '*.json' -o -name 'oci-put-blob*')
+    [ $status -ne 0 ] && grep -q "image cache $work/full/$uid1 is full" "$work/full.out" && [ -z "$left" ] &&
+        grep -q "is a tmpfs" "$work/full.out" &&
+        pass "a full cache: $(grep full "$work/full.out" | tail -n 1)" || fail "full cache: status $status, left: $left; $(cat "$work/full.out")"
+    umount "$work/full"
+else
+    echo "SKIP (part): cannot mount a tmpfs for the full-cache check"
+fi
+
+[ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }
