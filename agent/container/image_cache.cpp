@@ -42,6 +42,7 @@ std::uint64_t tree_bytes(int dir) {
         ::close(dir);
         return 0;
     }
+    ::rewinddir(stream);
     while (dirent* entry = ::readdir(stream)) {
         std::string name = entry->d_name;
         if (name == "." || name == "..") continue;
@@ -207,49 +208,43 @@ void ImageCache::remove_temporaries(const std::string& digest) const {
     for (auto& name : names) remove_at(fd_, name);
 }
 
-std::string ImageCache::evict(std::uint64_t limit_bytes, const std::string& keep) const {
+std::uint64_t ImageCache::bytes() const { return tree_bytes(::dup(fd_)); }
+
+std::string ImageCache::evict_oldest(const std::string& keep) const {
     struct Image {
         std::string hex;
-        std::uint64_t bytes;
         timespec used;
     };
     std::vector<Image> images;
-    std::uint64_t total = 0;
     if (DIR* stream = ::fdopendir(::dup(fd_))) {
         ::rewinddir(stream);
         while (dirent* entry = ::readdir(stream)) {
             std::string name = entry->d_name;
             struct stat info {};
-            if (::fstatat(fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            if (S_ISREG(info.st_mode)) total += std::uint64_t(info.st_size);
-            if (name.size() == 64 + 5 && name.ends_with(".sqsh") && S_ISREG(info.st_mode))
-                images.push_back({name.substr(0, 64), std::uint64_t(info.st_size), info.st_mtim});
+            if (name.size() == 64 + 5 && name.ends_with(".sqsh") && name.substr(0, 64) != hex_of(keep) &&
+                ::fstatat(fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode))
+                images.push_back({name.substr(0, 64), info.st_mtim});
         }
         ::closedir(stream);
     }
-    int layout = ::openat(fd_, "oci", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (layout >= 0) total += tree_bytes(layout);
     std::sort(images.begin(), images.end(), [](const Image& a, const Image& b) {
         return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
     });
-    std::string removed;
     for (const Image& image : images) {
-        if (total <= limit_bytes) break;
-        if (image.hex == hex_of(keep)) continue;
-        // An image being imported or used holds its lock: it stays.
+        // An image being imported or used holds its lock: it stays. The lock file itself
+        // stays too: a process waiting on it must not end up locking a file nobody else sees.
         int fd = ::openat(fd_, (image.hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) continue;
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            struct stat info {};
-            if (::fstatat(fd_, (image.hex + ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0) total -= std::uint64_t(info.st_size);
-            ::unlinkat(fd_, (image.hex + ".json").c_str(), 0);
+        bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (free) {
+            // The image first: whoever finds a .sqsh finds its .json.
             ::unlinkat(fd_, (image.hex + ".sqsh").c_str(), 0);
-            total -= image.bytes;
-            removed += "evicted sha256:" + image.hex + " (" + std::to_string(image.bytes >> 20) + " MiB, least recently used)\n";
+            ::unlinkat(fd_, (image.hex + ".json").c_str(), 0);
         }
         ::close(fd);
+        if (free) return "sha256:" + image.hex;
     }
-    return removed;
+    return "";
 }
 
 void remove_tree(const std::string& path) {

@@ -68,10 +68,12 @@ public:
     void touch(const std::string& digest) const;
     // Removes <hex>.tmp* left by an import that died (call with the digest's lock held).
     void remove_temporaries(const std::string& digest) const;
-    // Removes least recently used images (never `keep`, never one whose lock another process
-    // holds) until the folder's images take at most `limit_bytes`. Returns what was removed,
-    // one line per image, for the progress stream.
-    std::string evict(std::uint64_t limit_bytes, const std::string& keep) const;
+    // What the folder takes: images, settings, locks and the blob layout.
+    std::uint64_t bytes() const;
+    // Removes the least recently used image (its .sqsh and .json; never `keep`, never one
+    // whose lock another process holds) and returns its digest, or "" when none may go. Its
+    // blobs stay in oci/ until the layout is cleaned (image_import does, with umoci).
+    std::string evict_oldest(const std::string& keep) const;
 
 private:
     std::string folder_;

@@ -206,6 +206,25 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
         throw ImageImportError("cannot publish " + cache.path(hex + ".sqsh") + ": " + std::strerror(errno));
 }
 
+// Evicts least recently used images until the user's folder takes at most image_cache_gib,
+// removing their tags from the blob layout and its blobs no image left there needs.
+void trim(const ImageCache& cache, const config::ContainerConfig& config, const std::string& keep, std::ostream& progress) {
+    std::uint64_t limit = std::uint64_t(config.image_cache_gib) << 30;
+    for (std::uint64_t taken = cache.bytes(); taken > limit; taken = cache.bytes()) {
+        std::string evicted = cache.evict_oldest(keep);
+        if (evicted.empty()) break;
+        CacheLock writing = cache.lock_layout(true);
+        std::string layout = cache.path("oci");
+        ToolResult untagged = run_in(cache.folder(), {config.umoci, "rm", "--image", layout + ":" + ImageCache::entry_name(evicted, "")});
+        ToolResult cleaned = run_in(cache.folder(), {config.umoci, "gc", "--layout", layout});
+        progress << "trellis-agent: evicted " << evicted << " (least recently used; the cache took " << (taken >> 20)
+                 << " MiB, image_cache_gib is " << config.image_cache_gib << ")\n";
+        if (untagged.status != 0 || cleaned.status != 0)
+            progress << "trellis-agent: warning: cleaning the blobs of " << evicted << " from " << layout
+                     << " failed: " << untagged.error << cleaned.error << '\n';
+    }
+}
+
 }  // namespace
 
 bool registry_reachable_insecurely(const ImageReference& reference, const config::ContainerConfig& config) {
@@ -228,24 +247,28 @@ ImportedImage import_image(const ImageReference& reference, const config::Contai
     image.digest = resolve_digest(reference, config, credentials, cache.folder());
     image.squashfs = cache.path(ImageCache::entry_name(image.digest, ".sqsh"));
     image.settings = cache.path(ImageCache::entry_name(image.digest, ".json"));
-    image.cached = cache.has(image.digest);
-    if (!image.cached) {
+    image.cached = true;
+    // Held shared from the moment the image is found until the caller is done with it, so
+    // that no other import evicts it in between. An import takes the lock exclusively and
+    // lets it go before this one takes it shared; an eviction in that gap sends it round again.
+    for (;;) {
+        image.in_use = cache.lock(image.digest, false);
+        if (cache.has(image.digest)) break;
+        image.in_use = CacheLock();
         CacheLock importing = cache.lock(image.digest, true);
-        // Another step may have imported it while this one waited for the lock.
-        image.cached = cache.has(image.digest);
-        if (!image.cached) {
+        if (cache.has(image.digest)) continue;  // another process imported it while this one waited
+        image.cached = false;
+        cache.remove_temporaries(image.digest);
+        try {
+            import_into(cache, reference, image.digest, config, credentials, progress);
+        } catch (...) {
             cache.remove_temporaries(image.digest);
-            try {
-                import_into(cache, reference, image.digest, config, credentials, progress);
-            } catch (...) {
-                cache.remove_temporaries(image.digest);
-                throw;
-            }
-            cache.remove_temporaries(image.digest);
+            throw;
         }
+        cache.remove_temporaries(image.digest);
     }
     cache.touch(image.digest);
-    progress << cache.evict(std::uint64_t(config.image_cache_gib) << 30, image.digest);
+    trim(cache, config, image.digest, progress);
     image.seconds = seconds_since(start);
     progress << "trellis-agent: " << (image.cached ? "found " : "imported ") << reference.text() << " as " << image.digest
              << " in " << image.seconds << " s\n"

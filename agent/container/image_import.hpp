@@ -16,6 +16,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "agent/container/image_cache.hpp"
 #include "agent/container/image_reference.hpp"
 
 namespace trellis::agent {
@@ -26,6 +27,9 @@ struct ImportedImage {
     std::string digest;    // "sha256:<hex>": the manifest digest
     bool cached = false;   // found in the cache, nothing fetched
     double seconds = 0;    // the whole import, for the verbose report
+    // A shared lock on the image, held while this object lives: keep it while the image is
+    // used (mounted), and no eviction removes it meanwhile.
+    CacheLock in_use;
 };
 
 // Imports `reference` (kind registry, oci_archive or docker_archive) unless the cache has it

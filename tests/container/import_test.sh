@@ -110,6 +110,27 @@ import moved $user1 "docker://$REGISTRY/x:tag"
     pass "a moved tag is seen: x:tag is now $(field digest moved)" || fail "moved tag: status $status $(tail -n 2 "$work/moved.out")"
 registry_push x tag
 
+# 4b. Eviction past image_cache_gib (0: only the image asked for stays), but never one in use.
+cache_folder cache-e
+config evict "$work/cache-e" "image_cache_gib = 0"
+xdigest=$(registry_digest x:tag)
+import evict-x $user1 "docker://$REGISTRY/x@$xdigest" evict
+xsqsh=$(field squashfs evict-x)
+xlayer=$(jq -r '.layers[0].digest' "$work/registry/images/blobs/sha256/$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "x") | .digest' "$work/registry/images/index.json" | cut -d: -f2)" | cut -d: -f2)
+as $user1 flock -s "${xsqsh%.sqsh}.lock" sleep 3 &
+holder=$!
+sleep 0.3
+import evict-y-held $user1 "docker://$REGISTRY/y@$ydigest" evict
+[ $status -eq 0 ] && [ -f "$xsqsh" ] && pass "an image in use (its lock held shared) is not evicted" ||
+    fail "eviction of an image in use: status $status, $(ls "$work/cache-e/$uid1")"
+wait $holder
+import evict-x-again $user1 "docker://$REGISTRY/x@$xdigest" evict
+import evict-y $user1 "docker://$REGISTRY/y@$ydigest" evict
+[ $status -eq 0 ] && [ ! -e "$xsqsh" ] && [ ! -e "${xsqsh%.sqsh}.json" ] && [ -f "$(field squashfs evict-y)" ] &&
+    [ ! -e "$work/cache-e/$uid1/oci/blobs/sha256/$xlayer" ] && grep -q "evicted $xdigest" "$work/evict-y.out" &&
+    pass "past image_cache_gib the least recently used image goes, its blobs with it" ||
+    fail "eviction: status $status, $(ls "$work/cache-e/$uid1" "$work/cache-e/$uid1/oci/blobs/sha256"); $(cat "$work/evict-y.out")"
+
 # 5. Errors that say what to do.
 status=0
 setpriv --reuid=$user1 --regid=$user1 --init-groups env -i PATH=/usr/bin:/bin HOME="$work/nohome" \
