@@ -92,23 +92,20 @@ std::string import_help() {
            import_table(config_path).help();
 }
 
-// The reference is the one argument that is not an option (and the value after --config).
+// The reference comes first or after the options.
 int import_command(const std::vector<std::string>& args) {
-    std::string config_path;
-    std::vector<std::string> options, references;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i].starts_with("--")) {
-            options.push_back(args[i]);
-            if (args[i] == "--config" && i + 1 < args.size()) options.push_back(args[++i]);
-        } else {
-            references.push_back(args[i]);
-        }
+    std::string config_path, reference;
+    std::vector<std::string> options = args;
+    if (!options.empty() && !options[0].starts_with("-")) {
+        reference = options[0];
+        options.erase(options.begin());
     }
-    import_table(config_path).parse(options);
-    if (references.size() != 1)
-        throw UsageError("import takes one image reference (given: " + std::to_string(references.size()) + ")");
+    auto rest = import_table(config_path).parse(options, cli::OptionTable::Rest::command);
+    if (reference.empty() && rest.size() == 1) reference = rest[0], rest.clear();
+    if (reference.empty() || !rest.empty())
+        throw UsageError("import takes one image reference, then its options (see trellis-agent import --help)");
     auto config = config::load_agent_config(config_path);
-    ImportedImage image = import_image(parse_image_reference(references[0]), config.container, std::cerr);
+    ImportedImage image = import_image(parse_image_reference(reference), config.container, std::cerr);
     std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
                 image.digest.c_str());
     return 0;

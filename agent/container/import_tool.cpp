@@ -71,8 +71,10 @@ ToolResult run_tool(const ToolRun& run) {
         if (::close_range(3, ~0U, 0) != 0)
             for (int fd = 3; fd < 65536; ++fd) ::close(fd);
         if (run.as_namespace_root && !become_namespace_root(uid, gid)) {
-            std::fprintf(stderr, "cannot make a user namespace: %s%s\n", std::strerror(errno),
-                         errno == ENOSPC ? " (user namespaces exhausted: user.max_user_namespaces)" : "");
+            // Not strerror's words for ENOSPC, which would read as a full disk.
+            std::fprintf(stderr, "cannot make a user namespace: %s\n",
+                         errno == ENOSPC ? "the limit of user namespaces is reached (user.max_user_namespaces)"
+                                         : std::strerror(errno));
             ::_exit(126);
         }
         ::execve(args[0], args.data(), envp.data());

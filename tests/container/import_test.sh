@@ -152,6 +152,9 @@ import noskopeo $user1 "docker://$REGISTRY/x:tag" noskopeo
 status=0
 "$agent" import "docker://$REGISTRY/x:tag" --config "$work/main.toml" >"$work/root.out" 2>&1 || status=$?
 [ $status -eq 3 ] && grep -q "never as root" "$work/root.out" && pass "root is refused (status 3)" || fail "root: status $status $(cat "$work/root.out")"
+import path $user1 "$work/x.sqsh"
+[ $status -eq 2 ] && grep -q "not an image to import (accepted: docker://" "$work/path.out" &&
+    pass "a path is no image to import (status 2)" || fail "path reference: status $status $(cat "$work/path.out")"
 mkdir -m 0777 "$work/open-cache"
 chmod 0777 "$work/open-cache"
 config open "$work/open-cache"
