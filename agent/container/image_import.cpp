@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,13 @@ ToolResult run_in(const std::string& tmpdir, std::vector<std::string> argv, std:
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// "1.23 s": progress lines are read by people.
+std::string in_seconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f s", seconds);
+    return text;
+}
 
 std::string lower(std::string text) {
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
@@ -175,7 +183,7 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
         ToolResult copied = run_in(cache.path(temporary), argv, &progress);
         if (copied.status != 0) fail_registry(reference, "fetching", copied, credentials, folder);
         std::uint64_t fetched = folder_bytes(cache.path("oci")) - before;
-        progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in " << seconds_since(start) << " s\n" << std::flush;
+        progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in " << in_seconds(seconds_since(start)) << '\n' << std::flush;
     }
     auto step = Clock::now();
     std::string bundle = cache.path(temporary + "/bundle");
@@ -188,7 +196,7 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
         if (settings.status != 0) fail_tool("skopeo inspect --config of " + source.text(), settings, folder);
         write_file_at(cache.fd(), temporary + "/settings.json", settings.out, folder);
     }
-    progress << "trellis-agent: unpacked in " << seconds_since(step) << " s\n" << std::flush;
+    progress << "trellis-agent: unpacked in " << in_seconds(seconds_since(step)) << '\n' << std::flush;
     step = Clock::now();
     std::string packed = cache.path(temporary + "/image.sqsh");
     ToolResult squashed = run_in(cache.path(temporary),
@@ -198,7 +206,7 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
     if (squashed.status != 0) fail_tool("mksquashfs of " + source.text(), squashed, folder);
     struct stat info {};
     ::fstatat(cache.fd(), (temporary + "/image.sqsh").c_str(), &info, 0);
-    progress << "trellis-agent: packed " << info.st_size << " bytes of squashfs in " << seconds_since(step) << " s\n"
+    progress << "trellis-agent: packed " << info.st_size << " bytes of squashfs in " << in_seconds(seconds_since(step)) << '\n'
              << std::flush;
     // The settings first: whoever sees the .sqsh finds its .json.
     if (::renameat(cache.fd(), (temporary + "/settings.json").c_str(), cache.fd(), (hex + ".json").c_str()) != 0 ||
@@ -271,7 +279,7 @@ ImportedImage import_image(const ImageReference& reference, const config::Contai
     trim(cache, config, image.digest, progress);
     image.seconds = seconds_since(start);
     progress << "trellis-agent: " << (image.cached ? "found " : "imported ") << reference.text() << " as " << image.digest
-             << " in " << image.seconds << " s\n"
+             << " in " << in_seconds(image.seconds) << '\n'
              << std::flush;
     return image;
 }

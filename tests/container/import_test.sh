@@ -24,7 +24,7 @@ done
 uid1=$(id -u $user1) uid2=$(id -u $user2)
 work=$(mktemp -d /tmp/trellis-import-test.XXXXXX)
 chmod 755 "$work"
-registry_trap 'umount "$work/full" 2>/dev/null; kill $sampler 2>/dev/null; rm -rf "$work"'
+registry_trap 'umount "$work/full" 2>/dev/null; [ -z "$sampler" ] || kill $sampler; rm -rf "$work"'
 sampler=
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
