@@ -77,8 +77,8 @@ if [ $status -eq 0 ] && [ -f "$sqsh" ] && [ "$settings" = "${sqsh%.sqsh}.json" ]
         fail "/etc/delete-me is still there"
     ! echo "$files" | grep -qx /olddir/old && [ "$(unsquashfs -cat "$sqsh" olddir/d)" = d ] &&
         pass "an opaque whiteout applied: /olddir holds only the new d" || fail "opaque whiteout: $(echo "$files" | grep olddir)"
-    [ "$(unsquashfs -cat "$sqsh" locked)" = "locked content" ] &&
-        pass "the mode-000 file kept its content ($(unsquashfs -cat "$sqsh" locked | wc -c) bytes)" || fail "the mode-000 file lost its content"
+    [ "$(unsquashfs -cat "$sqsh" locked)" = "locked content" ] && unsquashfs -lls "$sqsh" locked | grep -q "^---------- root/root *15 " &&
+        pass "the mode-000 file kept its mode and its 15 bytes, owned by root in the image" || fail "the mode-000 file lost its content"
     jq -e '.config.Env == ["FROM_IMAGE=yes"] and .config.WorkingDir == "/work" and (.config.Entrypoint | index("entrypoint") != null)' \
         "$settings" >/dev/null && pass "the settings file has the image's ENV, WORKDIR and ENTRYPOINT" || fail "settings: $(cat "$settings")"
     grep -q "fetching docker://$REGISTRY/x@$digest1" "$work/first.out" && grep -q "bytes of new blobs in" "$work/first.out" &&

@@ -34,14 +34,12 @@ registry_start() {
     port=$(python3 "$here/../free_port.py")
     REGISTRY=127.0.0.1:$port REGISTRY_USER=trellis REGISTRY_PASSWORD="pw-$RANDOM$RANDOM-secret"
     REGISTRY_LOG=$REGISTRY_DIR/registry.log REGISTRY_AUTH=$REGISTRY_DIR/auth.json
-    # bcrypt at cost 4: the registry checks it on every request, and the machine is slow.
-    REGISTRY_PASSWORD="$REGISTRY_PASSWORD" python3 -c '
-import crypt, os, sys
-print(os.environ["REGISTRY_USER"] + ":" + crypt.crypt(os.environ["REGISTRY_PASSWORD"], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))
-' >"$REGISTRY_DIR/htpasswd" 2>/dev/null || REGISTRY_USER=$REGISTRY_USER REGISTRY_PASSWORD=$REGISTRY_PASSWORD python3 -W ignore -c '
+    # bcrypt (crypt's METHOD_BLOWFISH) at cost 4: the registry checks it on every request, and
+    # the machine is slow. The password reaches python through its environment, not argv.
+    REGISTRY_USER=$REGISTRY_USER REGISTRY_PASSWORD=$REGISTRY_PASSWORD python3 -W ignore -c '
 import crypt, os
 print(os.environ["REGISTRY_USER"] + ":" + crypt.crypt(os.environ["REGISTRY_PASSWORD"], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))
-' >"$REGISTRY_DIR/htpasswd"
+' >"$REGISTRY_DIR/htpasswd" || return 1
     REGISTRY_USER=$REGISTRY_USER REGISTRY_PASSWORD=$REGISTRY_PASSWORD python3 -c '
 import base64, json, os, sys
 token = base64.b64encode((os.environ["REGISTRY_USER"] + ":" + os.environ["REGISTRY_PASSWORD"]).encode()).decode()
