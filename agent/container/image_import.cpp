@@ -158,7 +158,9 @@ std::uint64_t folder_bytes(const std::string& path) {
 }
 
 // The import proper, with the digest's lock held and no published image: everything it makes
-// is inside <hex>.tmp/ until the two renames.
+// is inside <hex>.tmp/ until the two renames. The tools get paths, not descriptors: the
+// folder they lead through was checked to be the user's own, in a root-owned sticky folder,
+// so only the user (whose rights they run with) or root could swap it.
 void import_into(const ImageCache& cache, const ImageReference& reference, const std::string& digest,
                  const config::ContainerConfig& config, const std::string& credentials, std::ostream& progress) {
     std::string hex = ImageCache::entry_name(digest, "");
