@@ -8,6 +8,17 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/binding/step_plan.cpp agent/binding/step_plan.hpp \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
+	agent/container/cdi/apply.cpp agent/container/cdi/apply.hpp \
+	agent/container/cdi/cdi_edits.hpp \
+	agent/container/cdi/hooks.cpp agent/container/cdi/hooks.hpp \
+	agent/container/cdi/ld_cache.cpp agent/container/cdi/ld_cache.hpp \
+	agent/container/cdi/root_editor.cpp agent/container/cdi/root_editor.hpp \
+	agent/container/cdi/selection.cpp agent/container/cdi/selection.hpp \
+	agent/container/cdi/spec.hpp \
+	agent/container/cdi/spec_folders.cpp agent/container/cdi/spec_folders.hpp \
+	agent/container/cdi/spec_parser.cpp agent/container/cdi/spec_parser.hpp \
+	agent/container/cdi/spec_version.cpp agent/container/cdi/spec_version.hpp \
+	agent/container/cdi/yaml_tree.cpp agent/container/cdi/yaml_tree.hpp \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
@@ -19,10 +30,11 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
 	agent/health/node_check.cpp agent/health/node_check.hpp
-agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(SLURM_CPPFLAGS) \
+agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(YAML_CFLAGS) $(SLURM_CPPFLAGS) \
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
-agent_libtrellis_agent_la_LIBADD = config/libtrellis-config.la slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la
+agent_libtrellis_agent_la_LIBADD = config/libtrellis-config.la slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la \
+	$(YAML_LIBS)
 
 # Launching ranks (libslurm for the step's node list, kept out of the plugin).
 noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
