@@ -26,7 +26,8 @@ Options read_options(const Hook& hook, const std::string& origin, std::size_t fi
                      const std::vector<std::string>& names) {
     Options out;
     for (std::size_t i = first; i < hook.args.size(); ++i) {
-        std::string arg = hook.args[i], value;
+        const std::string given = hook.args[i];
+        std::string arg = given, value;
         auto equals = arg.find('=');
         if (arg.starts_with("--") && equals != std::string::npos) {
             value = arg.substr(equals + 1);
@@ -39,7 +40,7 @@ Options read_options(const Hook& hook, const std::string& origin, std::size_t fi
         if (std::find(names.begin(), names.end(), arg) == names.end() || value == "\x01") {
             std::string accepted;
             for (const auto& name : names) accepted += (accepted.empty() ? "" : ", ") + name + " VALUE";
-            throw Refused(origin + ": hook \"" + describe(hook) + "\": cannot read \"" + hook.args[i] +
+            throw Refused(origin + ": hook \"" + describe(hook) + "\": cannot read \"" + given +
                           "\" (accepted: " + accepted + ")");
         }
         out.values.emplace_back(arg, value);
