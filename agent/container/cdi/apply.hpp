@@ -30,9 +30,6 @@ public:
 // in a user namespace).
 void check_host_device_node(const BindMount& node);
 
-// The file update-ldcache writes, so that ldconfig run later in the container keeps the folders.
-inline constexpr const char* ld_conf_file = "/etc/ld.so.conf.d/00-trellis-cdi.conf";
-
 // Device nodes, then mounts, then symbolic links, then the ld.so.cache (built last, so that
 // it sees the links). Throws Refused or Error naming the path.
 void apply_edits(const CdiEdits& edits, RootEditor& root, const std::string& ldconfig = "/sbin/ldconfig");

@@ -17,9 +17,8 @@ void build_ld_cache(const std::string& root, const std::vector<std::string>& fol
     if (program < 0) throw Error("cannot open " + ldconfig + " to build the container's ld.so.cache: " + std::strerror(errno));
     struct stat st;
     bool has_conf = stat((root + "/etc/ld.so.conf").c_str(), &st) == 0;
-    // ldconfig [-f CONF] DIR...: the folders are scanned besides the configured ones; without
-    // an image conf, an empty one stands in (the default path would only warn).
-    std::vector<std::string> args = {"ldconfig", "-f", has_conf ? "/etc/ld.so.conf" : "/dev/null"};
+    // ldconfig -f CONF DIR...: the folders are scanned besides the configured ones.
+    std::vector<std::string> args = {"ldconfig", "-f", has_conf ? "/etc/ld.so.conf" : ld_conf_file};
     args.insert(args.end(), folders.begin(), folders.end());
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
