@@ -18,6 +18,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/cdi/spec_folders.cpp agent/container/cdi/spec_folders.hpp \
 	agent/container/cdi/spec_parser.cpp agent/container/cdi/spec_parser.hpp \
 	agent/container/cdi/spec_version.cpp agent/container/cdi/spec_version.hpp \
+	agent/container/cdi/step_edits.cpp agent/container/cdi/step_edits.hpp \
 	agent/container/cdi/yaml_tree.cpp agent/container/cdi/yaml_tree.hpp \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \

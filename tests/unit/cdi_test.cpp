@@ -13,6 +13,7 @@
 #include "agent/container/cdi/selection.hpp"
 #include "agent/container/cdi/spec_folders.hpp"
 #include "agent/container/cdi/spec_parser.hpp"
+#include "agent/container/cdi/step_edits.hpp"
 #include "common/error.hpp"
 #include "fixtures.hpp"
 
@@ -305,4 +306,30 @@ TEST_CASE("spec folders: JSON and YAML read in order, a later folder wins, other
     chmod((first / "nvidia-copy.yaml").c_str(), 0644);
     CHECK_THROWS_WITH(load_specs({first.string()}, geteuid()), Contains("is defined in both"));
     CHECK_THROWS_WITH(load_specs({"etc/cdi"}, geteuid()), Contains("not an absolute path"));
+}
+
+TEST_CASE("a step's CDI edits: none without GPUs, a warning without a spec, the plan's NVIDIA GPUs by index") {
+    trellis::config::ContainerConfig config;
+    trellis::test::Scratch scratch;
+    config.cdi_dirs = {(scratch.path / "no-etc-cdi").string(), (scratch.path / "no-run-cdi").string()};
+    auto none = step_cdi_edits(config, {});
+    CHECK(!none.edits);
+    CHECK(!none.warning);
+    auto bare = step_cdi_edits(config, {{0, ""}});
+    CHECK(!bare.edits);
+    REQUIRE(bare.warning);
+    CHECK_THAT(*bare.warning, Contains("no driver library"));
+
+    trellis::topology::Plan plan;
+    plan.tasks.resize(2);
+    trellis::topology::Gpu second, first, amd;
+    second.vendor_index = 1;
+    first.vendor_index = 0;
+    amd.vendor = trellis::topology::GpuVendor::amd;
+    plan.tasks[0].visible = {{second, 0}, {first, 1}};
+    plan.tasks[1].visible = {{first, 0}, {amd, 1}};
+    auto gpus = plan_step_gpus(plan);
+    REQUIRE(gpus.size() == 2);
+    CHECK(gpus[0].index == 0);
+    CHECK(gpus[1].index == 1);
 }
