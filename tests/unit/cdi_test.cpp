@@ -333,3 +333,18 @@ TEST_CASE("a step's CDI edits: none without GPUs, a warning without a spec, the 
     CHECK(gpus[0].index == 0);
     CHECK(gpus[1].index == 1);
 }
+
+TEST_CASE("compact JSON, as json.Marshal writes it, with nulls for absent values") {
+    auto spec = parse_spec(
+        R"({"cdiVersion":"0.5.0","kind":"nvidia.com/gpu","devices":[{"name":"0","containerEdits":{"deviceNodes":)"
+        R"([{"path":"/dev/nvidia0","hostPath":null,"major":195,"minor":0}],"env":null}}],)"
+        R"("containerEdits":{"env":["NVIDIA_VISIBLE_DEVICES=void"],"mounts":[{"hostPath":"/a:b","containerPath":"/a:b"}]}})",
+        "compact.json");
+    CHECK(spec.devices[0].edits.device_nodes[0].major == 195);
+    CHECK(spec.devices[0].edits.device_nodes[0].host_path.empty());
+    CHECK(spec.edits.mounts[0].host_path == "/a:b");
+    CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}],"kind":"c.com/d"})", "dup.json"),
+                      Contains("field kind given twice"));
+    CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[{"path":"/d","major":"195"}]}}]})", "q.json"),
+                      Contains("expected a number"));
+}
