@@ -1,6 +1,7 @@
 #include "agent/container/cdi/hooks.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.hpp"
 
@@ -27,23 +28,22 @@ Options read_options(const Hook& hook, const std::string& origin, std::size_t fi
     Options out;
     for (std::size_t i = first; i < hook.args.size(); ++i) {
         const std::string given = hook.args[i];
-        std::string arg = given, value;
+        std::string arg = given;
+        std::optional<std::string> value;
         auto equals = arg.find('=');
         if (arg.starts_with("--") && equals != std::string::npos) {
             value = arg.substr(equals + 1);
             arg = arg.substr(0, equals);
         } else if (i + 1 < hook.args.size()) {
             value = hook.args[++i];
-        } else {
-            value = "\x01";  // marks a missing value
         }
-        if (std::find(names.begin(), names.end(), arg) == names.end() || value == "\x01") {
+        if (std::find(names.begin(), names.end(), arg) == names.end() || !value) {
             std::string accepted;
             for (const auto& name : names) accepted += (accepted.empty() ? "" : ", ") + name + " VALUE";
             throw Refused(origin + ": hook \"" + describe(hook) + "\": cannot read \"" + given +
                           "\" (accepted: " + accepted + ")");
         }
-        out.values.emplace_back(arg, value);
+        out.values.emplace_back(arg, *value);
     }
     return out;
 }
