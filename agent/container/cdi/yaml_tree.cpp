@@ -59,8 +59,8 @@ YamlNode convert(yaml_document_t& document, yaml_node_t* node, const std::string
             for (const auto& [seen, _] : out.entries)
                 if (seen == name)
                     throw UsageError(where(origin, key->start_mark.line + 1) + ": field " + name + " given twice");
-            out.entries.emplace_back(name, convert(document, yaml_document_get_node(&document, pair->value), origin,
-                                                   depth + 1, budget));
+            out.entries.push_back({name, convert(document, yaml_document_get_node(&document, pair->value), origin,
+                                                   depth + 1, budget)});
         }
         break;
     default:

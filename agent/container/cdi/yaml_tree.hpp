@@ -3,10 +3,11 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace trellis::agent::cdi {
+
+struct YamlEntry;
 
 struct YamlNode {
     enum class Kind { scalar, sequence, mapping };
@@ -15,10 +16,15 @@ struct YamlNode {
     bool quoted = false;  // a quoted scalar is always a string; a plain one may be a number or null
     int line = 0;         // 1-based
     std::vector<YamlNode> items;                            // sequence
-    std::vector<std::pair<std::string, YamlNode>> entries;  // mapping, in file order
+    std::vector<YamlEntry> entries;  // mapping, in file order
 
     // plain null, ~ or an empty plain scalar: what YAML means by "no value"
     bool is_null() const;
+};
+
+struct YamlEntry {
+    std::string key;
+    YamlNode value;
 };
 
 // Throws UsageError naming `origin` and the line when the text is not one YAML document
