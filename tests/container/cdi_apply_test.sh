@@ -104,9 +104,11 @@ containerEdits:
     path: /usr/local/bin/site-gpu-hook
     args: [site-gpu-hook, --prepare]
 YAML
+# (A name no host has: test clusters make /dev/nvidiaN with mknod.)
+absent_node=/dev/trellis-cdi-test-absent-$$
 cat >"$work/cdi-mknod/nvidia.json" <<JSON
 {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
- "devices": [{"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia7", "type": "c", "major": 195, "minor": 7}]}}]}
+ "devices": [{"name": "0", "containerEdits": {"deviceNodes": [{"path": "$absent_node", "type": "c", "major": 195, "minor": 7}]}}]}
 JSON
 chmod 644 "$work"/cdi*/*
 
@@ -120,7 +122,7 @@ as_runner "$work/probe" refuse "$work/cdi-hook" "$work/root-hook" \
     'CDI hook "/usr/local/bin/site-gpu-hook --prepare" (createContainer) is unknown to trellis' ||
     fail "an unknown hook was not refused"
 as_runner "$work/probe" refuse "$work/cdi-mknod" "$work/root-mknod" \
-    "CDI device node /dev/nvidia7 (195:7) is not on the host" || fail "a major/minor-only node was not refused"
+    "CDI device node $absent_node (195:7) is not on the host" || fail "a major/minor-only node was not refused"
 # A folder the user could write is refused before anything is read from it.
 chown "$runner" "$work/cdi"
 as_runner "$work/probe" refuse "$work/cdi" "$work/root-hook" "CDI folder $work/cdi is owned by uid $(id -u $runner)" ||
