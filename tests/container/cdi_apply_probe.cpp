@@ -82,6 +82,8 @@ int apply(const std::string& spec_dir, const std::string& root) {
     auto edits = select_and_resolve(spec_dir);
     check(edits.devices == std::vector<std::string>{"nvidia.com/gpu=0"}, "GPU 0 selects nvidia.com/gpu=0");
     enter_namespaces(root);
+    // An image's absolute symbolic link: followed inside the root, never to the host's /usr/lib.
+    if (::symlink("/usr/lib", (root + "/lib64").c_str()) != 0) throw std::runtime_error("symlink lib64");
     MountedRoot editor(root);
     apply_edits(edits, editor);
     for (const auto& note : edits.notes) std::cout << "note: " << note << "\n";
@@ -103,6 +105,8 @@ int apply(const std::string& spec_dir, const std::string& root) {
     check(link_of(lib + "/libcuda.so.1") == "libcuda.so.999.99", "create-symlinks made libcuda.so.1 -> libcuda.so.999.99",
           link_of(lib + "/libcuda.so.1"));
     check(link_of(lib + "/libcuda.so") == "libcuda.so.1", "create-symlinks made libcuda.so -> libcuda.so.1");
+    check(link_of(lib + "/libcuda-through-link.so") == "libcuda.so.1",
+          "a link made through the image's absolute /lib64 -> /usr/lib lands inside the root");
     struct statvfs vfs {};
     check(statvfs((lib + "/libcuda.so.999.99").c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) &&
               (vfs.f_flag & ST_NOSUID) && (vfs.f_flag & ST_NODEV),

@@ -84,6 +84,8 @@ containerEdits:
     - libcuda.so.999.99::/usr/lib/x86_64-linux-gnu/libcuda.so.1
     - --link
     - libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so
+    - --link
+    - libcuda.so.1::/lib64/x86_64-linux-gnu/libcuda-through-link.so
   - hookName: createContainer
     path: /usr/bin/nvidia-cdi-hook
     args: [nvidia-cdi-hook, update-ldcache, --folder, /usr/lib/x86_64-linux-gnu]
