@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -29,14 +30,16 @@ std::string owner_rule(uid_t trusted_owner) {
            " and writable by no one else";
 }
 
+std::string octal_mode(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+    return text;
+}
+
 void check_owner(const struct stat& st, const std::string& what, uid_t trusted_owner) {
     if (st.st_uid != trusted_owner || (st.st_mode & (S_IWGRP | S_IWOTH)))
         throw Refused("CDI " + what + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                      [&] {
-                          char mode[8];
-                          std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-                          return std::string(mode);
-                      }() +
+                      octal_mode(st.st_mode) +
                       ": CDI specs bind host files into containers, so only the administrator's are read (" +
                       owner_rule(trusted_owner) + ")");
 }

@@ -2,8 +2,6 @@
 
 #include <yaml.h>
 
-#include <memory>
-
 #include "common/error.hpp"
 
 namespace trellis::agent::cdi {
