@@ -28,8 +28,9 @@ std::vector<std::string> step_gpu_devices(const SpecSet& specs, const std::vecto
 
 // The merged edits of the named devices ("vendor.com/class=name"). Throws UsageError for an
 // unknown kind or device (naming what the specs offer), Refused for what a user-namespace
-// container cannot do (a mount that is not a bind, a hook
-// unknown to trellis and not in allowed_hooks, intelRdt, netDevices).
+// container cannot do (a mount that is not a bind, a hook unknown to trellis and not in
+// allowed_hooks, intelRdt, netDevices). Device nodes are checked against the host when they
+// are bound (check_host_device_node, apply.hpp).
 CdiEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
                        const std::vector<std::string>& allowed_hooks);
 
