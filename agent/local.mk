@@ -8,6 +8,18 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/binding/step_plan.cpp agent/binding/step_plan.hpp \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
+	agent/container/cdi/apply.cpp agent/container/cdi/apply.hpp \
+	agent/container/cdi/cdi_edits.hpp \
+	agent/container/cdi/hooks.cpp agent/container/cdi/hooks.hpp \
+	agent/container/cdi/ld_cache.cpp agent/container/cdi/ld_cache.hpp \
+	agent/container/cdi/root_editor.cpp agent/container/cdi/root_editor.hpp \
+	agent/container/cdi/selection.cpp agent/container/cdi/selection.hpp \
+	agent/container/cdi/spec.hpp \
+	agent/container/cdi/spec_folders.cpp agent/container/cdi/spec_folders.hpp \
+	agent/container/cdi/spec_parser.cpp agent/container/cdi/spec_parser.hpp \
+	agent/container/cdi/spec_version.cpp agent/container/cdi/spec_version.hpp \
+	agent/container/cdi/step_edits.cpp agent/container/cdi/step_edits.hpp \
+	agent/container/cdi/yaml_tree.cpp agent/container/cdi/yaml_tree.hpp \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
@@ -22,10 +34,11 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
 	agent/health/node_check.cpp agent/health/node_check.hpp
-agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(SLURM_CPPFLAGS) \
+agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(YAML_CFLAGS) $(SLURM_CPPFLAGS) \
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
-agent_libtrellis_agent_la_LIBADD = config/libtrellis-config.la slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la
+agent_libtrellis_agent_la_LIBADD = config/libtrellis-config.la slurm/libtrellis-slurm-gres.la topology/libtrellis-topology.la \
+	$(YAML_LIBS)
 
 # Launching ranks (libslurm for the step's node list, kept out of the plugin).
 noinst_LTLIBRARIES += agent/libtrellis-agent-launch.la
@@ -52,6 +65,11 @@ unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp tests/unit/image_reference_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+unit_tests += tests/unit/cdi_test
+tests_unit_cdi_test_SOURCES = tests/unit/cdi_test.cpp
+tests_unit_cdi_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_cdi_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent.la
+EXTRA_DIST += tests/fixtures/cdi/nvidia-ctk.yaml tests/fixtures/cdi/accel.json
 unit_tests += tests/unit/binding_set_test
 tests_unit_binding_set_test_SOURCES = tests/unit/binding_set_test.cpp
 tests_unit_binding_set_test_CPPFLAGS = $(UNIT_CPPFLAGS)
@@ -60,6 +78,10 @@ unit_tests += tests/unit/wireup_test
 tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
-TESTS += tests/container/launch_test.sh tests/container/import_test.sh
+TESTS += tests/container/launch_test.sh tests/container/import_test.sh tests/container/cdi_apply_test.sh
+check_PROGRAMS += tests/container/cdi_apply_probe
+tests_container_cdi_apply_probe_SOURCES = tests/container/cdi_apply_probe.cpp
+tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
+tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle \
-	tests/container/import_test.sh tests/container/registry.sh
+	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh

@@ -1,7 +1,7 @@
 // libFuzzer target for everything the plugin parses from users and admins: srun option
 // values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists,
-// Slurm's task layout variables, and the container checks on images, mounts and their
-// destinations.
+// Slurm's task layout variables, the container checks on images, mounts and their
+// destinations, and CDI specs (JSON or YAML).
 // Every input must either parse or be refused with an exception of the documented kind.
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/image_policy.hpp"
+#include "agent/container/cdi/spec_parser.hpp"
 #include "common/error.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
@@ -45,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     refused_or_parsed([&] { topology::CpuSet::parse(text).to_string(); });
     refused_or_parsed([&] { topology::HcaRequest::parse(text); });
     refused_or_parsed([&] { config::parse_config_text(text, "fuzz.toml"); });
+    refused_or_parsed([&] { agent::cdi::parse_spec(text, "fuzz.yaml"); });
     // The container checks: against a policy that allows paths under /tmp only.
     config::ContainerConfig container;
     container.allowed_images = {"/tmp/*"};

@@ -1,0 +1,37 @@
+// Putting CdiEdits into a container's root, through a small interface that the container
+// code implements (RootEditor; root_editor.hpp has the one over a mounted root folder). The
+// root must be writable where edits land (a tmpfs or the overlay's writable layer) and is
+// made read-only afterwards by the caller. Environment entries are not applied here: the
+// caller appends CdiEdits::env after the image's environment.
+#pragma once
+
+#include <string>
+
+#include "agent/container/cdi/cdi_edits.hpp"
+
+namespace trellis::agent::cdi {
+
+class RootEditor {
+public:
+    virtual ~RootEditor() = default;
+    // Binds the host's `mount.host_path` at `mount.container_path`, with its flags, making
+    // an empty file or folder there first when the image has none.
+    virtual void bind(const BindMount& mount) = 0;
+    // Makes the symbolic link (replacing a link already there).
+    virtual void symlink(const Symlink& link) = 0;
+    // Writes a small file (its folders made as needed).
+    virtual void write_file(const std::string& container_path, const std::string& content) = 0;
+    // The root as a path in the caller's mount namespace, for ldconfig.
+    virtual std::string root_path() const = 0;
+};
+
+// Refuses a device node that the host lacks, that is not a device, or whose numbers differ
+// from what its spec says: trellis can only bind nodes, never make them (mknod is not allowed
+// in a user namespace).
+void check_host_device_node(const BindMount& node);
+
+// Device nodes, then mounts, then symbolic links, then the ld.so.cache (built last, so that
+// it sees the links). Throws Refused or Error naming the path.
+void apply_edits(const CdiEdits& edits, RootEditor& root, const std::string& ldconfig = "/sbin/ldconfig");
+
+}  // namespace trellis::agent::cdi
