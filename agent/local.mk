@@ -15,6 +15,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/image_reference.cpp agent/container/image_reference.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
 	agent/container/namespaces.cpp agent/container/namespaces.hpp \
+	agent/container/registry_digest.cpp agent/container/registry_digest.hpp \
 	agent/container/oci_container.cpp agent/container/oci_container.hpp \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
@@ -58,5 +59,5 @@ unit_tests += tests/unit/wireup_test
 tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
-TESTS += tests/container/launch_test.sh
-EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle
+TESTS += tests/container/launch_test.sh tests/container/digest_test.sh
+EXTRA_DIST += tests/container/launch_test.sh tests/container/digest_test.sh tests/container/apptainer-test-double tests/container/make_bundle

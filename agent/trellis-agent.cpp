@@ -1,6 +1,6 @@
 // trellis-agent: the per-node agent. `launch` starts a node's ranks (natively or in a
-// container), `prepare` makes a step's container for the plugin as the job's user, `check`
-// reports the node's health.
+// container), `prepare` makes a step's container for the plugin as the job's user, `resolve`
+// pins a registry image's tag to its digest, `check` reports the node's health.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "agent/container/image_policy.hpp"
+#include "agent/container/registry_digest.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
@@ -31,6 +33,8 @@ const char* usage =
     "           or in a container; one failed rank stops the others\n"
     "  prepare  as the calling user (never root): make a step's container around this process,\n"
     "           print \"ready\" (or \"ready hold\") and wait until stdin ends; the plugin runs it\n"
+    "  resolve  check an image against the configuration and print it, a registry image's tag\n"
+    "           pinned to its digest (as srun hands it to every node)\n"
     "  check    GPUs, HCA ports, GPUDirect RDMA, IPoIB, containers; exit status 1 on a problem\n"
     "\n"
     "trellis-agent COMMAND --help shows a command's options. See trellis-agent(8).\n";
@@ -72,6 +76,34 @@ int prepare(const std::vector<std::string>& args) {
     return 0;
 }
 
+cli::OptionTable resolve_table(std::string& image, std::string& config_path) {
+    cli::OptionTable table("trellis-agent resolve --help");
+    table.value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
+                [&](auto& v) { image = v; })
+        .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+               [&](auto& v) { config_path = v; });
+    return table;
+}
+
+std::string resolve_help() {
+    std::string image, config_path;
+    return "usage: trellis-agent resolve --image IMAGE [OPTIONS]\n\n" + resolve_table(image, config_path).help();
+}
+
+// For batch scripts that start `launch --image` on several nodes: one lookup, one digest.
+int resolve(const std::vector<std::string>& args) {
+    std::string image, config_path;
+    resolve_table(image, config_path).parse(args);
+    if (image.empty()) throw UsageError("resolve needs --image");
+    auto config = config::load_agent_config(config_path);
+    auto checked = check_image(image, config.container);
+    std::string resolved = image;
+    if (checked.kind == ImageKind::registry)
+        resolved = checked.reference.pinned(resolve_digest(checked.reference, config.container)).text();
+    std::printf("%s\n", resolved.c_str());
+    return 0;
+}
+
 struct Command {
     const char* name;
     int (*run)(const std::vector<std::string>&);
@@ -81,6 +113,7 @@ struct Command {
 const Command commands[] = {
     {"launch", launch_command, launch_help},
     {"prepare", prepare, prepare_help},
+    {"resolve", resolve, resolve_help},
     {"check", check_command, check_help},
 };
 
@@ -100,7 +133,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     auto command = std::find_if(std::begin(commands), std::end(commands), [&](auto& c) { return name == c.name; });
     if (command == std::end(commands)) {
-        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, check)\n", name.c_str());
+        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, resolve, check)\n", name.c_str());
         return 2;
     }
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
