@@ -60,4 +60,4 @@ tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 TESTS += tests/container/launch_test.sh tests/container/digest_test.sh
-EXTRA_DIST += tests/container/launch_test.sh tests/container/digest_test.sh tests/container/apptainer-test-double tests/container/make_bundle
+EXTRA_DIST += tests/container/launch_test.sh tests/container/digest_test.sh tests/container/digest_registry.sh tests/container/apptainer-test-double tests/container/make_bundle

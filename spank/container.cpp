@@ -101,6 +101,10 @@ int check_container_request() {
     try {
         auto pinned = image.reference.pinned(agent::resolve_digest(image.reference, s.config.container)).text();
         setenv(env::image_pinned.name, pinned.c_str(), 1);
+        if (s.choices.verbose) {
+            std::string line = "trellis: " + image.reference.text() + " is " + pinned + " (resolved by srun)\n";
+            std::fputs(line.c_str(), stderr);
+        }
     } catch (const std::exception& e) {
         log_error(std::string("container: ") + e.what());
         return -1;

@@ -15,12 +15,13 @@ agent=$build/trellis-agent
 for tool in docker-registry skopeo umoci python3; do
     command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps)"; exit 77; }
 done
-busybox=$(command -v busybox) || { echo "SKIP: busybox is not installed (busybox-static)"; exit 77; }
+command -v busybox >/dev/null || { echo "SKIP: busybox is not installed (busybox-static)"; exit 77; }
+. "$here/digest_registry.sh"
 work=$(mktemp -d /tmp/trellis-digest-test.XXXXXX)
 chmod 755 "$work"
 registry_pid= listener_pid=
 cleanup() {
-    [ -n "$registry_pid" ] && kill "$registry_pid" 2>/dev/null
+    stop_registry
     [ -n "$listener_pid" ] && kill "$listener_pid" 2>/dev/null
     rm -rf "$work"
 }
@@ -39,51 +40,11 @@ fi
 home=$work/home
 mkdir -p "$home/.config/containers" "$home/cache"
 
-# --- A registry of our own, on 127.0.0.1 only, with one user. ---
-port=$(python3 "$here/../free_port.py")
-host=127.0.0.1:$port
-password="s3cret-$RANDOM$RANDOM"
-hash=$(python3 -W ignore -c 'import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' "$password")
-echo "alice:$hash" >"$work/htpasswd"
-mkdir -p "$work/storage"
-cat >"$work/registry.yml" <<YAML
-version: 0.1
-log:
-  level: info
-storage:
-  filesystem:
-    rootdirectory: $work/storage
-http:
-  addr: $host
-auth:
-  htpasswd:
-    realm: trellis-test
-    path: $work/htpasswd
-YAML
-setsid docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
-registry_pid=$!
-for _ in $(seq 1 100); do
-    python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
-    sleep 0.1
-done
-kill -0 $registry_pid 2>/dev/null || { cat "$work/registry.log"; echo "FAIL: the registry did not start"; exit 1; }
-auth=$(printf 'alice:%s' "$password" | base64 -w0)
-printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$host" "$auth" >"$home/.config/containers/auth.json"
-chmod 600 "$home/.config/containers/auth.json"
+# A registry of our own, on 127.0.0.1 only, with one user (alice) and her auth.json.
+start_registry "$work" "$home/.config/containers/auth.json" || exit 1
+host=$registry_host password=$registry_password
+push() { push_image "$work" "$home/.config/containers/auth.json" "$1" "$2"; }
 chown -R "${runner}:" "$home" 2>/dev/null || true
-
-# push TAG TEXT: an image made with umoci (busybox and a file saying TEXT), pushed as x:TAG;
-# prints the manifest digest skopeo wrote.
-push() {
-    local layout=$work/layout-$2 bundle=$work/bundle-$2
-    umoci init --layout "$layout" && umoci new --image "$layout:x" &&
-        umoci unpack --rootless --image "$layout:x" "$bundle" >/dev/null || return 1
-    mkdir -p "$bundle/rootfs/bin" && cp "$busybox" "$bundle/rootfs/bin/busybox" && echo "$2" >"$bundle/rootfs/what"
-    umoci repack --image "$layout:x" "$bundle" && umoci config --image "$layout:x" --config.env FROM_IMAGE=yes || return 1
-    skopeo copy -q --dest-authfile "$home/.config/containers/auth.json" --dest-tls-verify=false \
-        --digestfile "$work/pushed" "oci:$layout:x" "docker://$host/x:$1" >/dev/null || return 1
-    cat "$work/pushed"
-}
 first=$(push tag one) || { cat "$work/registry.log" | tail -5; echo "FAIL: cannot push the test image"; exit 1; }
 
 cat >"$work/trellis.toml" <<TOML
