@@ -48,7 +48,7 @@ trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static
 # Its tests: its pure parts, then launching ranks natively and in containers.
 unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp tests/unit/image_reference_test.cpp \
-	tests/unit/image_policy_test.cpp
+	tests/unit/image_policy_test.cpp tests/unit/registry_digest_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 unit_tests += tests/unit/binding_set_test

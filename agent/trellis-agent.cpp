@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "agent/container/image_policy.hpp"
 #include "agent/container/registry_digest.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
@@ -96,11 +95,7 @@ int resolve(const std::vector<std::string>& args) {
     resolve_table(image, config_path).parse(args);
     if (image.empty()) throw UsageError("resolve needs --image");
     auto config = config::load_agent_config(config_path);
-    auto checked = check_image(image, config.container);
-    std::string resolved = image;
-    if (checked.kind == ImageKind::registry)
-        resolved = checked.reference.pinned(resolve_digest(checked.reference, config.container)).text();
-    std::printf("%s\n", resolved.c_str());
+    std::printf("%s\n", checked_and_pinned(image, config.container).c_str());
     return 0;
 }
 

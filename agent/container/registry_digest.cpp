@@ -235,4 +235,10 @@ std::string resolve_digest(const ImageReference& reference, const config::Contai
     return digest;
 }
 
+std::string checked_and_pinned(const std::string& image, const config::ContainerConfig& config) {
+    auto checked = check_image(image, config);
+    if (checked.kind != ImageKind::registry || !checked.reference.digest.empty()) return image;
+    return checked.reference.pinned(resolve_digest(checked.reference, config)).text();
+}
+
 }  // namespace trellis::agent

@@ -28,6 +28,11 @@ struct RegistryError : Error {
 // registry is listed in insecure_registries. Throws RegistryError saying what went wrong.
 std::string resolve_digest(const ImageReference& reference, const config::ContainerConfig& config);
 
+// `image` checked against the policy (check_image, which throws PolicyError before any
+// request is made) and, when it is a registry image with a tag, pinned to its digest
+// (resolve_digest): docker://HOST/REPO@sha256:.... Any other image comes back as given.
+std::string checked_and_pinned(const std::string& image, const config::ContainerConfig& config);
+
 // Where the user's resolved digests are remembered: $XDG_CACHE_HOME/trellis/digests, else
 // $HOME/.cache/trellis/digests. One line each: "SECONDS REFERENCE DIGEST".
 std::string digest_record_path();
