@@ -136,7 +136,7 @@ void take_pinned_image(spank_t sp) {
     // Each node would otherwise ask the registry itself, and might run another image.
     s.container_error = "container: srun handed no digest for " + asked.text() + " (" + env::image_pinned.name +
                         " is " + (handed.empty() ? "unset" : "'" + handed + "'") +
-                        "; start the step with an srun whose trellis resolves registry tags)";
+                        "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
 }
 
 void prepare_container(spank_t sp) {
