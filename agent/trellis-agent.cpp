@@ -1,6 +1,6 @@
 // trellis-agent: the per-node agent. `launch` starts a node's ranks (natively or in a
-// container), `prepare` makes a step's container for the plugin as the job's user, `check`
-// reports the node's health.
+// container), `prepare` makes a step's container for the plugin as the job's user, `resolve`
+// pins a registry image's tag to its digest, `check` reports the node's health.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "agent/container/image_import.hpp"
+#include "agent/container/registry_digest.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
@@ -35,6 +36,8 @@ const char* usage =
     "           print \"ready\" (or \"ready hold\") and wait until stdin ends; the plugin runs it\n"
     "  import   as the calling user (never root): bring a docker:// image or an image archive into\n"
     "           this node's image cache as a squashfs; print its path, its settings' and its digest\n"
+    "  resolve  check an image against the configuration and print it, a registry image's tag\n"
+    "           pinned to its digest (as srun hands it to every node)\n"
     "  check    GPUs, HCA ports, GPUDirect RDMA, IPoIB, containers; exit status 1 on a problem\n"
     "\n"
     "trellis-agent COMMAND --help shows a command's options. See trellis-agent(8).\n";
@@ -108,6 +111,27 @@ int import_command(const std::vector<std::string>& args) {
     ImportedImage image = import_image(parse_image_reference(reference), config.container, std::cerr);
     std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
                 image.digest.c_str());
+cli::OptionTable resolve_table(std::string& image, std::string& config_path) {
+    cli::OptionTable table("trellis-agent resolve --help");
+    table.value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
+                [&](auto& v) { image = v; })
+        .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+               [&](auto& v) { config_path = v; });
+    return table;
+}
+
+std::string resolve_help() {
+    std::string image, config_path;
+    return "usage: trellis-agent resolve --image IMAGE [OPTIONS]\n\n" + resolve_table(image, config_path).help();
+}
+
+// For batch scripts that start `launch --image` on several nodes: one lookup, one digest.
+int resolve(const std::vector<std::string>& args) {
+    std::string image, config_path;
+    resolve_table(image, config_path).parse(args);
+    if (image.empty()) throw UsageError("resolve needs --image");
+    auto config = config::load_agent_config(config_path);
+    std::printf("%s\n", checked_and_pinned(image, config.container).c_str());
     return 0;
 }
 
@@ -121,6 +145,7 @@ const Command commands[] = {
     {"launch", launch_command, launch_help},
     {"prepare", prepare, prepare_help},
     {"import", import_command, import_help},
+    {"resolve", resolve, resolve_help},
     {"check", check_command, check_help},
 };
 
@@ -140,7 +165,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     auto command = std::find_if(std::begin(commands), std::end(commands), [&](auto& c) { return name == c.name; });
     if (command == std::end(commands)) {
-        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, check)\n", name.c_str());
+        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, resolve, check)\n", name.c_str());
         return 2;
     }
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {

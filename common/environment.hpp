@@ -30,6 +30,8 @@ inline constexpr Variable slurm_cpu_bind{"TRELLIS_SLURM_CPU_BIND", "the user cho
                                          "the user's own --cpu-bind, which the binding then leaves alone"};
 inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "the user chose no GPU binding",
                                          "the user's own --gpu-bind (or its per-task GPU count)"};
+inline constexpr Variable image_pinned{"TRELLIS_IMAGE_PINNED", "the image is not a registry image with a tag",
+                                       "the registry image pinned to its digest by srun, which every node runs"};
 // A task's binding, as the plugin and trellis-agent launch set it.
 inline constexpr Variable gpu{"TRELLIS_GPU", "no GPU", "the task's GPUs, as the node's indices in PCI order"};
 inline constexpr Variable distance{"TRELLIS_DISTANCE", "no HCA",

@@ -17,6 +17,7 @@
 
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
+#include "agent/container/registry_digest.hpp"
 #include "agent/container/step_container.hpp"
 #include "common/environment.hpp"
 #include "spank/contexts.hpp"
@@ -75,6 +76,8 @@ std::vector<std::string> pmix_mounts(uid_t uid, std::uint32_t job, std::uint32_t
 
 int check_container_request() {
     const PluginState& s = state();
+    // Set below or not at all: an srun inside a task must not hand on its enclosing step's.
+    unsetenv(env::image_pinned.name);
     if (!wants_container()) {
         if (!s.choices.mounts.empty()) {
             log_error("--trellis-mounts needs --trellis-image: there is no container to mount into");
@@ -82,14 +85,58 @@ int check_container_request() {
         }
         return 0;
     }
+    agent::CheckedImage image;
     try {
-        agent::check_image(s.choices.image, s.config.container);
+        image = agent::check_image(s.choices.image, s.config.container);
         agent::check_mounts(agent::parse_mounts(s.choices.mounts), s.config.container);
     } catch (const std::exception& e) {
         log_error(std::string("container refused: ") + e.what());
         return -1;
     }
+    // Only once the policy allows it does srun ask the registry (as the user, with the user's
+    // own credentials), and once for the whole step: every node runs the same image even if
+    // the tag moves while the step starts. slurmstepd takes the pinned reference from srun's
+    // environment, which Slurm hands to the step.
+    if (image.kind != agent::ImageKind::registry || !image.reference.digest.empty()) return 0;
+    try {
+        auto pinned = image.reference.pinned(agent::resolve_digest(image.reference, s.config.container)).text();
+        setenv(env::image_pinned.name, pinned.c_str(), 1);
+        if (s.choices.verbose) {
+            std::string line = "trellis: " + image.reference.text() + " is " + pinned + " (resolved by srun)\n";
+            std::fputs(line.c_str(), stderr);
+        }
+    } catch (const std::exception& e) {
+        log_error(std::string("container: ") + e.what());
+        return -1;
+    }
     return 0;
+}
+
+void take_pinned_image(spank_t sp) {
+    PluginState& s = state();
+    if (s.choices.image.empty() || !s.container_error.empty()) return;
+    agent::ImageReference asked;
+    try {
+        asked = agent::parse_image_reference(s.choices.image);
+    } catch (const std::exception&) {
+        return;  // refused with its reason where the option was taken
+    }
+    if (asked.kind != agent::ReferenceKind::registry || !asked.digest.empty()) return;
+    std::string handed = job_env(sp, env::image_pinned.name);
+    try {
+        auto pinned = agent::parse_image_reference(handed);
+        if (pinned.kind == agent::ReferenceKind::registry && !pinned.digest.empty() &&
+            pinned.registry_path() == asked.registry_path()) {
+            s.image_as_asked = s.choices.image;
+            s.choices.image = pinned.text();
+            return;
+        }
+    } catch (const std::exception&) {
+    }
+    // Each node would otherwise ask the registry itself, and might run another image.
+    s.container_error = "container: srun handed no digest for " + asked.text() + " (" + env::image_pinned.name +
+                        " is " + (handed.empty() ? "unset" : "'" + handed + "'") +
+                        "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
 }
 
 void prepare_container(spank_t sp) {

@@ -20,7 +20,9 @@ int load_configuration(const std::vector<std::string>& args);
 
 int plan_node(spank_t sp);              // user_init
 // The container (container.cpp): checked in srun, made once per node, entered per task.
-int check_container_request();
+int check_container_request();  // srun: also resolves a registry tag to its digest
+// slurmstepd: a registry image with a tag becomes the reference srun pinned to its digest.
+void take_pinned_image(spank_t sp);
 void prepare_container(spank_t sp);     // user_init, after plan_node: the plan names the devices
 // task_init, as the user: a task that cannot enter the image it asked for exits here.
 void enter_container(spank_t sp);

@@ -112,9 +112,10 @@ spank_option options[] = {
      1, 0, on_wireup},
     {const_cast<char*>("trellis-verbose"), nullptr,
      const_cast<char*>("trellis: print each node's binding table on stderr"), 0, 0, on_verbose},
-    {const_cast<char*>("trellis-image"), const_cast<char*>("PATH"),
-     const_cast<char*>("trellis: run the tasks in this container image (an OCI bundle folder or a .sif file)"), 1, 0,
-     on_image},
+    {const_cast<char*>("trellis-image"), const_cast<char*>("IMAGE"),
+     const_cast<char*>("trellis: run the tasks in this container image: docker://[HOST[:PORT]/]REPO[:TAG|@sha256:D], "
+                       "oci-archive:PATH, docker-archive:PATH, or an OCI bundle folder, a .sif or a .sqsh file"),
+     1, 0, on_image},
     {const_cast<char*>("trellis-mounts"), const_cast<char*>("SRC:DST[:ro],..."),
      const_cast<char*>("trellis: bind-mount these host paths into the container"), 1, 0, on_mounts},
 };
@@ -195,6 +196,7 @@ int take_environment_defaults(spank_t sp) {
     // srun, with the configuration loaded: a refused image or mount stops it here, before
     // anything is launched, with the reason on the user's terminal.
     if (spank_context() == S_CTX_LOCAL) return check_container_request();
+    if (spank_context() == S_CTX_REMOTE) take_pinned_image(sp);
     return 0;
 }
 

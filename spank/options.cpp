@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/cli.hpp"
+#include "agent/container/image_reference.hpp"
 #include "common/error.hpp"
 
 namespace trellis::spank {
@@ -64,9 +65,7 @@ void parse_verbose_value(const std::string& value, UserChoices& choices) {
 
 void parse_image_option(const std::string& value, UserChoices& choices) {
     agent::refuse_control_characters(value, "the image path");
-    if (value.empty() || value[0] != '/')
-        throw UsageError("'" + value + "' is not an image (accepted: the absolute path of an OCI bundle "
-                                    "folder or a .sif file)");
+    agent::parse_image_reference(value);  // its form; whether it is allowed is check_image's
     choices.image = value;
 }
 

@@ -38,7 +38,8 @@ void parse_memory_option(const std::string& value, UserChoices& choices);
 void parse_wireup_option(const std::string& value, UserChoices& choices);
 // TRELLIS_VERBOSE: 1/yes/true/on or 0/no/false/off (empty counts as on, like a bare flag).
 void parse_verbose_value(const std::string& value, UserChoices& choices);
-// --trellis-image: an absolute path (whether it is allowed is checked against the
+// --trellis-image: an image reference, docker://..., oci-archive:PATH, docker-archive:PATH or
+// an absolute path (parse_image_reference; whether it is allowed is checked against the
 // configuration, once it is loaded). Throws UsageError.
 void parse_image_option(const std::string& value, UserChoices& choices);
 // --trellis-mounts: SRC:DST[:ro|rw],... Throws UsageError.

@@ -40,6 +40,7 @@ struct PluginState {
     // The step's container on this node, made in user_init; forked tasks inherit it.
     std::optional<agent::HeldContainer> container;
     std::string container_error;  // why there is none: every task says so and exits
+    std::string image_as_asked;   // a registry image's tag, when choices.image is its pinned form
 };
 
 PluginState& state();

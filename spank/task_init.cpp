@@ -98,7 +98,9 @@ int bind_task(spank_t sp) {
             ranks.push_back(static_cast<int>(global));
         }
         std::string table = topology::format_plan(*s.plan, ranks);
-        if (!s.choices.image.empty()) table += "container: the tasks run in " + s.choices.image + "\n";
+        if (!s.choices.image.empty())
+            table += "container: the tasks run in " + s.choices.image +
+                     (s.image_as_asked.empty() ? "" : " (" + s.image_as_asked + ", resolved by srun)") + "\n";
         std::fputs(table.c_str(), stderr);
         std::fflush(stderr);
     }

@@ -91,14 +91,115 @@ void check_root_owned(const std::string& path, const std::string& what) {
     }
 }
 
+namespace {
+
+bool matches_registry_entry(const std::string& entry, const ImageReference& reference) {
+    // "host[:port]" alone: the whole registry. Otherwise a pattern over "host[:port]/repository".
+    if (entry.find('/') == std::string::npos) return entry == reference.host;
+    return ::fnmatch(entry.c_str(), reference.registry_path().c_str(), FNM_PATHNAME) == 0;
+}
+
+CheckedImage check_registry_image(const ImageReference& reference, const config::ContainerConfig& config) {
+    for (const auto& entry : config.allowed_registries)
+        if (matches_registry_entry(entry, reference)) return {"", ImageKind::registry, reference, ""};
+    throw PolicyError("image '" + reference.text() + "': registry repository '" + reference.registry_path() +
+                      "' is not allowed on this cluster (allowed_registries in " + config.origin + ": " +
+                      (config.allowed_registries.empty() ? "none" : joined(config.allowed_registries)) +
+                      "; accepted: a repository matching one of those patterns, or any repository of a registry "
+                      "listed as host[:port])");
+}
+
+bool matches_allowed_images(const std::string& path, const config::ContainerConfig& config) {
+    for (const auto& pattern : config.allowed_images)
+        if (::fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0) return true;
+    return false;
+}
+
+// A file of the user's own (an archive or a squashfs they made): it runs only in their own
+// container, so it need not be root's, but it must be theirs (or root's) and readable by them:
+// never a file of another user that happens to be readable, which they could change under the
+// step.
+void check_user_file(const std::string& path, const std::string& what) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+        throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
+    if (info.st_uid != ::getuid() && info.st_uid != 0)
+        throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) +
+                          ", not to uid " + std::to_string(::getuid()) +
+                          " who runs it (accepted: the user's own files, or root's)");
+    if (::access(path.c_str(), R_OK) != 0)
+        throw PolicyError(what + " '" + path + "' cannot be read by uid " + std::to_string(::getuid()));
+}
+
+// oci-archive:, docker-archive: and .sqsh files. An administrator's (matching allowed_images,
+// root's and in folders only root may change) is trusted as a bundle is; any other is the
+// user's own, accepted only where allow_user_images says so, since it would get around
+// allowed_registries.
+CheckedImage check_image_file(const ImageReference& reference, const config::ContainerConfig& config) {
+    bool squashfs = reference.kind == ReferenceKind::path;
+    const std::string what = squashfs ? "squashfs image" : "image archive";
+    if (has_dot_dot(reference.path))
+        throw PolicyError("image '" + reference.text() + "': '..' is not accepted in an image path");
+    CheckedImage checked{canonical_or_refuse(reference.path, what), squashfs ? ImageKind::squashfs : ImageKind::archive,
+                         reference, ""};
+    refuse_control(checked.path, "the image's resolved path");
+    if (checked.path.find_first_of(",:") != std::string::npos)
+        throw PolicyError("image '" + reference.text() + "' resolves to '" + checked.path +
+                          "', which holds ',' or ':' (accepted: paths without them)");
+    if (squashfs && !checked.path.ends_with(".sqsh"))
+        throw PolicyError("image '" + reference.path + "' resolves to '" + checked.path +
+                          "', which is not a .sqsh file (accepted: a link only to another .sqsh file)");
+    std::string settings = squashfs ? checked.path.substr(0, checked.path.size() - 5) + ".json" : "";
+    std::error_code error;
+    bool has_settings = !settings.empty() && fs::exists(fs::symlink_status(settings, error));
+    if (matches_allowed_images(checked.path, config)) {
+        check_user_file(checked.path, what);  // a regular file, readable
+        check_root_owned(checked.path, what);
+        if (has_settings) check_root_owned(settings, "the settings of " + what);
+    } else if (config.allow_user_images) {
+        check_user_file(checked.path, what);
+        if (has_settings) {
+            struct stat link {};
+            if (::lstat(settings.c_str(), &link) != 0 || S_ISLNK(link.st_mode))
+                throw PolicyError("the settings '" + settings + "' of image '" + checked.path +
+                                  "' are a link (accepted: a regular file beside the image)");
+            check_user_file(settings, "the settings of " + what);
+        }
+    } else {
+        throw PolicyError("image '" + reference.text() + "' is a file of the user's own: not allowed on this cluster "
+                          "(allow_user_images = false in " + config.origin + ", and allowed_images: " +
+                          (config.allowed_images.empty() ? "none" : joined(config.allowed_images)) +
+                          "; accepted: an administrator's file matching allowed_images, or any file of the user's "
+                          "own with allow_user_images = true)");
+    }
+    if (has_settings) checked.settings = settings;
+    return checked;
+}
+
+ImageReference parsed_or_refuse(const std::string& image) {
+    try {
+        return parse_image_reference(image);
+    } catch (const UsageError& error) {
+        throw PolicyError(error.what());
+    }
+}
+
+}  // namespace
+
 CheckedImage check_image(const std::string& image, const config::ContainerConfig& config) {
     refuse_control(image, "the image path");
-    if (image.empty() || image[0] != '/') throw PolicyError("image '" + image + "' is not an absolute path");
+    if (image.empty() || image[0] != '/') {
+        auto reference = parsed_or_refuse(image);
+        if (reference.kind == ReferenceKind::registry) return check_registry_image(reference, config);
+        return check_image_file(reference, config);
+    }
     if (image.find_first_of(",:") != std::string::npos)
         throw PolicyError("image '" + image + "' holds ',' or ':', which a runtime's lists would split (accepted: "
                           "paths without them)");
+    auto reference = parsed_or_refuse(image);
+    if (reference.is_squashfs_file()) return check_image_file(reference, config);
     if (has_dot_dot(image)) throw PolicyError("image '" + image + "': '..' is not accepted in an image path");
-    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle, {}, {}};
+    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle, reference, {}};
     refuse_control(checked.path, "the image's resolved path");
     if (checked.path.find_first_of(",:") != std::string::npos)
         throw PolicyError("image '" + image + "' resolves to '" + checked.path +
@@ -110,18 +211,22 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     } else if (checked.path.ends_with(".sif") && fs::is_regular_file(checked.path, error)) {
         checked.kind = ImageKind::sif;
     } else {
-        throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/) nor a .sif file");
+        throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/), a .sif nor a "
+                          ".sqsh file");
     }
-    bool allowed = false;
-    for (const auto& pattern : config.allowed_images)
-        allowed = allowed || ::fnmatch(pattern.c_str(), checked.path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0;
-    if (!allowed)
+    if (!matches_allowed_images(checked.path, config))
         throw PolicyError("image '" + checked.path + "' is not allowed on this cluster (allowed_images in " +
                           config.origin + ": " +
                           (config.allowed_images.empty() ? "none" : joined(config.allowed_images)) + ")");
     check_root_owned(checked.kind == ImageKind::oci_bundle ? checked.path + "/rootfs" : checked.path,
                      checked.kind == ImageKind::oci_bundle ? "OCI bundle" : "image");
     return checked;
+}
+
+bool registry_is_insecure(const ImageReference& reference, const config::ContainerConfig& config) {
+    for (const auto& host : config.insecure_registries)
+        if (host == reference.host) return true;
+    return false;
 }
 
 void check_image_contents(const std::string& rootfs) {

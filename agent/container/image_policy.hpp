@@ -35,12 +35,26 @@ struct CheckedImage {
     std::string settings;
 };
 
-// The image must exist, be an OCI bundle (a folder with rootfs/) or a .sif file, and its
-// canonical path must match one of the allowed patterns, '*' not crossing '/'. The image and
-// every folder above it must be root's and writable by no one else (sticky folders such as
-// /tmp excepted): no user can swap it under another user's step. Throws PolicyError saying
-// which and why.
+// Checks what --trellis-image names (parse_image_reference) against the site's policy; no
+// network request is made. Throws PolicyError naming the setting that refuses it, the file it
+// is in (config.origin) and what is accepted.
+//  - docker:// references: the normalised "host[:port]/repository" must match an
+//    allowed_registries entry (fnmatch, '*' not crossing '/'), or its host[:port] must be an
+//    entry of its own. Kind registry, path "".
+//  - OCI bundles and .sif files: must exist, and their canonical path must match
+//    allowed_images, '*' not crossing '/'. The image and every folder above it must be root's
+//    and writable by no one else (sticky folders such as /tmp excepted): no user can swap it
+//    under another user's step.
+//  - .sqsh files, oci-archive: and docker-archive: files: one matching allowed_images is an
+//    administrator's and gets the bundles' ownership check; any other is the user's own and is
+//    accepted only with allow_user_images = true, as a regular file the caller can read, owned
+//    by the caller or root (after resolving links). A .sqsh file's settings are the .json file
+//    beside it, held to the same rule.
 CheckedImage check_image(const std::string& image, const config::ContainerConfig& config);
+
+// Whether the registry of `reference` may be reached over plain HTTP or TLS that is not
+// verified: its host[:port] is listed, exactly, in insecure_registries.
+bool registry_is_insecure(const ImageReference& reference, const config::ContainerConfig& config);
 
 // An OCI bundle's rootfs is shared by every user of the image and reachable on the host, so
 // nothing in it may be changeable by a user or give privileges on the host: every entry

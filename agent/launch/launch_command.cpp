@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
+#include "agent/container/registry_digest.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/plugin_config.hpp"
@@ -89,13 +90,16 @@ int launch_command(const std::vector<std::string>& args) {
     // the last of them and this process have.
     std::optional<HeldContainer> container;
     if (!options.image.empty()) {
+        if (::getuid() == 0)
+            throw PolicyError("launch --image runs the ranks with the caller's own rights, and root's are not given "
+                              "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
+        // A registry tag is resolved here, by this node alone: launches on several nodes are
+        // given the reference `trellis-agent resolve` pinned, so that they run one image.
+        options.image = checked_and_pinned(options.image, config.container);
         StepContainerRequest step;
         step.image = options.image;
         step.user_mounts = options.mounts;
         step.devices = plan_device_files(plan);
-        if (::getuid() == 0)
-            throw PolicyError("launch --image runs the ranks with the caller's own rights, and root's are not given "
-                              "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
         container = HeldContainer::make(prepare_command(own_program(), step, config.path),
                                         Identity{::getuid(), ::getgid()});
     }

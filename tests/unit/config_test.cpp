@@ -21,6 +21,20 @@ TEST_CASE("the shipped etc/trellis.toml parses to the defaults") {
     CHECK_FALSE(config.binding.smt);
     CHECK(config.binding.exported == defaults.exported);
     CHECK(config.container.apptainer == "/usr/bin/apptainer");
+    // The registry, cache and CDI keys it documents hold their defaults.
+    trellis::config::ContainerConfig container;
+    CHECK(config.container.allowed_registries.empty());
+    CHECK(config.container.insecure_registries.empty());
+    CHECK(config.container.allow_user_images == container.allow_user_images);
+    CHECK(config.container.digest_lifetime == container.digest_lifetime);
+    CHECK(config.container.image_cache == container.image_cache);
+    CHECK(config.container.image_cache_gib == container.image_cache_gib);
+    CHECK(config.container.cdi_dirs == container.cdi_dirs);
+    CHECK(config.container.allowed_cdi_hooks.empty());
+    CHECK(config.container.skopeo == container.skopeo);
+    CHECK(config.container.umoci == container.umoci);
+    CHECK(config.container.mksquashfs == container.mksquashfs);
+    CHECK(config.container.squashfuse == container.squashfuse);
 }
 
 TEST_CASE("every key is read") {

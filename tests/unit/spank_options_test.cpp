@@ -46,3 +46,15 @@ TEST_CASE("TRELLIS_VERBOSE values") {
     CHECK_FALSE(c.verbose);
     CHECK_THROWS_WITH(parse_verbose_value("loud", c), Catch::Contains("accepted: 1, yes, true, on"));
 }
+
+TEST_CASE("--trellis-image forms: registry references, archives and paths; anything else with the accepted forms") {
+    UserChoices c;
+    for (const char* image : {"docker://127.0.0.1:5000/x:tag", "docker://busybox", "oci-archive:/home/u/x.tar",
+                              "docker-archive:/home/u/x.tar", "/images/train.sqsh", "/images/bundle"}) {
+        parse_image_option(image, c);
+        CHECK(c.image == image);
+    }
+    CHECK_THROWS_WITH(parse_image_option("busybox", c), Catch::Contains("accepted: docker://[HOST[:PORT]/]REPOSITORY"));
+    CHECK_THROWS_WITH(parse_image_option("https://x/y", c), Catch::Contains("unknown transport"));
+    CHECK_THROWS_WITH(parse_image_option("docker://x/y\nerror: forged", c), Catch::Contains("control character"));
+}
