@@ -111,6 +111,9 @@ int import_command(const std::vector<std::string>& args) {
     ImportedImage image = import_image(parse_image_reference(reference), config.container, std::cerr);
     std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
                 image.digest.c_str());
+    return 0;
+}
+
 cli::OptionTable resolve_table(std::string& image, std::string& config_path) {
     cli::OptionTable table("trellis-agent resolve --help");
     table.value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
