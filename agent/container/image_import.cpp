@@ -110,7 +110,7 @@ std::vector<std::string> registry_options(const ImageReference& reference, const
     std::vector<std::string> options;
     if (reference.kind != ReferenceKind::registry) return options;
     if (!credentials.empty()) options.push_back(std::string("--") + prefix + "authfile=" + credentials);
-    if (registry_reachable_insecurely(reference, config)) options.push_back(std::string("--") + prefix + "tls-verify=false");
+    if (registry_is_insecure(reference, config)) options.push_back(std::string("--") + prefix + "tls-verify=false");
     return options;
 }
 
@@ -236,11 +236,6 @@ void trim(const ImageCache& cache, const config::ContainerConfig& config, const 
 }
 
 }  // namespace
-
-bool registry_reachable_insecurely(const ImageReference& reference, const config::ContainerConfig& config) {
-    const auto& listed = config.insecure_registries;
-    return std::find(listed.begin(), listed.end(), reference.host) != listed.end();
-}
 
 ImportedImage import_image(const ImageReference& reference, const config::ContainerConfig& config, std::ostream& progress) {
     auto start = Clock::now();

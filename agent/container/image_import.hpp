@@ -41,8 +41,4 @@ struct ImportedImage {
 ImportedImage import_image(const ImageReference& reference, const config::ContainerConfig& config,
                            std::ostream& progress);
 
-// Whether `reference`'s registry may be reached over plain HTTP or unverified TLS: its
-// host[:port] is listed exactly in insecure_registries.
-bool registry_reachable_insecurely(const ImageReference& reference, const config::ContainerConfig& config);
-
 }  // namespace trellis::agent
