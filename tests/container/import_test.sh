@@ -13,7 +13,7 @@ build=${TRELLIS_BUILD:?}
 agent=$build/trellis-agent
 . "$here/registry.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (test users, a root-owned cache folder, a tmpfs)"; exit 77; }
-missing=$(registry_missing | tr '\n' ' ')
+missing=$(registry_missing mksquashfs unsquashfs | tr '\n' ' ')
 [ -z "$missing" ] || { echo "SKIP: missing $missing(scripts/install-deps)"; exit 77; }
 [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
     { echo "SKIP: user namespaces are off (user.max_user_namespaces)"; exit 77; }
@@ -46,10 +46,7 @@ config() {
 cache_folder cache
 config main "$work/cache"
 for u in $user1 $user2; do
-    mkdir -p "$work/home-$u"
-    cp "$REGISTRY_AUTH" "$work/home-$u/auth.json"
-    chown -R "$u" "$work/home-$u"
-    chmod 600 "$work/home-$u/auth.json"
+    registry_auth_at "$work/home-$u/auth.json" "$u" && chown "$u" "$work/home-$u"
 done
 # as USER [VAR=VALUE...] CMD...: as that user, with a clean environment and their auth file.
 as() {

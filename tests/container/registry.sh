@@ -4,9 +4,11 @@
 # built with umoci from busybox-static and pushed with skopeo (credentials from an auth file,
 # never on a command line).
 #
+#   registry_missing [TOOL...]  prints what of the fixture's needs (and these tools) is missing
 #   registry_start FOLDER   starts it; sets REGISTRY (127.0.0.1:PORT), REGISTRY_USER,
 #                           REGISTRY_PASSWORD, REGISTRY_AUTH (an auth.json for it), REGISTRY_LOG
-#   registry_stop           stops it (also done by registry_trap's EXIT trap)
+#   registry_stop           stops it and the listener (also done by registry_trap's EXIT trap)
+#   registry_auth_at PATH [USER]  a copy of REGISTRY_AUTH at PATH (0600), USER's if named
 #   registry_build_images   builds FOLDER/images (an OCI layout) with two images:
 #     x  ENV FROM_IMAGE=yes, WORKDIR /work, an ENTRYPOINT that prints entrypoint-ran; layers:
 #        busybox, /etc/delete-me, /olddir/{d,old}, /locked (mode 000, "locked content");
@@ -15,12 +17,19 @@
 #     y  busybox and /y-marker
 #   registry_push NAME TAG  pushes image NAME of the layout as NAME:TAG (x, y)
 #   registry_push_as NAME REPO:TAG
+#   registry_push_text REPO:TAG WORD  pushes an image of busybox and /what holding WORD, with
+#                           ENV FROM_IMAGE=yes (no registry_build_images needed); prints its
+#                           manifest digest, learnt from the push (no request made for it)
+#   registry_digest REPO:TAG  the manifest digest the registry has for it (asks the registry)
 #   registry_requests PATTERN  how many requests in the log match the grep -E PATTERN
-# Needs: docker-registry, skopeo, umoci, squashfs-tools, busybox-static, python3.
+#   registry_listener FILE  a registry nobody may use: a listener on 127.0.0.1 that writes a
+#                           line to FILE for each connection it accepts (FILE is there, empty,
+#                           once it listens); sets LISTENER (127.0.0.1:PORT)
+# Needs: docker-registry, skopeo, umoci, busybox-static, python3.
 
-registry_missing() {  # prints what is missing, nothing when all is there
+registry_missing() {  # [TOOL...]: prints what is missing, nothing when all is there
     local tool
-    for tool in docker-registry skopeo umoci mksquashfs unsquashfs; do
+    for tool in docker-registry skopeo umoci python3 "$@"; do
         command -v "$tool" >/dev/null 2>&1 || echo "$tool"
     done
     [ -x /bin/busybox ] && ldd /bin/busybox 2>&1 | grep -q "not a dynamic executable" || echo "busybox-static"
@@ -85,6 +94,8 @@ PY
 }
 
 registry_stop() {
+    [ -z "${LISTENER_PID:-}" ] || kill "$LISTENER_PID" 2>/dev/null
+    LISTENER_PID=
     [ -n "${REGISTRY_PID:-}" ] || return 0
     kill "$REGISTRY_PID" 2>/dev/null
     timeout 10 tail --pid="$REGISTRY_PID" -f /dev/null 2>/dev/null
@@ -95,6 +106,11 @@ registry_stop() {
 # registry_trap: stops the registry when the sourcing script exits (keeps its other EXIT work
 # when given as a command: registry_trap 'rm -rf "$work"').
 registry_trap() { trap "registry_stop; ${1:-:}" EXIT; }
+
+registry_auth_at() {  # PATH [USER]
+    mkdir -p "$(dirname "$1")" && cp "$REGISTRY_AUTH" "$1" && chmod 600 "$1" || return 1
+    [ -z "${2:-}" ] || chown "$2" "$1"
+}
 
 registry_build_images() {
     local layout=$REGISTRY_DIR/images tree=$REGISTRY_DIR/tree
@@ -142,11 +158,26 @@ registry_busybox() {  # ROOTFS: busybox and the few names the tests call
     for name in sh cat ls echo env pwd id stat; do ln -s busybox "$1/bin/$name"; done
 }
 
-registry_push_as() {  # NAME REPO:TAG
+registry_push_as() {  # NAME REPO:TAG; the digest pushed goes to FOLDER/pushed
     skopeo copy --quiet --dest-authfile "$REGISTRY_AUTH" --dest-tls-verify=false \
-        "oci:$REGISTRY_DIR/images:$1" "docker://$REGISTRY/$2"
+        --digestfile "$REGISTRY_DIR/pushed" "oci:$REGISTRY_DIR/images:$1" "docker://$REGISTRY/$2"
 }
 registry_push() { registry_push_as "$1" "$1:$2"; }
+
+# The image is named what-WORD in the layout. Unpacked --rootless: the tests that push these
+# may run unprivileged.
+registry_push_text() {  # REPO:TAG WORD
+    local layout=$REGISTRY_DIR/images name=what-$2 tree=$REGISTRY_DIR/tree
+    [ -d "$layout" ] || umoci init --layout "$layout" || return 1
+    umoci new --image "$layout:$name" &&
+        umoci unpack --rootless --image "$layout:$name" "$tree" >/dev/null || return 1
+    registry_busybox "$tree/rootfs"
+    echo "$2" >"$tree/rootfs/what"
+    umoci repack --image "$layout:$name" "$tree" >/dev/null || return 1
+    rm -rf "$tree"
+    umoci config --image "$layout:$name" --config.env FROM_IMAGE=yes &&
+        registry_push_as "$name" "$1" && cat "$REGISTRY_DIR/pushed"
+}
 
 # The manifest digest the registry has for REPO:TAG.
 registry_digest() {
@@ -154,3 +185,27 @@ registry_digest() {
 }
 
 registry_requests() { grep -cE "$1" "$REGISTRY_LOG"; }
+
+registry_listener() {  # FILE
+    local port
+    port=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../free_port.py") || return 1
+    LISTENER=127.0.0.1:$port
+    python3 - "$port" "$1" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("accepted\n")
+    c.close()
+PY
+    LISTENER_PID=$!
+    local _
+    for _ in $(seq 1 50); do [ -f "$1" ] && return 0; sleep 0.1; done
+    echo "registry.sh: the listener on $LISTENER did not start" >&2
+    return 1
+}
