@@ -88,4 +88,4 @@ tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
 tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle \
 	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh tests/container/digest_registry.sh
+	tests/container/digest_test.sh

@@ -12,20 +12,12 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TRELLIS_BUILD:?}
 agent=$build/trellis-agent
-for tool in docker-registry skopeo umoci python3; do
-    command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps)"; exit 77; }
-done
-command -v busybox >/dev/null || { echo "SKIP: busybox is not installed (busybox-static)"; exit 77; }
-. "$here/digest_registry.sh"
+. "$here/registry.sh"
+missing=$(registry_missing | tr '\n' ' ')
+[ -z "$missing" ] || { echo "SKIP: missing $missing(scripts/install-deps)"; exit 77; }
 work=$(mktemp -d /tmp/trellis-digest-test.XXXXXX)
 chmod 755 "$work"
-registry_pid= listener_pid=
-cleanup() {
-    stop_registry
-    [ -n "$listener_pid" ] && kill "$listener_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+registry_trap 'rm -rf "$work"'
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -40,12 +32,12 @@ fi
 home=$work/home
 mkdir -p "$home/.config/containers" "$home/cache"
 
-# A registry of our own, on 127.0.0.1 only, with one user (alice) and her auth.json.
-start_registry "$work" "$home/.config/containers/auth.json" || exit 1
-host=$registry_host password=$registry_password
-push() { push_image "$work" "$home/.config/containers/auth.json" "$1" "$2"; }
+# A registry of our own, on 127.0.0.1 only, with one user and the user's auth.json.
+registry_start "$work/registry" && registry_auth_at "$home/.config/containers/auth.json" || exit 1
+host=$REGISTRY password=$REGISTRY_PASSWORD
+push() { registry_push_text "x:$1" "$2"; }  # TAG WORD
 chown -R "${runner}:" "$home" 2>/dev/null || true
-first=$(push tag one) || { cat "$work/registry.log" | tail -5; echo "FAIL: cannot push the test image"; exit 1; }
+first=$(push tag one) || { tail -n 5 "$REGISTRY_LOG"; echo "FAIL: cannot push the test image"; exit 1; }
 
 cat >"$work/trellis.toml" <<TOML
 [container]
@@ -73,14 +65,14 @@ resolve() {
     shift
     env -i PATH=/usr/bin:/bin HOME="$home" XDG_CACHE_HOME="$home/cache" "${vars[@]}" "${as_user[@]}" "$agent" resolve "$@"
 }
-requests() { grep -c "\"$1 /v2/x/$2" "$work/registry.log"; }  # METHOD manifests|blobs
+requests() { registry_requests "\"$1 /v2/x/$2"; }  # METHOD manifests|blobs
 
 # 1. A tag resolved to the digest that was pushed, fetching the manifest and no blob.
 blobs=$(requests GET blobs)
 out=$(resolve -- --image "docker://$host/x:tag" --config "$work/ask.toml" 2>&1)
 [ "$out" = "docker://$host/x@$first" ] && pass "tag resolved: $out" || fail "resolve gave '$out', pushed $first"
 [ "$(requests GET blobs)" = "$blobs" ] && pass "no blob fetched to learn the digest" ||
-    fail "blobs fetched while resolving: $(grep '/v2/x/blobs' "$work/registry.log" | tail -2)"
+    fail "blobs fetched while resolving: $(grep '/v2/x/blobs' "$REGISTRY_LOG" | tail -2)"
 
 # 2. The credentials: from auth.json, by --authfile; the password on no command line.
 grep -q -- "--authfile $home/.config/containers/auth.json" "$work/skopeo-args" && ! grep -q "$password" "$work/skopeo-args" &&
@@ -96,7 +88,7 @@ mv "$home/auth.json.away" "$home/.config/containers/auth.json"
 out=$(resolve REGISTRY_AUTH_FILE=/nonexistent/auth.json -- --image "docker://$host/x:tag" --config "$work/ask.toml" 2>&1)
 echo "$out" | grep -q "REGISTRY_AUTH_FILE names '/nonexistent/auth.json', which cannot be read" &&
     pass "an unreadable REGISTRY_AUTH_FILE is named" || fail "unreadable REGISTRY_AUTH_FILE: $out"
-grep -q "$password" "$work/registry.log" && fail "the password is in the registry's log"
+grep -q "$password" "$REGISTRY_LOG" && fail "the password is in the registry's log"
 
 # 3. Clear errors: an unknown tag, plain HTTP to a registry not listed as insecure, nothing
 # listening.
@@ -136,25 +128,10 @@ out=$(resolve -- --image "docker://$host/x:tag" --config "$work/ask.toml" 2>&1)
 
 # 6. A registry that allowed_registries does not list: refused with exit status 3, naming the
 # setting and the file, and no connection reaches it.
-listen=$(python3 "$here/../free_port.py")
-python3 - "$listen" "$work/accepts" <<'PY' &
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2], "w").close()
-while True:
-    c, _ = s.accept()
-    with open(sys.argv[2], "a") as f:
-        f.write("accepted\n")
-    c.close()
-PY
-listener_pid=$!
-for _ in $(seq 1 50); do [ -f "$work/accepts" ] && break; sleep 0.1; done
-elsewhere="docker://127.0.0.1:$listen/x:tag"
+registry_listener "$work/accepts" || exit 1
+elsewhere="docker://$LISTENER/x:tag"
 out=$(resolve -- --image "$elsewhere" --config "$work/trellis.toml" 2>&1); status=$?
-[ $status -eq 3 ] && echo "$out" | grep -q "registry repository '127.0.0.1:$listen/x' is not allowed on this cluster (allowed_registries in $work/trellis.toml: $host" &&
+[ $status -eq 3 ] && echo "$out" | grep -q "registry repository '$LISTENER/x' is not allowed on this cluster (allowed_registries in $work/trellis.toml: $host" &&
     pass "resolve refuses: $out" || fail "resolve of a registry not allowed: $status $out"
 if [ ${#as_user[@]} -gt 0 ] || [ "$(id -u)" -ne 0 ]; then
     out=$(cd / && env -i PATH=/usr/bin:/bin HOME="$home" "${as_user[@]}" "$agent" launch --nproc-per-node 1 \
@@ -165,7 +142,7 @@ fi
 sleep 0.2
 [ ! -s "$work/accepts" ] && pass "no connection reached the refused registry" || fail "the refused registry was contacted"
 # The listener does answer: the check above could fail.
-python3 -c "import socket; socket.create_connection(('127.0.0.1', $listen), 1).close()"
+python3 -c "import socket; socket.create_connection(('127.0.0.1', ${LISTENER#*:}), 1).close()"
 sleep 0.2
 [ -s "$work/accepts" ] || fail "the listener recorded no connection even when one was made"
 

@@ -10,45 +10,29 @@
 set -u
 . "$(dirname "$0")/harness.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: the test cluster needs root"; exit 77; }
-for tool in docker-registry skopeo umoci busybox python3; do
-    command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps)"; exit 77; }
-done
-. "$here/../container/digest_registry.sh"
-cleanup='stop_registry; [ -n "${listener_pid:-}" ] && kill $listener_pid'
+. "$here/../container/registry.sh"
+missing=$(registry_missing | tr '\n' ' ')
+[ -z "$missing" ] || { echo "SKIP: missing $missing(scripts/install-deps)"; exit 77; }
+cleanup=registry_stop
 
 make_cluster_dir trellis-slurm-registry
-mkdir -p "$dir/registry" "$dir/userhome"
-start_registry "$dir/registry" "$dir/userhome/auth.json" || exit 1
-digest=$(push_image "$dir/registry" "$dir/userhome/auth.json" tag one) || { fail "cannot push the test image"; exit 1; }
+registry_start "$dir/registry" && registry_auth_at "$dir/userhome/auth.json" || exit 1
+digest=$(registry_push_text x:tag one) || { fail "cannot push the test image"; exit 1; }
 
 # A registry nobody may use: a listener that writes down every connection it accepts.
-listen=$(python3 "$here/../free_port.py")
-python3 - "$listen" "$dir/accepts" <<'PY' &
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2], "w").close()
-while True:
-    c, _ = s.accept()
-    with open(sys.argv[2], "a") as f:
-        f.write("accepted\n")
-    c.close()
-PY
-listener_pid=$!
+registry_listener "$dir/accepts" || exit 1
 
 cat >"$dir/trellis.toml" <<TOML
 [binding]
 policy = "closest"
 [container]
-allowed_registries = ["$registry_host/x"]
-insecure_registries = ["$registry_host"]
+allowed_registries = ["$REGISTRY/x"]
+insecure_registries = ["$REGISTRY"]
 agent = "$build/trellis-agent"
 TOML
 start_cluster
 chown -R "$job_user" "$dir/userhome"
-tag_lookups() { grep -c "\"GET /v2/x/manifests/tag " "$dir/registry/registry.log"; }
+tag_lookups() { registry_requests '"GET /v2/x/manifests/tag '; }
 
 # srun_as NAME [VAR=VALUE...] -- SRUN-ARGS: srun as the job user with only these variables
 # of theirs (their credentials and cache), its messages in NAME.err, the tasks' in NAME.out.
@@ -66,20 +50,20 @@ srun_as() {
 creds=(REGISTRY_AUTH_FILE="$dir/userhome/auth.json")
 
 # 1. Not in allowed_registries: srun stops in one line, before anything starts, no connection.
-srun_as refused "${creds[@]}" -- -N2 -n2 --trellis-image="docker://127.0.0.1:$listen/x:tag" sh -c 'echo STARTED'
+srun_as refused "${creds[@]}" -- -N2 -n2 --trellis-image="docker://$LISTENER/x:tag" sh -c 'echo STARTED'
 rc=$?
-line=$(grep "allowed_registries in $dir/trellis.toml: $registry_host/x; accepted:" "$dir/refused.err")
+line=$(grep "allowed_registries in $dir/trellis.toml: $REGISTRY/x; accepted:" "$dir/refused.err")
 [ $rc -ne 0 ] && ! grep -q STARTED "$dir/refused.out" && [ "$(echo "$line" | grep -c .)" -eq 1 ] &&
     pass "refused in srun: $line" || fail "refused registry: status $rc: $(cat "$dir/refused.err" "$dir/refused.out")"
 sleep 0.3
 [ -f "$dir/accepts" ] && [ ! -s "$dir/accepts" ] && pass "no connection reached the refused registry" ||
     fail "the refused registry was contacted (or the listener did not start)"
-srun_as other_repository "${creds[@]}" -- -N1 --trellis-image="docker://$registry_host/y:tag" true
-grep -q "registry repository '$registry_host/y' is not allowed" "$dir/other_repository.err" &&
+srun_as other_repository "${creds[@]}" -- -N1 --trellis-image="docker://$REGISTRY/y:tag" true
+grep -q "registry repository '$REGISTRY/y' is not allowed" "$dir/other_repository.err" &&
     pass "another repository of an allowed registry is refused" || fail "repository y: $(cat "$dir/other_repository.err")"
 
 # 2. No credentials: srun says so, and nothing starts.
-srun_as unauthorized -- -N1 --trellis-image="docker://$registry_host/x:tag" sh -c 'echo STARTED'
+srun_as unauthorized -- -N1 --trellis-image="docker://$REGISTRY/x:tag" sh -c 'echo STARTED'
 rc=$?
 [ $rc -ne 0 ] && ! grep -q STARTED "$dir/unauthorized.out" && grep -q "refused access (unauthorized): no credentials were found" "$dir/unauthorized.err" &&
     pass "missing credentials stop srun: $(grep -m1 unauthorized "$dir/unauthorized.err")" ||
@@ -87,18 +71,18 @@ rc=$?
 
 # 3. Resolved once by srun for both nodes; the report names the digest; the nodes take it.
 before=$(tag_lookups)
-srun_as resolved "${creds[@]}" -- -N2 -n2 --trellis-verbose --trellis-image="docker://$registry_host/x:tag" true
+srun_as resolved "${creds[@]}" -- -N2 -n2 --trellis-verbose --trellis-image="docker://$REGISTRY/x:tag" true
 after=$(tag_lookups)
-grep -q "trellis: docker://$registry_host/x:tag is docker://$registry_host/x@$digest (resolved by srun)" "$dir/resolved.err" &&
+grep -q "trellis: docker://$REGISTRY/x:tag is docker://$REGISTRY/x@$digest (resolved by srun)" "$dir/resolved.err" &&
     pass "srun resolved the tag to $digest" || fail "no digest in srun's report: $(cat "$dir/resolved.err")"
 [ $((after - before)) -eq 1 ] && pass "one tag lookup for a 2-node step" || fail "tag lookups: $before -> $after"
 echo "the nodes said: $(grep -h "trellis: container" "$dir"/log/*.log 2>/dev/null | tail -n 2)"
 grep -q "srun handed no digest" "$dir/resolved.err" "$dir"/log/*.log 2>/dev/null && fail "a node did not get the digest: $(cat "$dir/resolved.err")"
-grep -q "$registry_password" "$dir/resolved.err" "$dir"/log/*.log && fail "the registry password is in a log"
+grep -q "$REGISTRY_PASSWORD" "$dir/resolved.err" "$dir"/log/*.log && fail "the registry password is in a log"
 
 # 4. A pinned reference: no tag lookup at all.
 before=$(tag_lookups)
-srun_as pinned "${creds[@]}" -- -N1 --trellis-image="docker://$registry_host/x@$digest" true
+srun_as pinned "${creds[@]}" -- -N1 --trellis-image="docker://$REGISTRY/x@$digest" true
 [ "$(tag_lookups)" -eq "$before" ] && ! grep -q "resolved by srun" "$dir/pinned.err" &&
     pass "a pinned reference is not looked up" || fail "pinned: $(cat "$dir/pinned.err")"
 
