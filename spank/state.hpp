@@ -10,6 +10,7 @@
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/held_container.hpp"
+#include "agent/container/image_settings.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
@@ -25,6 +26,7 @@ struct PluginState {
     UserChoices choices;
     bool bind_given = false, hca_given = false, verbose_given = false;  // on the command line
     bool image_given = false, mounts_given = false;
+    bool writable_given = false, env_given = false, entrypoint_given = false;
     bool gpus_given = false, memory_given = false, wireup_given = false;
     std::optional<topology::Plan> plan;
     std::string held_error;
@@ -40,6 +42,9 @@ struct PluginState {
     // The step's container on this node, made in user_init; forked tasks inherit it.
     std::optional<agent::HeldContainer> container;
     std::string container_error;  // why there is none: every task says so and exits
+    // The image's Env this task takes, found when it joined the container and set after
+    // trellis's own variables (image_settings.hpp decides which).
+    agent::TaskInImage image_task;
 };
 
 PluginState& state();

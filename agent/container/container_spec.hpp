@@ -26,6 +26,7 @@ struct ContainerSpec {
     std::vector<std::string> namespaces;  // what tasks join besides the user's: mount, ipc, uts
     std::string apptainer;                // the program that opens .sif images (absolute)
     std::string pause_program;            // the process a .sif container is entered through
+    bool writable = false;                // --trellis-writable: a throw-away writable root (squashfs)
 };
 
 }  // namespace trellis::agent

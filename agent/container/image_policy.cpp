@@ -109,6 +109,11 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
             throw PolicyError("image '" + image + "' is a folder without rootfs/: not an OCI bundle");
     } else if (checked.path.ends_with(".sif") && fs::is_regular_file(checked.path, error)) {
         checked.kind = ImageKind::sif;
+    } else if (checked.path.ends_with(".sqsh") && fs::is_regular_file(checked.path, error)) {
+        // squashfs (running it): a root-owned .sqsh matched by allowed_images, its settings
+        // beside it. The policy's own rules for user-owned images replace this branch.
+        checked.kind = ImageKind::squashfs;
+        checked.settings = checked.path.substr(0, checked.path.size() - 5) + ".json";
     } else {
         throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/) nor a .sif file");
     }
