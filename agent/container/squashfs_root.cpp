@@ -31,12 +31,12 @@ bool at_or_under(const std::string& path, const std::string& folder) {
 
 // A FUSE file system at `target`, mounted here on a descriptor opened here: the kernel takes
 // a descriptor only from the user namespace that mounts it.
-int mount_fuse(const std::string& target, const std::string& type, unsigned long flags) {
+int mount_fuse(const std::string& source, const std::string& target, const std::string& type, unsigned long flags) {
     int fuse = ::open("/dev/fuse", O_RDWR);  // inherited by the daemon: no O_CLOEXEC
     if (fuse < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
     std::string options = "fd=" + std::to_string(fuse) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
                           ",group_id=" + std::to_string(::getgid()) + ",default_permissions";
-    if (::mount(type.c_str(), target.c_str(), ("fuse." + type).c_str(), flags | MS_NOSUID | MS_NODEV,
+    if (::mount(source.c_str(), target.c_str(), ("fuse." + type).c_str(), flags | MS_NOSUID | MS_NODEV,
                 options.c_str()) != 0) {
         int error = errno;
         ::close(fuse);
@@ -126,7 +126,7 @@ SquashfsRoot mount_squashfs_root(const std::string& image, bool writable,
         for (const char* part : {"image", "upper", "work", "root"})
             if (::mkdir((folder + "/" + part).c_str(), 0755) != 0) fail("cannot make the image's layers");
         std::string lower = folder + "/image", root = folder + "/root";
-        int fuse = mount_fuse(lower, "squashfuse", MS_RDONLY);
+        int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
         made.fuse_daemons.push_back(start_daemon(
             {"squashfuse", "-f", "/dev/fd/" + std::to_string(archive), "/dev/fd/" + std::to_string(fuse)}, fuse, archive));
         await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
@@ -134,7 +134,7 @@ SquashfsRoot mount_squashfs_root(const std::string& image, bool writable,
         if (writable) {
             // The image's files are root's, who is nobody in the container: fuse-overlayfs shows
             // them as the user's, so that the whole root can be written (into the tmpfs).
-            int over = mount_fuse(root, "fuse-overlayfs", 0);
+            int over = mount_fuse(image, root, "fuse-overlayfs", 0);
             made.fuse_daemons.push_back(start_daemon(
                 {"fuse-overlayfs", "-f", "-o",
                  layers + ",squash_to_uid=" + std::to_string(::getuid()) + ",squash_to_gid=" + std::to_string(::getgid()),
