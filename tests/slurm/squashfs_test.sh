@@ -23,7 +23,7 @@ for applet in sh cat env pwd echo sleep true; do ln -s busybox "$rootfs/bin/$app
 echo "from the image" >"$rootfs/etc/greeting"
 unshare -r mksquashfs "$rootfs" "$dir/images/app.sqsh" -all-root -noappend -quiet >/dev/null || { echo "FAIL: mksquashfs"; exit 1; }
 cat >"$dir/images/app.json" <<'JSON'
-{"config": {"Env": ["PATH=/bin", "FROM_IMAGE=yes", "KEEP_ME=image", "SLURM_JOB_ID=image", "TRELLIS_RANK=image"],
+{"config": {"Env": ["PATH=/bin", "FROM_IMAGE=yes", "KEEP_ME=image", "SLURM_JOB_ID=image", "TRELLIS_LOCAL_RANK=image"],
             "WorkingDir": "/work", "Entrypoint": ["/bin/echo", "entrypoint-ran"]}}
 JSON
 chmod 644 "$dir/images/"*
@@ -57,9 +57,9 @@ leftovers() {  # WHAT: no squashfuse of this image's, no mount of it, waiting up
 
 # Both nodes, the image's settings: its file read, WorkingDir, Env over the job's but not over
 # SLURM_* or TRELLIS_*, --trellis-env keeping the job's value.
-as_user_srun read -N2 -n2 "${image[@]}" sh -c 'echo "$SLURMD_NODENAME $(cat /etc/greeting) pwd=$(pwd) from=$FROM_IMAGE keep=$KEEP_ME job=$SLURM_JOB_ID rank=$TRELLIS_RANK"'
+as_user_srun read -N2 -n2 "${image[@]}" sh -c 'echo "$SLURMD_NODENAME $(cat /etc/greeting) pwd=$(pwd) from=$FROM_IMAGE keep=$KEEP_ME job=$SLURM_JOB_ID local=$TRELLIS_LOCAL_RANK"'
 rc=$?
-[ $rc -eq 0 ] && [ "$(grep -c "from the image pwd=/work from=yes keep=image job=[0-9]* rank=[01]$" "$dir/read.out")" -eq 2 ] &&
+[ $rc -eq 0 ] && [ "$(grep -c "from the image pwd=/work from=yes keep=image job=[0-9]* local=0$" "$dir/read.out")" -eq 2 ] &&
     grep -q "^n1 " "$dir/read.out" && grep -q "^n2 " "$dir/read.out" &&
     pass "srun: both nodes run in the squashfs image, in its WorkingDir, with its Env under Slurm's and trellis's" ||
     fail "srun in the squashfs image: status $rc: $(cat "$dir/read.out" "$dir/read.err")"
