@@ -46,7 +46,7 @@ cli::OptionTable prepare_table(StepContainerRequest& request, std::string& confi
                [&](auto& v) { request.devices.push_back(v); })
         .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
                [&](auto& v) { config_path = v; })
-        .flag("--writable", "a throw-away writable root (squashfs images)", [&] { request.writable = true; });
+        .flag("--writable", "a throw-away writable root", [&] { request.writable = true; });
     return table;
 }
 

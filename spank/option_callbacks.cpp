@@ -128,7 +128,7 @@ spank_option options[] = {
     {const_cast<char*>("trellis-mounts"), const_cast<char*>("SRC:DST[:ro],..."),
      const_cast<char*>("trellis: bind-mount these host paths into the container"), 1, 0, on_mounts},
     {const_cast<char*>("trellis-writable"), nullptr,
-     const_cast<char*>("trellis: give a squashfs image's root a throw-away writable layer"), 0, 0, on_writable},
+     const_cast<char*>("trellis: give the image's root a throw-away writable layer"), 0, 0, on_writable},
     {const_cast<char*>("trellis-env"), const_cast<char*>("NAME,..."),
      const_cast<char*>("trellis: these variables keep the job's value over the image's Env"), 1, 0, on_env},
     {const_cast<char*>("trellis-entrypoint"), nullptr,

@@ -281,8 +281,9 @@ void make_root(const ContainerSpec& spec, const std::string& path, bool layered)
     for (const auto& mount : spec.system_mounts)
         rootfs.bind(mount.source, mount.destination,
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0), true);
-    // Edits to the root go here (CDI's links and ld.so.cache): a layered root is still
-    // writable, into its tmpfs, and the image beneath is not touched.
+    // Edits to the root go here (CDI's links and ld.so.cache; spec.root_edits asks for the
+    // layer): a layered root is the user's and still writable, into its tmpfs, and the image
+    // beneath is not touched. become_root then makes it read-only unless spec.writable.
     rootfs.become_root(spec.writable);
 }
 
@@ -290,9 +291,7 @@ void make_root(const ContainerSpec& spec, const std::string& path, bool layered)
 
 std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
     bool squashfs = spec.image.kind == ImageKind::squashfs;
-    if (spec.writable && !squashfs)
-        throw ContainerError("--trellis-writable is given to squashfs images (and the registry images imported into "
-                             "them), not to the OCI bundle " + spec.image.path);
+    bool layered = spec.writable || spec.root_edits;
     uid_t uid = ::getuid();
     gid_t gid = ::getgid();
     int flags = CLONE_NEWUSER | CLONE_NEWNS;
@@ -311,15 +310,16 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("cannot make the mounts private");
 
     SquashfsRoot layers;
-    if (squashfs) {
+    if (squashfs || layered) {
         std::vector<std::string> sources;
         for (const auto& mount : spec.mounts) sources.push_back(mount.source);
         for (const auto& mount : spec.system_mounts) sources.push_back(mount.source);
         sources.insert(sources.end(), spec.devices.begin(), spec.devices.end());
-        layers = mount_squashfs_root(spec.image.path, spec.writable, sources);
+        layers = squashfs ? mount_squashfs_root(spec.image.path, layered, sources)
+                          : mount_bundle_layers(spec.image.path, sources);
     }
     try {
-        make_root(spec, squashfs ? layers.root : spec.image.path + "/rootfs", spec.writable);
+        make_root(spec, layers.root.empty() ? spec.image.path + "/rootfs" : layers.root, layered);
     } catch (...) {
         stop_fuse_daemons(layers.fuse_daemons);
         throw;

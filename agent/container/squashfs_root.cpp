@@ -108,17 +108,21 @@ void stop_fuse_daemons(const std::vector<pid_t>& daemons) {
         }
 }
 
-SquashfsRoot mount_squashfs_root(const std::string& image, bool writable,
-                                 const std::vector<std::string>& mount_sources) {
-    // The layers live on a tmpfs over the image's own folder, which nothing else is taken
-    // from: the host's other paths stay visible for the mounts still to come.
-    std::string folder = fs::path(image).parent_path().string();
+namespace {
+
+// The layers live on a tmpfs over the image's own folder, which nothing else is taken from:
+// the host's other paths stay visible for the mounts still to come. `mount_lower` puts the
+// image, read-only, at the folder's "image" (the folder is covered by then: it works from
+// descriptors opened before). With `user_owned`, fuse-overlayfs shows the image's files
+// (root's, who is nobody in the container) as the user's, so that every path takes writes
+// (into the tmpfs); else the kernel's overlay.
+template <typename MountLower>
+SquashfsRoot mount_layers(const std::string& image, const std::string& folder, bool user_owned,
+                          const std::vector<std::string>& mount_sources, MountLower mount_lower) {
     for (const auto& source : mount_sources)
         if (at_or_under(source, folder))
-            throw ContainerError("mount source " + source + " is in the folder of the squashfs image " + image +
+            throw ContainerError("mount source " + source + " is in the folder of the image " + image +
                                  ", which the container's layers cover (accepted: sources outside " + folder + ")");
-    int archive = ::open(image.c_str(), O_RDONLY);  // inherited by squashfuse, which reads it by /dev/fd
-    if (archive < 0) fail("cannot open the image " + image);
     SquashfsRoot made;
     try {
         if (::mount("trellis-layers", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=700") != 0)
@@ -126,14 +130,9 @@ SquashfsRoot mount_squashfs_root(const std::string& image, bool writable,
         for (const char* part : {"image", "upper", "work", "root"})
             if (::mkdir((folder + "/" + part).c_str(), 0755) != 0) fail("cannot make the image's layers");
         std::string lower = folder + "/image", root = folder + "/root";
-        int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
-        made.fuse_daemons.push_back(start_daemon(
-            {"squashfuse", "-f", "/dev/fd/" + std::to_string(archive), "/dev/fd/" + std::to_string(fuse)}, fuse, archive));
-        await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
+        mount_lower(lower, made);
         std::string layers = "lowerdir=" + lower + ",upperdir=" + folder + "/upper,workdir=" + folder + "/work";
-        if (writable) {
-            // The image's files are root's, who is nobody in the container: fuse-overlayfs shows
-            // them as the user's, so that the whole root can be written (into the tmpfs).
+        if (user_owned) {
             int over = mount_fuse(image, root, "fuse-overlayfs", 0);
             made.fuse_daemons.push_back(start_daemon(
                 {"fuse-overlayfs", "-f", "-o",
@@ -146,12 +145,54 @@ SquashfsRoot mount_squashfs_root(const std::string& image, bool writable,
         }
         made.root = root;
     } catch (...) {
-        ::close(archive);
         stop_fuse_daemons(made.fuse_daemons);
         throw;
     }
-    ::close(archive);
     return made;
+}
+
+}  // namespace
+
+SquashfsRoot mount_squashfs_root(const std::string& image, bool user_owned,
+                                 const std::vector<std::string>& mount_sources) {
+    int archive = ::open(image.c_str(), O_RDONLY);  // inherited by squashfuse alone
+    if (archive < 0) fail("cannot open the image " + image);
+    try {
+        auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,
+                                 [&](const std::string& lower, SquashfsRoot& made) {
+                                     int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
+                                     // squashfuse reads the image by /dev/fd: its folder is covered.
+                                     made.fuse_daemons.push_back(start_daemon(
+                                         {"squashfuse", "-f", "/dev/fd/" + std::to_string(archive),
+                                          "/dev/fd/" + std::to_string(fuse)},
+                                         fuse, archive));
+                                     await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
+                                 });
+        ::close(archive);
+        return made;
+    } catch (...) {
+        ::close(archive);
+        throw;
+    }
+}
+
+SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources) {
+    int rootfs = ::open((bundle + "/rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfs < 0) fail("cannot open the image " + bundle + "/rootfs");
+    try {
+        auto made = mount_layers(bundle, bundle, true, mount_sources, [&](const std::string& lower, SquashfsRoot&) {
+            std::string source = "/proc/self/fd/" + std::to_string(rootfs);
+            if (::mount(source.c_str(), lower.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+                ::mount(nullptr, lower.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                        nullptr) != 0)
+                fail("cannot bind the image " + bundle + "/rootfs under its layers");
+        });
+        ::close(rootfs);
+        return made;
+    } catch (...) {
+        ::close(rootfs);
+        throw;
+    }
 }
 
 }  // namespace trellis::agent

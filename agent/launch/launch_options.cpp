@@ -45,7 +45,7 @@ cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
          })
         .value("--image", "PATH", "run the ranks in this OCI bundle or .sif image", [&](auto& v) { o.image = v; })
         .value("--mounts", "SPEC", "SRC:DST[:ro],... into the image", [&](auto& v) { o.mounts = v; })
-        .flag("--writable", "give a squashfs image's root a throw-away writable layer", [&] { o.writable = true; })
+        .flag("--writable", "give the image's root a throw-away writable layer", [&] { o.writable = true; })
         .value("--env", "NAME,...", "these variables keep their value over the image's Env",
                [&](auto& v) { o.keep_env = parse_env_names(v); })
         .flag("--entrypoint", "run the image's Entrypoint with the command as its arguments",

@@ -37,6 +37,8 @@ chmod 755 "$rootfs/entry.sh"
 # As the user namespace's root, so that no file it cannot read becomes an empty one.
 unshare -r mksquashfs "$rootfs" "$work/images/app.sqsh" -all-root -noappend -quiet >/dev/null || { echo "FAIL: mksquashfs"; exit 1; }
 cp "$work/images/app.sqsh" "$work/images/bare.sqsh"
+# The same tree as an administrator's OCI bundle (root's, as bundles must be).
+mkdir -p "$work/bundle" && cp -a "$rootfs" "$work/bundle/rootfs"
 cat >"$work/images/app.json" <<'JSON'
 {"architecture": "amd64", "os": "linux",
  "config": {"Env": ["PATH=/bin:/usr/bin", "FROM_IMAGE=yes", "KEEP_ME=image", "SLURM_JOB_ID=image", "TRELLIS_RANK=image"],
@@ -46,7 +48,7 @@ echo '{"config": {"Env": ["PATH=/bin"]}}' >"$work/images/bare.json"
 chmod 644 "$work/images/"*
 cat >"$work/trellis.toml" <<TOML
 [container]
-allowed_images = ["$work/images/*.sqsh"]
+allowed_images = ["$work/images/*.sqsh", "$work/bundle"]
 allowed_mounts = ["$work/data"]
 TOML
 hash=$(sha256sum <"$work/images/app.sqsh")
@@ -61,11 +63,11 @@ app=(--image "$work/images/app.sqsh")
 daemons() {
     for p in $(pgrep -u "$runner" -x squashfuse) $(pgrep -u "$runner" -x fuse-overlayfs); do
         ls -l /proc/$p/fd 2>/dev/null | grep -q "$work/images" && echo $p
-        grep -qs "$work/images" /proc/$p/cmdline && echo $p
+        grep -qs -e "$work/images" -e "$work/bundle" /proc/$p/cmdline && echo $p
     done | sort -u
 }
 leftovers() {  # nothing of squashfuse's left: no process, no mount anywhere
-    [ -z "$(daemons)" ] && ! grep -qs "$work/images" /proc/[0-9]*/mountinfo
+    [ -z "$(daemons)" ] && ! grep -qs -e "$work/images" -e "$work/bundle" /proc/[0-9]*/mountinfo
 }
 
 run read "${app[@]}" -- cat /etc/greeting && grep -qx "\[0\] from the image" "$work/read.out" &&
@@ -83,6 +85,18 @@ grep -q "^\[0\] wrote" "$work/writable.out" && grep -q "^\[0\] from the image" "
     [ "$(sha256sum <"$work/images/app.sqsh")" = "$hash" ] &&
     pass "--writable: /etc and / take writes, the .sqsh is unchanged" || { cat "$work/writable.out"; fail "--writable"; }
 leftovers && pass "no FUSE daemon or mount after a --writable run" || fail "a --writable run left a daemon or a mount"
+
+# An OCI bundle takes --writable too (the layer CDI's edits go into); the bundle is untouched.
+bundle_before=$(find "$work/bundle" -newer "$work/trellis.toml" | wc -l)
+run bundle-readonly --image "$work/bundle" -- sh -c 'echo x >/etc/written && echo wrote; echo done'
+grep -q "^\[0\] done" "$work/bundle-readonly.out" && ! grep -q wrote "$work/bundle-readonly.out" &&
+    pass "a bundle's root is read-only without --writable" || { cat "$work/bundle-readonly.out"; fail "bundle read-only"; }
+run bundle-writable --image "$work/bundle" --writable -- sh -c 'echo x >/etc/written && cat /etc/written /etc/greeting'
+grep -qx "\[0\] x" "$work/bundle-writable.out" && grep -qx "\[0\] from the image" "$work/bundle-writable.out" &&
+    [ ! -e "$work/bundle/rootfs/etc/written" ] && [ "$(find "$work/bundle" -newer "$work/trellis.toml" | wc -l)" = "$bundle_before" ] &&
+    pass "--writable over a bundle: /etc takes writes, the bundle is unchanged" ||
+    { cat "$work/bundle-writable.out"; fail "--writable over a bundle"; }
+leftovers && pass "no FUSE daemon or mount after a bundle's --writable run" || fail "a bundle's --writable run left a daemon or mount"
 
 # The working directory, row by row.
 (cd "$work/data" && run wd-mounted "${app[@]}" --mounts "$work/data:$work/data" -- pwd)
