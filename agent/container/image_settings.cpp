@@ -92,18 +92,17 @@ std::string read_settings_file(const std::string& path) {
 
 std::vector<std::string> parse_env_names(const std::string& list) {
     std::vector<std::string> names;
-    std::size_t start = 0;
-    while (start <= list.size() && !list.empty()) {
+    if (list.empty()) return names;
+    for (std::size_t start = 0;;) {
         auto end = list.find(',', start);
         std::string name = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
         if (!valid_name(name))
             throw UsageError("'" + name + "' in '" + list +
                              "' is not a variable name (accepted: NAME,NAME,... with letters, digits and '_')");
         names.push_back(name);
-        if (end == std::string::npos) break;
+        if (end == std::string::npos) return names;
         start = end + 1;
     }
-    return names;
 }
 
 bool set_for_the_task(const std::string& name, const std::function<bool(const std::string&)>& task_has) {
