@@ -17,6 +17,7 @@
 
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
+#include "agent/container/image_settings.hpp"
 #include "agent/container/step_container.hpp"
 #include "common/environment.hpp"
 #include "spank/contexts.hpp"
@@ -151,10 +152,11 @@ void enter_container(spank_t sp) {
     try {
         std::vector<std::string> destinations;
         for (const auto& mount : agent::parse_mounts(s.choices.mounts)) destinations.push_back(mount.destination);
-        // The Env is chosen later, once trellis's own variables are set (apply_image_environment).
-        s.image_task = agent::task_in_image(s.container->image_settings(), {s.choices.keep_env, false}, cwd,
-                                            destinations, [](const std::string&) { return false; }, {});
-        started = s.container->join(s.image_task.directories);
+        // Only the directories here: the Env is chosen once trellis's own variables are set
+        // (apply_image_environment), and the command is slurmstepd's.
+        auto task = agent::task_in_image(s.container->image_settings(), {s.choices.keep_env, false}, cwd,
+                                         destinations, [](const std::string&) { return false; }, {});
+        started = s.container->join(task.directories);
     } catch (const std::exception& e) {
         refuse(std::string("container: ") + e.what());
     }

@@ -10,7 +10,6 @@
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/held_container.hpp"
-#include "agent/container/image_settings.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
@@ -42,9 +41,6 @@ struct PluginState {
     // The step's container on this node, made in user_init; forked tasks inherit it.
     std::optional<agent::HeldContainer> container;
     std::string container_error;  // why there is none: every task says so and exits
-    // The image's Env this task takes, found when it joined the container and set after
-    // trellis's own variables (image_settings.hpp decides which).
-    agent::TaskInImage image_task;
 };
 
 PluginState& state();

@@ -160,10 +160,11 @@ TaskInImage task_in_image(const std::string& settings_json, const SettingsChoice
 std::string start_directory_note(const std::string& started, const std::string& job_dir,
                                  const std::string& settings_json, const std::string& image) {
     if (started != "/" || job_dir.empty() || job_dir == "/") return "";
-    if (parse_image_settings(settings_json).working_dir == "/") return "";
+    std::string working_dir = parse_image_settings(settings_json).working_dir;
+    if (working_dir == "/") return "";
     return "the working directory " + job_dir + " is not in the image " + image +
-           " and the image names no WorkingDir: tasks start in /; to keep it, mount it at the same path "
-           "(--trellis-mounts=" + job_dir + ")";
+           (working_dir.empty() ? "" : ", nor is its WorkingDir " + working_dir) +
+           ": tasks start in /; to keep it, mount it at the same path (--trellis-mounts=" + job_dir + ")";
 }
 
 }  // namespace trellis::agent

@@ -70,8 +70,8 @@ TaskInImage task_in_image(const std::string& settings_json, const SettingsChoice
                           const std::vector<std::string>& mount_destinations,
                           const std::function<bool(const std::string&)>& task_has, std::vector<std::string> command);
 
-// The line a step's first task writes when it started in "/" although it asked for `job_dir`
-// and the image named no WorkingDir; "" when there is nothing to say.
+// The line a step's first task writes when it started in "/" although it was in `job_dir`
+// and the image's WorkingDir is not "/"; "" when there is nothing to say.
 std::string start_directory_note(const std::string& started, const std::string& job_dir,
                                  const std::string& settings_json, const std::string& image);
 
