@@ -28,11 +28,13 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/image_policy.cpp agent/container/image_policy.hpp \
 	agent/container/import_tool.cpp agent/container/import_tool.hpp \
 	agent/container/image_reference.cpp agent/container/image_reference.hpp \
+	agent/container/image_settings.cpp agent/container/image_settings.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
 	agent/container/namespaces.cpp agent/container/namespaces.hpp \
 	agent/container/registry_digest.cpp agent/container/registry_digest.hpp \
 	agent/container/oci_container.cpp agent/container/oci_container.hpp \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
+	agent/container/squashfs_root.cpp agent/container/squashfs_root.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
 	agent/health/node_check.cpp agent/health/node_check.hpp
 agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(YAML_CFLAGS) $(SLURM_CPPFLAGS) \
@@ -64,7 +66,8 @@ trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static
 # Its tests: its pure parts, then launching ranks natively and in containers.
 unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp tests/unit/image_reference_test.cpp \
-	tests/unit/image_policy_test.cpp tests/unit/registry_digest_test.cpp
+	tests/unit/image_policy_test.cpp tests/unit/registry_digest_test.cpp \
+	tests/unit/image_settings_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 unit_tests += tests/unit/cdi_test
@@ -81,11 +84,11 @@ tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 TESTS += tests/container/launch_test.sh tests/container/import_test.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh
+	tests/container/digest_test.sh tests/container/squashfs_test.sh
 check_PROGRAMS += tests/container/cdi_apply_probe
 tests_container_cdi_apply_probe_SOURCES = tests/container/cdi_apply_probe.cpp
 tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
 tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle \
 	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh
+	tests/container/digest_test.sh tests/container/squashfs_test.sh

@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "agent/container/image_import.hpp"
 #include "agent/container/registry_digest.hpp"
+#include "agent/container/image_settings.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"
@@ -51,7 +52,8 @@ cli::OptionTable prepare_table(StepContainerRequest& request, std::string& confi
         .value("--device", "PATH", "a device file the step may open (repeatable)",
                [&](auto& v) { request.devices.push_back(v); })
         .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
-               [&](auto& v) { config_path = v; });
+               [&](auto& v) { config_path = v; })
+        .flag("--writable", "a throw-away writable root", [&] { request.writable = true; });
     return table;
 }
 
@@ -67,15 +69,21 @@ int prepare(const std::vector<std::string>& args) {
     prepare_table(request, config_path).parse(args);
     if (request.image.empty()) throw UsageError("prepare needs --image");
     auto spec = checked_container_spec(request, config::load_agent_config(config_path));
-    pid_t helper = enter_container(spec);
-    // "ready hold": the caller keeps this end open while the container is used (Apptainer
-    // must go on running); "ready": only until it has opened the namespaces.
-    std::fputs(helper ? "ready hold\n" : "ready\n", stdout);
+    // Read as the user, before the container covers the image's folder.
+    std::string settings = one_line_settings(read_settings_file(spec.image.settings));
+    auto helpers = enter_container(spec);
+    // "ready hold": the caller keeps this end open while the container is used (Apptainer or
+    // squashfuse must go on running); "ready": only until it has opened the namespaces. A
+    // squashfs image's settings follow on one line, for the tasks.
+    if (spec.image.kind == ImageKind::squashfs)
+        std::printf("ready hold settings\n%s\n", settings.c_str());
+    else
+        std::fputs(helpers.any() ? "ready hold\n" : "ready\n", stdout);
     std::fflush(stdout);
     char buffer[64];
     while (::read(0, buffer, sizeof buffer) > 0) {
     }
-    if (helper) stop_apptainer(helper);
+    helpers.stop();
     return 0;
 }
 

@@ -25,6 +25,10 @@ inline constexpr Variable wireup{"TRELLIS_WIREUP", "torch, or none with [wireup]
 inline constexpr Variable verbose{"TRELLIS_VERBOSE", "off", "--trellis-verbose"};
 inline constexpr Variable image{"TRELLIS_IMAGE", "no container", "--trellis-image"};
 inline constexpr Variable mounts{"TRELLIS_MOUNTS", "none", "--trellis-mounts"};
+inline constexpr Variable writable{"TRELLIS_WRITABLE", "off: the image's root is read-only", "--trellis-writable"};
+inline constexpr Variable keep_env{"TRELLIS_ENV", "none: the image's Env wins", "--trellis-env"};
+inline constexpr Variable entrypoint{"TRELLIS_ENTRYPOINT", "off: the image's Entrypoint is ignored",
+                                     "--trellis-entrypoint"};
 // Set by the plugin in srun, read by it in slurmstepd.
 inline constexpr Variable slurm_cpu_bind{"TRELLIS_SLURM_CPU_BIND", "the user chose no --cpu-bind",
                                          "the user's own --cpu-bind, which the binding then leaves alone"};

@@ -18,6 +18,7 @@
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/registry_digest.hpp"
+#include "agent/container/image_settings.hpp"
 #include "agent/container/step_container.hpp"
 #include "common/environment.hpp"
 #include "spank/contexts.hpp"
@@ -79,11 +80,20 @@ int check_container_request() {
     // Set below or not at all: an srun inside a task must not hand on its enclosing step's.
     unsetenv(env::image_pinned.name);
     if (!wants_container()) {
-        if (!s.choices.mounts.empty()) {
-            log_error("--trellis-mounts needs --trellis-image: there is no container to mount into");
+        if (!s.choices.mounts.empty() || s.choices.writable || !s.choices.keep_env.empty() || s.choices.entrypoint) {
+            log_error("--trellis-mounts, --trellis-writable, --trellis-env and --trellis-entrypoint need "
+                      "--trellis-image: there is no container for them");
             return -1;
         }
         return 0;
+    }
+    if (s.choices.entrypoint) {
+        // slurmstepd execs the task's command itself, after task_init: a plugin can change its
+        // environment, not put arguments before it.
+        log_error("--trellis-entrypoint is not offered by srun (slurmstepd execs the command itself, and a plugin "
+                  "cannot put the Entrypoint before it): call the image's entrypoint in the command, or run "
+                  "trellis-agent launch --entrypoint --image IMAGE -- CMD in a step without --trellis-image");
+        return -1;
     }
     agent::CheckedImage image;
     try {
@@ -152,6 +162,7 @@ void prepare_container(spank_t sp) {
     agent::StepContainerRequest request;
     request.image = s.choices.image;
     request.user_mounts = s.choices.mounts;
+    request.writable = s.choices.writable;
     request.system_mounts = pmix_mounts(uid, job, step);
     // Slurm runs the TaskProlog after the task has joined the container, so by its path there.
     const char* conf = std::getenv("SLURM_CONF");
@@ -184,16 +195,23 @@ void enter_container(spank_t sp) {
     if (!s.container) refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
     char cwd[4096] = {};
     if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-    bool in_cwd = true;
+    std::string started;
     try {
-        in_cwd = s.container->join(cwd);
+        std::vector<std::string> destinations;
+        for (const auto& mount : agent::parse_mounts(s.choices.mounts)) destinations.push_back(mount.destination);
+        // Only the directories here: the Env is chosen once trellis's own variables are set
+        // (apply_image_environment), and the command is slurmstepd's.
+        auto task = agent::task_in_image(s.container->image_settings(), {s.choices.keep_env, false}, cwd,
+                                         destinations, [](const std::string&) { return false; }, {});
+        started = s.container->join(task.directories);
     } catch (const std::exception& e) {
         refuse(std::string("container: ") + e.what());
     }
     // Once per step, from its first task: where the tasks start, and how to keep the folder.
     std::uint32_t rank = 1;
-    if (!in_cwd && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS && rank == 0) {
-        std::string line = "trellis: " + agent::directory_not_in_image(cwd, s.choices.image) + "\n";
+    std::string note = agent::start_directory_note(started, cwd, s.container->image_settings(), s.choices.image);
+    if (!note.empty() && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS && rank == 0) {
+        std::string line = "trellis: " + note + "\n";
         std::fputs(line.c_str(), stderr);
     }
     // Inside the image, setuid programs must not give privileges back.
@@ -222,6 +240,17 @@ int set_container_environment(spank_t sp) {
         if (!value.empty()) spank_setenv(sp, to, value.c_str(), 0);
     }
     spank_setenv(sp, env::image.name, state().choices.image.c_str(), 1);
+    return 0;
+}
+
+int apply_image_environment(spank_t sp) {
+    PluginState& s = state();
+    if (!s.container) return 0;
+    auto settings = agent::parse_image_settings(s.container->image_settings());
+    auto task_has = [sp](const std::string& name) { return !job_env(sp, name.c_str()).empty(); };
+    for (const auto& [name, value] : agent::image_env_for_task(settings, {s.choices.keep_env, false}, task_has))
+        if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS)
+            log_error("cannot set the image's " + name + " in the task's environment");
     return 0;
 }
 

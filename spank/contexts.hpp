@@ -29,6 +29,7 @@ void enter_container(spank_t sp);
 void refuse_unhonoured_image(spank_t sp);  // task_init, when trellis is disabled
 void let_go_of_container();             // exit, in slurmstepd: a held Apptainer stops
 int set_container_environment(spank_t sp);  // task_init
+int apply_image_environment(spank_t sp);    // task_init, last: the image's Env over the job's
 int bind_task_memory(spank_t sp);       // task_init_privileged
 int bind_task(spank_t sp);              // task_init
 

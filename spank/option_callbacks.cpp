@@ -33,6 +33,11 @@ const OptionKind verbose_kind{"--trellis-verbose", env::verbose.name, parse_verb
                               &PluginState::verbose_given};
 const OptionKind image_kind{"--trellis-image", env::image.name, parse_image_option, &PluginState::image_given};
 const OptionKind mounts_kind{"--trellis-mounts", env::mounts.name, parse_mounts_option, &PluginState::mounts_given};
+const OptionKind writable_kind{"--trellis-writable", env::writable.name, parse_writable_value,
+                               &PluginState::writable_given};
+const OptionKind env_kind{"--trellis-env", env::keep_env.name, parse_env_option, &PluginState::env_given};
+const OptionKind entrypoint_kind{"--trellis-entrypoint", env::entrypoint.name, parse_entrypoint_value,
+                                 &PluginState::entrypoint_given};
 
 // This process's TRELLIS_BINDING_SET without NAME.
 void forget_binding_name(const char* name) {
@@ -53,7 +58,9 @@ int take_value(const OptionKind& kind, const std::string& value, bool from_env) 
         if (spank_context() == S_CTX_REMOTE) {
             state().held_error = message;  // shown from task_init
             // An image asked for and refused: its tasks must not run on the host instead.
-            if (&kind == &image_kind || &kind == &mounts_kind) state().container_error = message;
+            if (&kind == &image_kind || &kind == &mounts_kind || &kind == &writable_kind || &kind == &env_kind ||
+                &kind == &entrypoint_kind)
+                state().container_error = message;
             return 0;
         }
         log_error(message);
@@ -89,6 +96,9 @@ int on_wireup(int, const char* arg, int) { return take(wireup_kind, arg ? arg : 
 int on_verbose(int, const char*, int) { return take(verbose_kind, "1", false); }
 int on_image(int, const char* arg, int) { return take(image_kind, arg ? arg : "", false); }
 int on_mounts(int, const char* arg, int) { return take(mounts_kind, arg ? arg : "", false); }
+int on_writable(int, const char*, int) { return take(writable_kind, "1", false); }
+int on_env(int, const char* arg, int) { return take(env_kind, arg ? arg : "", false); }
+int on_entrypoint(int, const char*, int) { return take(entrypoint_kind, "1", false); }
 
 spank_option options[] = {
     {const_cast<char*>("trellis-bind"), const_cast<char*>("closest|none[,verbose]"),
@@ -118,6 +128,13 @@ spank_option options[] = {
      1, 0, on_image},
     {const_cast<char*>("trellis-mounts"), const_cast<char*>("SRC:DST[:ro],..."),
      const_cast<char*>("trellis: bind-mount these host paths into the container"), 1, 0, on_mounts},
+    {const_cast<char*>("trellis-writable"), nullptr,
+     const_cast<char*>("trellis: give the image's root a throw-away writable layer"), 0, 0, on_writable},
+    {const_cast<char*>("trellis-env"), const_cast<char*>("NAME,..."),
+     const_cast<char*>("trellis: these variables keep the job's value over the image's Env"), 1, 0, on_env},
+    {const_cast<char*>("trellis-entrypoint"), nullptr,
+     const_cast<char*>("trellis: run the image's Entrypoint with the command as its arguments"), 0, 0,
+     on_entrypoint},
 };
 
 // The variable from srun's or sbatch's own environment, or from the job's in slurmstepd.
@@ -187,7 +204,8 @@ int take_environment_defaults(spank_t sp) {
         return read_env(sp, name, value) ? value : std::string();
     };
     for (const OptionKind* kind :
-         {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind, &image_kind, &mounts_kind}) {
+         {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind, &image_kind, &mounts_kind,
+          &writable_kind, &env_kind, &entrypoint_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
         if (agent::set_for_enclosing_task(kind->env, enclosing)) continue;

@@ -1,5 +1,6 @@
 #include "spank/options.hpp"
 
+#include "agent/container/image_settings.hpp"
 #include "agent/container/mount_spec.hpp"
 
 #include <sstream>
@@ -68,6 +69,26 @@ void parse_image_option(const std::string& value, UserChoices& choices) {
     agent::parse_image_reference(value);  // its form; whether it is allowed is check_image's
     choices.image = value;
 }
+
+namespace {
+
+bool switch_value(const std::string& value, const char* option) {
+    if (value.empty() || value == "1" || value == "yes" || value == "true" || value == "on") return true;
+    if (value == "0" || value == "no" || value == "false" || value == "off") return false;
+    throw UsageError("'" + value + "' is not a choice for " + option + " (accepted: 1, yes, true, on, 0, no, false, off)");
+}
+
+}  // namespace
+
+void parse_writable_value(const std::string& value, UserChoices& choices) {
+    choices.writable = switch_value(value, "--trellis-writable");
+}
+
+void parse_entrypoint_value(const std::string& value, UserChoices& choices) {
+    choices.entrypoint = switch_value(value, "--trellis-entrypoint");
+}
+
+void parse_env_option(const std::string& value, UserChoices& choices) { choices.keep_env = agent::parse_env_names(value); }
 
 void parse_mounts_option(const std::string& value, UserChoices& choices) {
     agent::parse_mounts(value);

@@ -24,6 +24,9 @@ struct UserChoices {
     std::optional<agent::WireupChoice> wireup;               // unset: the configured default
     std::string image;                                       // empty: no container
     std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)
+    bool writable = false;                                   // a throw-away writable root
+    std::vector<std::string> keep_env;                       // names whose job value beats the image's Env
+    bool entrypoint = false;                                 // run the image's Entrypoint first
 };
 
 // "closest", "none", "closest,verbose", "verbose". Throws UsageError.
@@ -44,5 +47,11 @@ void parse_verbose_value(const std::string& value, UserChoices& choices);
 void parse_image_option(const std::string& value, UserChoices& choices);
 // --trellis-mounts: SRC:DST[:ro|rw],... Throws UsageError.
 void parse_mounts_option(const std::string& value, UserChoices& choices);
+// --trellis-writable, --trellis-entrypoint (flags; their variables take 1/yes/true/on or
+// 0/no/false/off). Throws UsageError.
+void parse_writable_value(const std::string& value, UserChoices& choices);
+void parse_entrypoint_value(const std::string& value, UserChoices& choices);
+// --trellis-env: NAME,... Throws UsageError.
+void parse_env_option(const std::string& value, UserChoices& choices);
 
 }  // namespace trellis::spank

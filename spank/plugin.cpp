@@ -107,6 +107,7 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
     return guarded("task_init", [&] {
         enter_container(sp);
         if (bind_task(sp) != 0) return -1;
-        return set_container_environment(sp);
+        if (set_container_environment(sp) != 0) return -1;
+        return apply_image_environment(sp);
     });
 }

@@ -25,6 +25,7 @@ struct PluginState {
     UserChoices choices;
     bool bind_given = false, hca_given = false, verbose_given = false;  // on the command line
     bool image_given = false, mounts_given = false;
+    bool writable_given = false, env_given = false, entrypoint_given = false;
     bool gpus_given = false, memory_given = false, wireup_given = false;
     std::optional<topology::Plan> plan;
     std::string held_error;

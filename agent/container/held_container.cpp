@@ -86,6 +86,26 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     }
     HeldContainer held;
     std::string failure;
+    // A squashfs image's settings: one more line, of at most 1 MiB.
+    if (said.starts_with("ready hold settings\n")) {
+        std::string rest = said.substr(std::strlen("ready hold settings\n"));
+        while (rest.find('\n') == std::string::npos && rest.size() < (1u << 20)) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            pollfd wait{from_child[0], POLLIN, 0};
+            if (left.count() <= 0 || ::poll(&wait, 1, int(left.count())) <= 0) break;
+            char buffer[65536];
+            ssize_t n = ::read(from_child[0], buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            rest.append(buffer, std::size_t(n));
+        }
+        if (rest.find('\n') == std::string::npos) {
+            said = "ready hold settings, without them";
+        } else {
+            held.settings_ = rest.substr(0, rest.find('\n'));
+            said = "ready hold\n";
+        }
+    }
     bool hold = said == "ready hold\n";
     if (hold) said = "ready\n";
     if (said == "ready\n") {
@@ -132,21 +152,15 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     return held;
 }
 
-bool HeldContainer::join(const std::string& cwd) const {
+std::string HeldContainer::join(const std::vector<std::string>& directories) const {
     for (auto [fd, kind] : namespaces_)
         if (::setns(fd, kind) != 0)
             throw ContainerError(std::string("cannot join the container's ") + namespace_name(kind) +
                                  " namespace: " + std::strerror(errno));
-    // The step's folder when the image has it (usually through a mount), else the root.
-    if (!cwd.empty() && ::chdir(cwd.c_str()) == 0) return true;
+    for (const auto& directory : directories)
+        if (!directory.empty() && ::chdir(directory.c_str()) == 0) return directory;
     if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
-    return false;
-}
-
-std::string directory_not_in_image(const std::string& cwd, const std::string& image) {
-    return "the working directory " + cwd + " is not in the image " + image +
-           ": tasks start in /; to keep it, mount it at the same path (--trellis-mounts=" + cwd +
-           ", which needs that folder in the image or under /tmp)";
+    return "/";
 }
 
 }  // namespace trellis::agent

@@ -6,6 +6,8 @@
 // it holds, they stay in the job's cgroups, and it ends with the last of them and with these
 // descriptors. For a .sif image the helper says "ready hold" and is kept (Apptainer serves the
 // image) until this object goes: its standard input then ends, and it stops Apptainer.
+// So for a squashfs image, whose FUSE daemons it stops; it says "ready hold settings" and then
+// hands the image's settings (Env, WorkingDir, Entrypoint) on one line of JSON for the tasks.
 #pragma once
 
 #include <chrono>
@@ -23,11 +25,12 @@ public:
     HeldContainer() = default;
     HeldContainer(HeldContainer&& other) noexcept
         : namespaces_(std::exchange(other.namespaces_, {})), helper_(std::exchange(other.helper_, -1)),
-          helper_input_(std::exchange(other.helper_input_, -1)) {}
+          helper_input_(std::exchange(other.helper_input_, -1)), settings_(std::move(other.settings_)) {}
     HeldContainer& operator=(HeldContainer&& other) noexcept {
         std::swap(namespaces_, other.namespaces_);
         std::swap(helper_, other.helper_);
         std::swap(helper_input_, other.helper_input_);
+        std::swap(settings_, other.settings_);
         return *this;
     }
     HeldContainer(const HeldContainer&) = delete;
@@ -41,18 +44,18 @@ public:
 
     // In a task about to exec, single-threaded, as the job's user: the user namespace first
     // (its owner has every right inside it, which joining the others takes), then the rest;
-    // then `cwd` when the image has it, else "/". Returns whether the task starts in `cwd`.
-    // Throws ContainerError.
-    bool join(const std::string& cwd) const;
+    // then the first of `directories` it can enter (working_directory_candidates), else "/".
+    // Returns the directory the task starts in. Throws ContainerError.
+    std::string join(const std::vector<std::string>& directories) const;
+
+    // The image's settings as JSON (image_settings.hpp), "" when the image has none.
+    const std::string& image_settings() const { return settings_; }
 
 private:
     std::vector<std::pair<int, int>> namespaces_;  // descriptor, CLONE_NEW*
     pid_t helper_ = -1;                            // a held helper ("ready hold")
     int helper_input_ = -1;                        // its standard input: it runs until this closes
+    std::string settings_;
 };
-
-// What a step's first task says when join() started it in "/": a program that writes to
-// relative paths would otherwise fail on a read-only image with no hint why.
-std::string directory_not_in_image(const std::string& cwd, const std::string& image);
 
 }  // namespace trellis::agent

@@ -211,8 +211,8 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     } else if (checked.path.ends_with(".sif") && fs::is_regular_file(checked.path, error)) {
         checked.kind = ImageKind::sif;
     } else {
-        throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/), a .sif nor a "
-                          ".sqsh file");
+        throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/), a .sif file nor "
+                          "a path ending in .sqsh");
     }
     if (!matches_allowed_images(checked.path, config))
         throw PolicyError("image '" + checked.path + "' is not allowed on this cluster (allowed_images in " +

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "agent/container/squashfs_root.hpp"
+
 namespace trellis::agent {
 
 namespace {
@@ -75,7 +77,9 @@ void set_attributes(const Fd& mounted, std::uint64_t set, bool recursive) {
 // The container's mounts, made under the rootfs before it becomes the root.
 class Rootfs {
 public:
-    explicit Rootfs(const std::string& path) : path_(path) {
+    // `layered`: the root is an overlay over the image, so mount points it lacks are made in
+    // the overlay's upper layer (a tmpfs) and never in the image.
+    Rootfs(const std::string& path, bool layered) : path_(path), layered_(layered) {
         if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
             fail("cannot bind the image " + path);
         root_ = Fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -124,21 +128,24 @@ public:
         return folder;
     }
 
-    // Ends the making: the rootfs becomes "/", read-only, nosuid and nodev.
-    void become_root() {
+    // Ends the making: the rootfs becomes "/", nosuid and nodev, and read-only unless
+    // `writable`.
+    void become_root(bool writable) {
         if (::fchdir(root_.get()) != 0) fail("cannot enter the image");
         if (::syscall(SYS_pivot_root, ".", ".") != 0) fail("cannot make the image the root");
         if (::umount2(".", MNT_DETACH) != 0) fail("cannot leave the host's root");
         if (::chdir("/") != 0) fail("chdir /");
         Fd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        set_attributes(root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false);
+        set_attributes(root, (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false);
     }
 
     int root() const { return root_.get(); }
+    bool layered() const { return layered_; }
 
 private:
     Fd existing(const std::string& destination, bool directory) {
         Fd target = open_inside(root_.get(), destination);
+        if (!target && layered_) target = create(destination, directory);
         if (!target)
             throw ContainerError("the image has no " + destination + " " + (directory ? "folder" : "file") +
                                  " (accepted: images with /proc, /sys and /dev folders, as distribution images have; "
@@ -162,7 +169,7 @@ private:
                                      ": a " + (directory ? "folder" : "file") + " cannot be mounted there");
             return target;
         }
-        if (in_scratch(destination)) return create(destination, directory);
+        if (layered_ || in_scratch(destination)) return create(destination, directory);
         if (cover_missing_parent) {
             // A path Slurm names on the host (its spool, PMIx's client base, the TaskProlog)
             // that the image lacks: the deepest folder of it the image has becomes a tmpfs of
@@ -221,6 +228,7 @@ private:
     }
 
     std::string path_;
+    bool layered_;
     Fd root_;
     std::vector<std::string> scratch_;  // the container's own tmpfs folders
 };
@@ -249,9 +257,41 @@ void make_dev(Rootfs& rootfs, const std::vector<std::string>& devices) {
         fail("cannot mount the container's /dev/shm");
 }
 
+// The container's mounts under `path` (the bundle's rootfs, or a squashfs image's overlay),
+// which then becomes the root. `layered`: a writable overlay whose files are the user's, where
+// missing mount points are made (the read-only overlay's are root's, who is nobody here).
+void make_root(const ContainerSpec& spec, const std::string& path, bool layered) {
+    Rootfs rootfs(path, layered);
+    // The host's process table (the container shares its PIDs) and topology (NCCL and hwloc
+    // read /sys; read-only all the way down).
+    rootfs.bind("/proc", "/proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    rootfs.bind("/sys", "/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+    make_dev(rootfs, spec.devices);
+    for (const char* scratch : {"/tmp", "/var/tmp"})
+        if (Fd folder = open_inside(rootfs.root(), scratch); rootfs.layered() || (folder && is_directory(folder)))
+            rootfs.mount_fs(scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+    for (const char* file : {"/etc/hosts", "/etc/resolv.conf"})
+        if (Fd target = open_inside(rootfs.root(), file); target && !is_directory(target) && ::access(file, R_OK) == 0)
+            rootfs.bind(file, file, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    for (const auto& mount : spec.mounts)
+        rootfs.bind(mount.source, mount.destination,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0));
+    // Slurm's paths (PMIx's folders, the TaskProlog) last, so that a user's mount above them
+    // cannot hide them.
+    for (const auto& mount : spec.system_mounts)
+        rootfs.bind(mount.source, mount.destination,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0), true);
+    // Edits to the root go here (CDI's links and ld.so.cache; spec.root_edits asks for the
+    // layer): a layered root is the user's and still writable, into its tmpfs, and the image
+    // beneath is not touched. become_root then makes it read-only unless spec.writable.
+    rootfs.become_root(spec.writable);
+}
+
 }  // namespace
 
-void enter_oci_container(const ContainerSpec& spec) {
+std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
+    bool squashfs = spec.image.kind == ImageKind::squashfs;
+    bool layered = spec.writable || spec.root_edits;
     uid_t uid = ::getuid();
     gid_t gid = ::getgid();
     int flags = CLONE_NEWUSER | CLONE_NEWNS;
@@ -269,27 +309,22 @@ void enter_oci_container(const ContainerSpec& spec) {
     write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("cannot make the mounts private");
 
-    Rootfs rootfs(spec.image.path + "/rootfs");
-    // The host's process table (the container shares its PIDs) and topology (NCCL and hwloc
-    // read /sys; read-only all the way down).
-    rootfs.bind("/proc", "/proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    rootfs.bind("/sys", "/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    make_dev(rootfs, spec.devices);
-    for (const char* scratch : {"/tmp", "/var/tmp"})
-        if (Fd folder = open_inside(rootfs.root(), scratch); folder && is_directory(folder))
-            rootfs.mount_fs(scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-    for (const char* file : {"/etc/hosts", "/etc/resolv.conf"})
-        if (Fd target = open_inside(rootfs.root(), file); target && !is_directory(target) && ::access(file, R_OK) == 0)
-            rootfs.bind(file, file, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-    for (const auto& mount : spec.mounts)
-        rootfs.bind(mount.source, mount.destination,
-                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0));
-    // Slurm's paths (PMIx's folders, the TaskProlog) last, so that a user's mount above them
-    // cannot hide them.
-    for (const auto& mount : spec.system_mounts)
-        rootfs.bind(mount.source, mount.destination,
-                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0), true);
-    rootfs.become_root();
+    SquashfsRoot layers;
+    if (squashfs || layered) {
+        std::vector<std::string> sources;
+        for (const auto& mount : spec.mounts) sources.push_back(mount.source);
+        for (const auto& mount : spec.system_mounts) sources.push_back(mount.source);
+        sources.insert(sources.end(), spec.devices.begin(), spec.devices.end());
+        layers = squashfs ? mount_squashfs_root(spec.image.path, layered, sources)
+                          : mount_bundle_layers(spec.image.path, sources);
+    }
+    try {
+        make_root(spec, layers.root.empty() ? spec.image.path + "/rootfs" : layers.root, layered);
+    } catch (...) {
+        stop_fuse_daemons(layers.fuse_daemons);
+        throw;
+    }
+    return layers.fuse_daemons;
 }
 
 }  // namespace trellis::agent

@@ -5,15 +5,21 @@
 // /sys (read-only), the step's device files, the user's mounts and PMIx's folders. Every
 // mount is made with the user's own rights, so the kernel refuses whatever the user could
 // not reach, and nothing is ever written into the image: a mount point the image lacks is
-// refused, or made in a tmpfs of the container's.
+// refused, or made in a tmpfs of the container's (a squashfs image's overlay is such a tmpfs).
 #pragma once
+
+#include <sys/types.h>
+
+#include <vector>
 
 #include "agent/container/container_spec.hpp"
 
 namespace trellis::agent {
 
-// Throws ContainerError naming what could not be made; the process is then half inside and
-// should exit.
-void enter_oci_container(const ContainerSpec& spec);
+// Also a squashfs image: mounted through squashfuse under an overlay (squashfs_root.hpp).
+// Returns the FUSE daemons that serve the root, which must run as long as the container is
+// used (stop them with stop_fuse_daemons); none for a bundle. Throws ContainerError naming
+// what could not be made; the process is then half inside and should exit.
+std::vector<pid_t> enter_oci_container(const ContainerSpec& spec);
 
 }  // namespace trellis::agent

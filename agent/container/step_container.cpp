@@ -7,6 +7,7 @@
 
 #include "agent/container/oci_container.hpp"
 #include "agent/container/sif_container.hpp"
+#include "agent/container/squashfs_root.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -55,16 +56,25 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     spec.namespaces = config.container.namespaces;
     spec.apptainer = config.container.apptainer;
     spec.pause_program = pause_program();
+    spec.writable = request.writable;
     return spec;
 }
 
-pid_t enter_container(const ContainerSpec& spec) {
+void ContainerHelpers::stop() const {
+    if (apptainer) stop_apptainer(apptainer);
+    stop_fuse_daemons(fuse_daemons);
+}
+
+ContainerHelpers enter_container(const ContainerSpec& spec) {
     if (::getuid() == 0 || ::geteuid() == 0)
         throw PolicyError("containers are made with the job's user's own rights, never root's: run as that user "
                           "(runuser -u USER -- ...)");
-    if (spec.image.kind == ImageKind::sif) return enter_sif_container(spec);
-    enter_oci_container(spec);
-    return 0;
+    ContainerHelpers helpers;
+    if (spec.image.kind == ImageKind::sif)
+        helpers.apptainer = enter_sif_container(spec);
+    else
+        helpers.fuse_daemons = enter_oci_container(spec);
+    return helpers;
 }
 
 std::vector<std::string> prepare_command(const std::string& agent, const StepContainerRequest& request,
@@ -73,6 +83,7 @@ std::vector<std::string> prepare_command(const std::string& agent, const StepCon
     if (!request.user_mounts.empty()) argv.insert(argv.end(), {"--mounts", request.user_mounts});
     for (const auto& folder : request.system_mounts) argv.insert(argv.end(), {"--system-mount", folder});
     for (const auto& device : request.devices) argv.insert(argv.end(), {"--device", device});
+    if (request.writable) argv.push_back("--writable");
     if (!config_path.empty()) argv.insert(argv.end(), {"--config", config_path});
     return argv;
 }

@@ -20,16 +20,25 @@ struct StepContainerRequest {
     // as the TaskProlog. Mounted at the same path.
     std::vector<std::string> system_mounts;
     std::vector<std::string> devices;     // the step's device files
+    bool writable = false;                // --trellis-writable
 };
 
 // The request checked against the configuration (image_policy), as the calling user.
 // Throws PolicyError (refused) or UsageError (malformed).
 ContainerSpec checked_container_spec(const StepContainerRequest& request, const config::Config& config);
 
-// Makes the container around the calling process (never root's: it refuses uid 0). Returns
-// the pid of a helper that must run as long as the container is used (Apptainer, for a .sif
-// image; stop it with stop_apptainer), or 0. Throws ContainerError.
-pid_t enter_container(const ContainerSpec& spec);
+// The processes that must run as long as the container is used: Apptainer for a .sif image,
+// the FUSE daemons that serve a squashfs image. None for an OCI bundle.
+struct ContainerHelpers {
+    pid_t apptainer = 0;
+    std::vector<pid_t> fuse_daemons;
+    bool any() const { return apptainer || !fuse_daemons.empty(); }
+    void stop() const;
+};
+
+// Makes the container around the calling process (never root's: it refuses uid 0). Throws
+// ContainerError.
+ContainerHelpers enter_container(const ContainerSpec& spec);
 
 // The agent's command line that prepares `request` (for HeldContainer::make).
 std::vector<std::string> prepare_command(const std::string& agent, const StepContainerRequest& request,

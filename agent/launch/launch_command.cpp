@@ -100,6 +100,7 @@ int launch_command(const std::vector<std::string>& args) {
         step.image = options.image;
         step.user_mounts = options.mounts;
         step.devices = plan_device_files(plan);
+        step.writable = options.writable;
         container = HeldContainer::make(prepare_command(own_program(), step, config.path),
                                         Identity{::getuid(), ::getgid()});
     }
@@ -147,7 +148,10 @@ int launch_command(const std::vector<std::string>& args) {
                  place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
                  place.master.c_str(), container ? (", in " + options.image).c_str() : "");
     std::fflush(stderr);
-    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr, options.image);
+    std::vector<std::string> destinations;
+    for (const auto& mount : parse_mounts(options.mounts)) destinations.push_back(mount.destination);
+    RankLauncher launcher(options.command, options.grace_seconds, container ? &*container : nullptr, options.image,
+                          SettingsChoices{options.keep_env, options.entrypoint}, destinations);
     return launcher.run(ranks);
 }
 

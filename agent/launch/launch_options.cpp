@@ -11,6 +11,7 @@
 #include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/host.hpp"
+#include "agent/container/image_settings.hpp"
 #include "topology/plan.hpp"
 #include "slurm/node_list.hpp"
 
@@ -44,6 +45,11 @@ cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
          })
         .value("--image", "PATH", "run the ranks in this OCI bundle or .sif image", [&](auto& v) { o.image = v; })
         .value("--mounts", "SPEC", "SRC:DST[:ro],... into the image", [&](auto& v) { o.mounts = v; })
+        .flag("--writable", "give the image's root a throw-away writable layer", [&] { o.writable = true; })
+        .value("--env", "NAME,...", "these variables keep their value over the image's Env",
+               [&](auto& v) { o.keep_env = parse_env_names(v); })
+        .flag("--entrypoint", "run the image's Entrypoint with the command as its arguments",
+              [&] { o.entrypoint = true; })
         .value("--bind", "B", "closest or none (default: the configuration's, closest)", [&](auto& v) {
             o.bind = topology::parse_policy(v);
         })

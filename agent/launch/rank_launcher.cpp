@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -79,12 +80,19 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     } catch (const std::exception& error) {
         std::fprintf(stderr, "trellis-agent: rank %d: %s\n", spec.rank, error.what());
     }
+    std::vector<std::string> command = command_;
     if (container_) {
         char cwd[4096] = {};
         if (!::getcwd(cwd, sizeof cwd)) cwd[0] = 0;
         try {
-            if (!container_->join(cwd) && spec.first_on_node)
-                std::fprintf(stderr, "trellis-agent: %s\n", directory_not_in_image(cwd, image_).c_str());
+            auto task = task_in_image(container_->image_settings(), choices_, cwd, mount_destinations_,
+                                      [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; },
+                                      command_);
+            std::string started = container_->join(task.directories);
+            std::string note = start_directory_note(started, cwd, container_->image_settings(), image_);
+            if (!note.empty() && spec.first_on_node) std::fprintf(stderr, "trellis-agent: %s\n", note.c_str());
+            for (const auto& [name, value] : task.env) ::setenv(name.c_str(), value.c_str(), 1);
+            command = task.command;
             // Inside an image, setuid programs must not give privileges back.
             if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw std::runtime_error("cannot set no_new_privs");
         } catch (const std::exception& error) {
@@ -93,7 +101,7 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
         }
     }
     std::vector<char*> argv;
-    for (const auto& a : command_) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "trellis-agent: rank %d: cannot run %s: %s\n", spec.rank, argv[0], std::strerror(errno));

@@ -16,6 +16,7 @@
 #include "topology/cpu_set.hpp"
 
 #include "agent/container/held_container.hpp"
+#include "agent/container/image_settings.hpp"
 
 namespace trellis::agent {
 
@@ -35,9 +36,12 @@ class RankLauncher {
 public:
     // `container` (made from `image`), when given, is joined by every rank before it execs;
     // it outlives the run.
+    // The ranks take the image's settings as `choices` say (image_settings.hpp); the job's
+    // folder counts as mounted when it is at or under one of `mount_destinations`.
     RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container,
-                 std::string image = "")
-        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container), image_(std::move(image)) {}
+                 std::string image = "", SettingsChoices choices = {}, std::vector<std::string> mount_destinations = {})
+        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container), image_(std::move(image)),
+          choices_(std::move(choices)), mount_destinations_(std::move(mount_destinations)) {}
     // Runs every rank to its end; returns the exit status for the agent: 0 when all
     // succeeded, else the first failed rank's (128 + N for signal N).
     int run(const std::vector<RankSpec>& ranks);
@@ -50,6 +54,8 @@ private:
     int grace_seconds_;
     const HeldContainer* container_;
     std::string image_;
+    SettingsChoices choices_;
+    std::vector<std::string> mount_destinations_;
 };
 
 // Variables of the agent's own launch that would mislead the ranks' wireup: the agent's

@@ -1,0 +1,198 @@
+#include "agent/container/squashfs_root.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "agent/command.hpp"
+
+namespace trellis::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& what) { throw ContainerError(what + ": " + std::strerror(errno)); }
+
+// "/data" holds "/data" and "/data/x", not "/database".
+bool at_or_under(const std::string& path, const std::string& folder) {
+    return folder == "/" || path == folder || (path.starts_with(folder) && path[folder.size()] == '/');
+}
+
+// A FUSE file system at `target`, mounted here on a descriptor opened here: the kernel takes
+// a descriptor only from the user namespace that mounts it.
+int mount_fuse(const std::string& source, const std::string& target, const std::string& type, unsigned long flags) {
+    int fuse = ::open("/dev/fuse", O_RDWR);  // inherited by the daemon: no O_CLOEXEC
+    if (fuse < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
+    std::string options = "fd=" + std::to_string(fuse) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
+                          ",group_id=" + std::to_string(::getgid()) + ",default_permissions";
+    if (::mount(source.c_str(), target.c_str(), ("fuse." + type).c_str(), flags | MS_NOSUID | MS_NODEV,
+                options.c_str()) != 0) {
+        int error = errno;
+        ::close(fuse);
+        errno = error;
+        fail("cannot mount FUSE for " + type + " at " + target);
+    }
+    return fuse;
+}
+
+// Starts `argv` (its last argument /dev/fd/FUSE) to serve the mount, in the foreground: it
+// dies with this process (PR_SET_PDEATHSIG), and keeps nothing of this one's but stderr and
+// the descriptors it is given.
+pid_t start_daemon(std::vector<std::string> argv, int fuse, int archive = -1) {
+    std::string program = find_program(argv[0]);
+    if (program.empty())
+        throw ContainerError(argv[0] + " is not installed (in the system PATH): it serves squashfs images; install "
+                             "the squashfuse and fuse-overlayfs packages");
+    argv[0] = program;
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) fail("fork");
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(1);
+        // A mount namespace of its own, a copy of this one as it is now: the container's
+        // pivot_root must not move the daemon's root onto the mount it serves itself.
+        if (::unshare(CLONE_NEWNS) != 0) {
+            std::fprintf(stderr, "cannot give %s a mount namespace: %s\n", argv[0].c_str(), std::strerror(errno));
+            ::_exit(126);
+        }
+        int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        for (int fd = 3; fd < 1024; ++fd)
+            if (fd != fuse && fd != archive) ::close(fd);
+        std::vector<char*> args;
+        for (auto& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+        ::_exit(127);
+    }
+    ::close(fuse);
+    return pid;
+}
+
+// The mount answers once its daemon has started: a daemon that failed is reported now.
+void await_daemon(pid_t daemon, const std::string& mounted, const std::string& what) {
+    for (int tries = 0; tries < 3000; ++tries) {
+        int status = 0;
+        if (::waitpid(daemon, &status, WNOHANG) == daemon)
+            throw ContainerError(what + " stopped before serving the image (status " +
+                                 std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
+                                 "; its message is above)");
+        struct stat info {};
+        if (::stat(mounted.c_str(), &info) == 0) return;
+        if (errno != ENOTCONN && errno != EINTR) fail("cannot read the image through " + what);
+        ::usleep(10000);
+    }
+    throw ContainerError(what + " did not serve the image within 30 s");
+}
+
+}  // namespace
+
+void stop_fuse_daemons(const std::vector<pid_t>& daemons) {
+    for (pid_t daemon : daemons) ::kill(daemon, SIGKILL);
+    for (pid_t daemon : daemons)
+        while (::waitpid(daemon, nullptr, 0) < 0 && errno == EINTR) {
+        }
+}
+
+namespace {
+
+// The layers live on a tmpfs over the image's own folder, which nothing else is taken from:
+// the host's other paths stay visible for the mounts still to come. `mount_lower` puts the
+// image, read-only, at the folder's "image" (the folder is covered by then: it works from
+// descriptors opened before). With `user_owned`, fuse-overlayfs shows the image's files
+// (root's, who is nobody in the container) as the user's, so that every path takes writes
+// (into the tmpfs); else the kernel's overlay.
+template <typename MountLower>
+SquashfsRoot mount_layers(const std::string& image, const std::string& folder, bool user_owned,
+                          const std::vector<std::string>& mount_sources, MountLower mount_lower) {
+    for (const auto& source : mount_sources)
+        if (at_or_under(source, folder))
+            throw ContainerError("mount source " + source + " is in the folder of the image " + image +
+                                 ", which the container's layers cover (accepted: sources outside " + folder + ")");
+    SquashfsRoot made;
+    try {
+        if (::mount("trellis-layers", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=700") != 0)
+            fail("cannot mount the tmpfs for the image's layers over " + folder);
+        for (const char* part : {"image", "upper", "work", "root"})
+            if (::mkdir((folder + "/" + part).c_str(), 0755) != 0) fail("cannot make the image's layers");
+        std::string lower = folder + "/image", root = folder + "/root";
+        mount_lower(lower, made);
+        std::string layers = "lowerdir=" + lower + ",upperdir=" + folder + "/upper,workdir=" + folder + "/work";
+        if (user_owned) {
+            int over = mount_fuse(image, root, "fuse-overlayfs", 0);
+            made.fuse_daemons.push_back(start_daemon(
+                {"fuse-overlayfs", "-f", "-o",
+                 layers + ",squash_to_uid=" + std::to_string(::getuid()) + ",squash_to_gid=" + std::to_string(::getgid()),
+                 "/dev/fd/" + std::to_string(over)},
+                over));
+            await_daemon(made.fuse_daemons.back(), root + "/.", "fuse-overlayfs");
+        } else if (::mount("overlay", root.c_str(), "overlay", MS_NOSUID | MS_NODEV, (layers + ",userxattr").c_str()) != 0) {
+            fail("cannot mount the overlay over the image");
+        }
+        made.root = root;
+    } catch (...) {
+        stop_fuse_daemons(made.fuse_daemons);
+        throw;
+    }
+    return made;
+}
+
+}  // namespace
+
+SquashfsRoot mount_squashfs_root(const std::string& image, bool user_owned,
+                                 const std::vector<std::string>& mount_sources) {
+    int archive = ::open(image.c_str(), O_RDONLY);  // inherited by squashfuse alone
+    if (archive < 0) fail("cannot open the image " + image);
+    try {
+        auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,
+                                 [&](const std::string& lower, SquashfsRoot& made) {
+                                     int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
+                                     // squashfuse reads the image by /dev/fd: its folder is covered.
+                                     made.fuse_daemons.push_back(start_daemon(
+                                         {"squashfuse", "-f", "/dev/fd/" + std::to_string(archive),
+                                          "/dev/fd/" + std::to_string(fuse)},
+                                         fuse, archive));
+                                     await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
+                                 });
+        ::close(archive);
+        return made;
+    } catch (...) {
+        ::close(archive);
+        throw;
+    }
+}
+
+SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources) {
+    int rootfs = ::open((bundle + "/rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfs < 0) fail("cannot open the image " + bundle + "/rootfs");
+    try {
+        auto made = mount_layers(bundle, bundle, true, mount_sources, [&](const std::string& lower, SquashfsRoot&) {
+            std::string source = "/proc/self/fd/" + std::to_string(rootfs);
+            if (::mount(source.c_str(), lower.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+                ::mount(nullptr, lower.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                        nullptr) != 0)
+                fail("cannot bind the image " + bundle + "/rootfs under its layers");
+        });
+        ::close(rootfs);
+        return made;
+    } catch (...) {
+        ::close(rootfs);
+        throw;
+    }
+}
+
+}  // namespace trellis::agent
