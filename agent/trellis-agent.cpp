@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ cli::OptionTable prepare_table(StepContainerRequest& request, std::string& confi
                [&](auto& v) { request.devices.push_back(v); })
         .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
                [&](auto& v) { config_path = v; })
+        .value("--gpu", "INDEX", "a GPU of the step on this node, by index in PCI order, for CDI (repeatable)",
+               [&](auto& v) { request.gpus.push_back(cli::parse_int<int>(v, "--gpu", 0)); })
+        .value("--auth-file", "PATH", "the job's REGISTRY_AUTH_FILE, for an import",
+               [&](auto& v) { request.auth_file = v; })
         .flag("--writable", "a throw-away writable root", [&] { request.writable = true; });
     return table;
 }
@@ -68,14 +73,26 @@ int prepare(const std::vector<std::string>& args) {
     std::string config_path;
     prepare_table(request, config_path).parse(args);
     if (request.image.empty()) throw UsageError("prepare needs --image");
-    auto spec = checked_container_spec(request, config::load_agent_config(config_path));
+    auto config = config::load_agent_config(config_path);
+    auto spec = checked_container_spec(request, config);
+    // A registry image or an archive becomes a squashfs in the user's cache on this node
+    // first; the lock `imported` holds keeps it from eviction while this step uses it.
+    std::optional<ImportedImage> imported;
+    if (spec.image.kind == ImageKind::registry || spec.image.kind == ImageKind::archive) {
+        if (!request.auth_file.empty()) ::setenv("REGISTRY_AUTH_FILE", request.auth_file.c_str(), 1);
+        imported = import_image(spec.image.reference, config.container, std::cerr);
+        spec.image.kind = ImageKind::squashfs;
+        spec.image.path = imported->squashfs;
+        spec.image.settings = imported->settings;
+    }
     // Read as the user, before the container covers the image's folder.
-    std::string settings = one_line_settings(read_settings_file(spec.image.settings));
+    std::string settings = one_line_settings(read_settings_file(spec.image.settings),
+                                             spec.cdi ? spec.cdi->env : std::vector<std::string>{}, spec.notes);
     auto helpers = enter_container(spec);
     // "ready hold": the caller keeps this end open while the container is used (Apptainer or
     // squashfuse must go on running); "ready": only until it has opened the namespaces. A
-    // squashfs image's settings follow on one line, for the tasks.
-    if (spec.image.kind == ImageKind::squashfs)
+    // squashfs image's settings (and CDI's variables and notes) follow on one line, for the tasks.
+    if (spec.image.kind == ImageKind::squashfs || spec.cdi || !spec.notes.empty())
         std::printf("ready hold settings\n%s\n", settings.c_str());
     else
         std::fputs(helpers.any() ? "ready hold\n" : "ready\n", stdout);

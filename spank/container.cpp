@@ -15,6 +15,7 @@
 
 #include <slurm/slurm.h>
 
+#include "agent/container/cdi/step_edits.hpp"
 #include "agent/container/devices.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/registry_digest.hpp"
@@ -170,10 +171,15 @@ void prepare_container(spank_t sp) {
     struct stat info {};
     if (!prolog.empty() && ::stat(prolog.c_str(), &info) == 0 && S_ISREG(info.st_mode))
         request.system_mounts.push_back(prolog + ":ro");
-    if (s.plan) request.devices = agent::plan_device_files(*s.plan);
+    request.auth_file = job_env(sp, "REGISTRY_AUTH_FILE");
+    if (s.plan) {
+        request.devices = agent::plan_device_files(*s.plan);
+        for (const auto& gpu : agent::cdi::plan_step_gpus(*s.plan)) request.gpus.push_back(gpu.index);
+    }
     try {
         s.container = agent::HeldContainer::make(
-            agent::prepare_command(s.config.container.agent, request, s.config.path), agent::Identity{uid, gid});
+            agent::prepare_command(s.config.container.agent, request, s.config.path), agent::Identity{uid, gid},
+            agent::prepare_limit(request));
     } catch (const agent::PolicyError& e) {
         s.container_error = std::string("container refused: ") + e.what();
     } catch (const std::exception& e) {
@@ -214,6 +220,13 @@ void enter_container(spank_t sp) {
         std::string line = "trellis: " + note + "\n";
         std::fputs(line.c_str(), stderr);
     }
+    // Once per node: what the container's GPUs lack or skipped (CDI).
+    std::uint32_t local = 1;
+    if (spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS && local == 0)
+        for (const auto& text : agent::settings_notes(s.container->image_settings())) {
+            std::string line = "trellis: " + (s.plan ? s.plan->host + ": " : std::string()) + text + "\n";
+            std::fputs(line.c_str(), stderr);
+        }
     // Inside the image, setuid programs must not give privileges back.
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("container: cannot set no_new_privs");
 }

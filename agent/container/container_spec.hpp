@@ -2,10 +2,12 @@
 // into it, and which namespaces the tasks join.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "agent/container/cdi/cdi_edits.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/mount_spec.hpp"
 #include "common/error.hpp"
@@ -30,6 +32,10 @@ struct ContainerSpec {
     // The root takes edits while it is made (CDI's links and ld.so.cache): it gets the same
     // user-owned layer as a writable one, made read-only afterwards unless `writable`.
     bool root_edits = false;
+    // The step's GPUs as CDI's specs have them (driver libraries, device nodes, links, the
+    // library cache), applied to the root while it is made; none without GPUs or specs.
+    std::optional<cdi::CdiEdits> cdi;
+    std::vector<std::string> notes;  // for the step's first task to print (CDI's warning and notes)
 };
 
 }  // namespace trellis::agent

@@ -67,10 +67,25 @@ ImageSettings parse_image_settings(const std::string& text) {
     return settings;
 }
 
-std::string one_line_settings(const std::string& text) {
-    if (text.empty()) return "{}";
+std::string one_line_settings(const std::string& text, const std::vector<std::string>& extra_env,
+                              const std::vector<std::string>& notes) {
     parse_image_settings(text);
-    return json::parse(text).dump();
+    json document = text.empty() ? json::object() : json::parse(text);
+    if (!extra_env.empty()) {
+        json& config = document.contains("config") ? document["config"] : document;
+        if (!config.contains("Env") || config["Env"].is_null()) config["Env"] = json::array();
+        for (const auto& entry : extra_env) config["Env"].push_back(entry);
+    }
+    if (!notes.empty()) document["trellis_notes"] = notes;
+    parse_image_settings(document.dump());  // the added entries are held to the same rules
+    return document.dump();
+}
+
+std::vector<std::string> settings_notes(const std::string& text) {
+    if (text.empty()) return {};
+    json document = json::parse(text, nullptr, false);
+    if (document.is_discarded() || !document.is_object()) return {};
+    return strings(document, "trellis_notes");
 }
 
 std::string read_settings_file(const std::string& path) {

@@ -28,8 +28,13 @@ struct SettingsChoices {
 ImageSettings parse_image_settings(const std::string& json);
 
 // `json` checked (parse_image_settings) and written on one line ("{}" for none), as prepare
-// hands it to the tasks. Throws ContainerError.
-std::string one_line_settings(const std::string& json);
+// hands it to the tasks: `extra_env` ("NAME=VALUE", CDI's) after the image's Env, and `notes`
+// for the step's first task to print (settings_notes). Throws ContainerError.
+std::string one_line_settings(const std::string& json, const std::vector<std::string>& extra_env = {},
+                              const std::vector<std::string>& notes = {});
+
+// The notes one_line_settings carried.
+std::vector<std::string> settings_notes(const std::string& json);
 
 // The file's text, as the user reads it (at most 1 MiB); "" for no file. Throws ContainerError.
 std::string read_settings_file(const std::string& path);

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "agent/container/cdi/apply.hpp"
+#include "agent/container/cdi/root_editor.hpp"
 #include "agent/container/squashfs_root.hpp"
 
 namespace trellis::agent {
@@ -281,9 +283,13 @@ void make_root(const ContainerSpec& spec, const std::string& path, bool layered)
     for (const auto& mount : spec.system_mounts)
         rootfs.bind(mount.source, mount.destination,
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (mount.read_only ? MOUNT_ATTR_RDONLY : 0), true);
-    // Edits to the root go here (CDI's links and ld.so.cache; spec.root_edits asks for the
-    // layer): a layered root is the user's and still writable, into its tmpfs, and the image
-    // beneath is not touched. become_root then makes it read-only unless spec.writable.
+    // CDI's edits (driver libraries, links, ld.so.cache; spec.root_edits asked for the layer):
+    // a layered root is the user's and still writable, into its tmpfs, and the image beneath
+    // is not touched. become_root then makes it read-only unless spec.writable.
+    if (spec.cdi) {
+        cdi::MountedRoot editor(path);
+        cdi::apply_edits(*spec.cdi, editor);
+    }
     rootfs.become_root(spec.writable);
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "agent/container/cdi/step_edits.hpp"
 #include "agent/container/oci_container.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/squashfs_root.hpp"
@@ -57,7 +58,22 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     spec.apptainer = config.container.apptainer;
     spec.pause_program = pause_program();
     spec.writable = request.writable;
+    if (!request.gpus.empty() && spec.image.kind != ImageKind::sif) {
+        std::vector<cdi::StepGpu> gpus;
+        for (int index : request.gpus) gpus.push_back({index, ""});
+        auto step = cdi::step_cdi_edits(config.container, gpus);
+        spec.cdi = step.edits;
+        spec.root_edits = spec.cdi.has_value();
+        spec.notes = step.notes;
+        if (step.warning) spec.notes.insert(spec.notes.begin(), "warning: " + *step.warning);
+    }
     return spec;
+}
+
+std::chrono::seconds prepare_limit(const StepContainerRequest& request) {
+    bool imported = request.image.starts_with("docker://") || request.image.starts_with("oci-archive:") ||
+                    request.image.starts_with("docker-archive:");
+    return imported ? std::chrono::minutes(30) : std::chrono::seconds(60);
 }
 
 void ContainerHelpers::stop() const {
@@ -84,6 +100,8 @@ std::vector<std::string> prepare_command(const std::string& agent, const StepCon
     for (const auto& folder : request.system_mounts) argv.insert(argv.end(), {"--system-mount", folder});
     for (const auto& device : request.devices) argv.insert(argv.end(), {"--device", device});
     if (request.writable) argv.push_back("--writable");
+    for (int gpu : request.gpus) argv.insert(argv.end(), {"--gpu", std::to_string(gpu)});
+    if (!request.auth_file.empty()) argv.insert(argv.end(), {"--auth-file", request.auth_file});
     if (!config_path.empty()) argv.insert(argv.end(), {"--config", config_path});
     return argv;
 }

@@ -3,6 +3,7 @@
 // slurmstepd, as the job's user) and `trellis-agent launch --image` run.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,18 @@ struct StepContainerRequest {
     std::vector<std::string> system_mounts;
     std::vector<std::string> devices;     // the step's device files
     bool writable = false;                // --trellis-writable
+    // The step's NVIDIA GPUs on this node, by index in PCI order (as CDI's specs name them:
+    // cdi::plan_step_gpus).
+    std::vector<int> gpus;
+    // The job's REGISTRY_AUTH_FILE (a path, never its contents): prepare runs with a clean
+    // environment, and an import reads the user's credentials from there, else from
+    // ~/.config/containers/auth.json.
+    std::string auth_file;
 };
+
+// How long the plugin and launch wait for prepare: a registry image or an archive may be
+// imported first, which takes minutes for a large image on its first use on the node.
+std::chrono::seconds prepare_limit(const StepContainerRequest& request);
 
 // The request checked against the configuration (image_policy), as the calling user.
 // Throws PolicyError (refused) or UsageError (malformed).

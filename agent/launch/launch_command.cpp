@@ -10,6 +10,7 @@
 #include "agent/binding/binding_set.hpp"
 #include "agent/binding/node_paths.hpp"
 #include "agent/binding/step_plan.hpp"
+#include "agent/container/cdi/step_edits.hpp"
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/devices.hpp"
@@ -101,8 +102,10 @@ int launch_command(const std::vector<std::string>& args) {
         step.user_mounts = options.mounts;
         step.devices = plan_device_files(plan);
         step.writable = options.writable;
+        for (const auto& gpu : cdi::plan_step_gpus(plan)) step.gpus.push_back(gpu.index);
+        if (const char* auth = std::getenv("REGISTRY_AUTH_FILE")) step.auth_file = auth;
         container = HeldContainer::make(prepare_command(own_program(), step, config.path),
-                                        Identity{::getuid(), ::getgid()});
+                                        Identity{::getuid(), ::getgid()}, prepare_limit(step));
     }
 
     int world = place.nnodes * options.nproc_per_node;

@@ -91,6 +91,9 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
             std::string started = container_->join(task.directories);
             std::string note = start_directory_note(started, cwd, container_->image_settings(), image_);
             if (!note.empty() && spec.first_on_node) std::fprintf(stderr, "trellis-agent: %s\n", note.c_str());
+            if (spec.first_on_node)
+                for (const auto& text : settings_notes(container_->image_settings()))
+                    std::fprintf(stderr, "trellis-agent: %s\n", text.c_str());
             for (const auto& [name, value] : task.env) ::setenv(name.c_str(), value.c_str(), 1);
             command = task.command;
             // Inside an image, setuid programs must not give privileges back.

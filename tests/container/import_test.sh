@@ -92,6 +92,16 @@ import second $user1 "docker://$REGISTRY/x:tag"
 [ $status -eq 0 ] && [ "$(field digest second)" = "$digest1" ] && [ "$(registry_requests '"GET /v2/x/blobs/')" -eq "$blobs_before" ] &&
     pass "a second import fetches no blob (registry log)" || fail "second import: status $status, blob GETs $blobs_before -> $(registry_requests '"GET /v2/x/blobs/')"
 
+# 2b. The image runs: `launch --image docker://...` imports it (here a cache hit) and its
+# task runs in it, as the user, with the image's ENV and WORKDIR, and leaves no FUSE daemon.
+config run "$work/cache" "allowed_registries = [\"$REGISTRY/x\"]"
+run_out=$( (cd "$work" && as $user1 "$agent" launch --config "$work/run.toml" --image "docker://$REGISTRY/x:tag" --nproc-per-node 1 -- \
+    sh -c 'cat /olddir/d; echo "env $FROM_IMAGE"; pwd; stat -c %s /locked; [ -e /etc/delete-me ] || echo deleted') 2>&1)
+[ "$(echo "$run_out" | grep '^\[0\]' | tr '\n' ' ')" = "[0] d [0] env yes [0] /work [0] 15 [0] deleted " ] &&
+    ! pgrep -u $user1 -f squashfuse >/dev/null &&
+    pass "launch --image docker://: the task ran in the image with its ENV and WORKDIR, and no squashfuse is left" ||
+    fail "launch --image docker://: $run_out"
+
 # 3. A pinned digest asks for no tag.
 ydigest=$(registry_digest y:tag)
 tag_lookups=$(registry_requests '"GET /v2/y/manifests/tag ')

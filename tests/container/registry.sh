@@ -151,8 +151,8 @@ registry_build_images() {
     rm -rf "$tree"
 }
 
-registry_busybox() {  # ROOTFS: busybox and the few names the tests call
-    mkdir -p "$1/bin" "$1/etc"
+registry_busybox() {  # ROOTFS: busybox and the few names the tests call, and the mount points distribution images have
+    mkdir -p "$1/bin" "$1/etc" "$1/proc" "$1/sys" "$1/dev" "$1/tmp"
     cp /bin/busybox "$1/bin/busybox"
     local name
     for name in sh cat ls echo env pwd id stat; do ln -s busybox "$1/bin/$name"; done
