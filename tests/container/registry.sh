@@ -20,6 +20,7 @@
 #   registry_push_text REPO:TAG WORD  pushes an image of busybox and /what holding WORD, with
 #                           ENV FROM_IMAGE=yes (no registry_build_images needed); prints its
 #                           manifest digest, learnt from the push (no request made for it)
+#   registry_image_from NAME ROOTFS  an image NAME in the layout holding a copy of ROOTFS
 #   registry_digest REPO:TAG  the manifest digest the registry has for it (asks the registry)
 #   registry_requests PATTERN  how many requests in the log match the grep -E PATTERN
 #   registry_listener FILE  a registry nobody may use: a listener on 127.0.0.1 that writes a
@@ -177,6 +178,14 @@ registry_push_text() {  # REPO:TAG WORD
     rm -rf "$tree"
     umoci config --image "$layout:$name" --config.env FROM_IMAGE=yes &&
         registry_push_as "$name" "$1" && cat "$REGISTRY_DIR/pushed"
+}
+
+registry_image_from() {  # NAME ROOTFS (as root: the files keep their owners)
+    local layout=$REGISTRY_DIR/images tree=$REGISTRY_DIR/tree-$1
+    [ -d "$layout" ] || umoci init --layout "$layout" || return 1
+    umoci new --image "$layout:$1" && umoci unpack --image "$layout:$1" "$tree" >/dev/null || return 1
+    cp -a "$2/." "$tree/rootfs/" && umoci repack --image "$layout:$1" "$tree" >/dev/null || return 1
+    rm -rf "$tree"
 }
 
 # The manifest digest the registry has for REPO:TAG.
