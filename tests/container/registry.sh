@@ -152,7 +152,7 @@ registry_build_images() {
 }
 
 registry_busybox() {  # ROOTFS: busybox and the few names the tests call, and the mount points distribution images have
-    mkdir -p "$1/bin" "$1/etc" "$1/proc" "$1/sys" "$1/dev" "$1/tmp" "$1/var/tmp"
+    mkdir -p "$1/bin" "$1/etc" "$1/proc" "$1/sys" "$1/dev" "$1/tmp"
     cp /bin/busybox "$1/bin/busybox"
     local name
     for name in sh cat ls echo env pwd id stat; do ln -s busybox "$1/bin/$name"; done

@@ -115,7 +115,9 @@ srun_as pinned "${creds[@]}" -- -N1 --trellis-image="docker://$REGISTRY/x@$diges
     pass "a pinned reference is not looked up" || fail "pinned: $(cat "$dir/pinned.err")"
 
 # 5. The tasks run in the pulled image, on both nodes. x:tag was imported by each node in 3:
-#    this second step fetches no blob, and each node's cache holds that one squashfs.
+#    this second step fetches no blob, and each node's cache holds that one squashfs. The
+#    image has no /var: Slurm's PMIx folder (/var/tmp/spmix_appdir_*, MpiDefault=pmix) is made
+#    at the top of the container's overlay, never in the image.
 blobs_before=$(registry_requests '"GET /v2/x/blobs/')
 srun_as run "${creds[@]}" -- -N2 -n2 --trellis-image="docker://$REGISTRY/x:tag" \
     sh -c 'echo "$SLURMD_NODENAME $(cat /what)"'
