@@ -80,8 +80,11 @@ void set_attributes(const Fd& mounted, std::uint64_t set, bool recursive) {
 class Rootfs {
 public:
     // `layered`: the root is an overlay over the image, so mount points it lacks are made in
-    // the overlay's upper layer (a tmpfs) and never in the image.
-    Rootfs(const std::string& path, bool layered) : path_(path), layered_(layered) {
+    // the overlay's upper layer (a tmpfs) and never in the image. `overlay`: the root is at
+    // least the kernel's overlay over a squashfs, whose top folder (its upper layer's) is the
+    // user's: a folder the image lacks at its top can be made there.
+    Rootfs(const std::string& path, bool layered, bool overlay)
+        : path_(path), layered_(layered), overlay_(overlay) {
         if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
             fail("cannot bind the image " + path);
         root_ = Fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -183,6 +186,9 @@ private:
                 cover(parent.string());
                 return create(destination, directory);
             }
+            // The image lacks even the path's first folder (an image without /var, for
+            // PMIx's /var/tmp/spmix_appdir_*): an overlay's top folder takes it.
+            if (overlay_) return create(destination, directory);
         }
         throw ContainerError("the image has no " + destination +
                              " to mount on, and the image is never written (accepted: a path the image has, or one "
@@ -231,6 +237,7 @@ private:
 
     std::string path_;
     bool layered_;
+    bool overlay_;
     Fd root_;
     std::vector<std::string> scratch_;  // the container's own tmpfs folders
 };
@@ -262,8 +269,9 @@ void make_dev(Rootfs& rootfs, const std::vector<std::string>& devices) {
 // The container's mounts under `path` (the bundle's rootfs, or a squashfs image's overlay),
 // which then becomes the root. `layered`: a writable overlay whose files are the user's, where
 // missing mount points are made (the read-only overlay's are root's, who is nobody here).
-void make_root(const ContainerSpec& spec, const std::string& path, bool layered) {
-    Rootfs rootfs(path, layered);
+// `overlay`: `path` is an overlay over a squashfs or bundle, even a read-only one.
+void make_root(const ContainerSpec& spec, const std::string& path, bool layered, bool overlay) {
+    Rootfs rootfs(path, layered, overlay);
     // The host's process table (the container shares its PIDs) and topology (NCCL and hwloc
     // read /sys; read-only all the way down).
     rootfs.bind("/proc", "/proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
@@ -325,7 +333,8 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
                           : mount_bundle_layers(spec.image.path, sources);
     }
     try {
-        make_root(spec, layers.root.empty() ? spec.image.path + "/rootfs" : layers.root, layered);
+        bool overlay = !layers.root.empty();
+        make_root(spec, overlay ? layers.root : spec.image.path + "/rootfs", layered, overlay);
     } catch (...) {
         stop_fuse_daemons(layers.fuse_daemons);
         throw;
