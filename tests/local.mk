@@ -18,7 +18,7 @@ AM_TESTS_ENVIRONMENT = \
 
 # The performance benchmarks print figures and ratios; `make perf` runs them.
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
-	tests/perf/trainer_vs_pytorch tests/perf/container_vs_native \
+	tests/perf/trainer_vs_pytorch tests/perf/container_vs_native tests/perf/registry_image \
 	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \

@@ -95,12 +95,14 @@ PY
 }
 
 registry_stop() {
-    [ -z "${LISTENER_PID:-}" ] || kill "$LISTENER_PID" 2>/dev/null
+    [ -z "${LISTENER_PID:-}" ] || kill "$LISTENER_PID" 2>/dev/null || :
     LISTENER_PID=
     [ -n "${REGISTRY_PID:-}" ] || return 0
-    kill "$REGISTRY_PID" 2>/dev/null
-    timeout 10 tail --pid="$REGISTRY_PID" -f /dev/null 2>/dev/null
-    wait "$REGISTRY_PID" 2>/dev/null
+    # Each may fail (the registry already gone; its status is TERM's): never a reason to stop
+    # a sourcing script that runs with set -e, in whose EXIT trap this runs.
+    kill "$REGISTRY_PID" 2>/dev/null || :
+    timeout 10 tail --pid="$REGISTRY_PID" -f /dev/null 2>/dev/null || :
+    wait "$REGISTRY_PID" 2>/dev/null || :
     REGISTRY_PID=
 }
 
