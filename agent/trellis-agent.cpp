@@ -84,6 +84,13 @@ int prepare(const std::vector<std::string>& args) {
         spec.image.kind = ImageKind::squashfs;
         spec.image.path = imported->squashfs;
         spec.image.settings = imported->settings;
+        // The first step on a node waits for the import: its first task says why.
+        if (!imported->cached) {
+            char seconds[32];
+            std::snprintf(seconds, sizeof seconds, "%.1f", imported->seconds);
+            spec.notes.push_back("imported " + spec.image.reference.text() + " into this node's image cache in " +
+                                 seconds + " s");
+        }
     }
     // Read as the user, before the container covers the image's folder.
     std::string settings = one_line_settings(read_settings_file(spec.image.settings),
