@@ -313,9 +313,14 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
         if (ns == "ipc") flags |= CLONE_NEWIPC;
         if (ns == "uts") flags |= CLONE_NEWUTS;
     }
-    if (::unshare(flags) != 0)
+    if (::unshare(flags) != 0) {
+        // ENOSPC is the count of user namespaces at its limit, not a full disk (pyxis #93).
+        if (errno == ENOSPC)
+            throw ContainerError("cannot make the container's user namespace: the limit of user namespaces is "
+                                 "reached (sysctl user.max_user_namespaces; each running container holds one)");
         fail("cannot make the container's namespaces (are unprivileged user namespaces enabled? "
              "sysctl user.max_user_namespaces)");
+    }
     // The user's own ids and nothing else: supplementary groups keep working (the kernel
     // checks them) but show as nogroup inside, and nobody is root there.
     write_proc("/proc/self/setgroups", "deny");
