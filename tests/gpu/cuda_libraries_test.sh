@@ -65,7 +65,9 @@ else
     [ $rc -eq 1 ] || fail "without cuDNN: exit $rc, expected 1: $out"
     case $out in
         *"no GPU"*) fail "a missing library was reported as no GPU: $out" ;;
-        *"libcudnn.so.9: not found"*"NVIDIA driver: not loaded"*) pass "without cuDNN: exit 1 naming libcudnn.so.9 and the driver's state" ;;
+        # "not loaded", or "present (/dev/nvidiactl; ...)" while a test cluster beside this test
+        # has made the device nodes: either names the driver's state.
+        *"libcudnn.so.9: not found"*"NVIDIA driver: "*) pass "without cuDNN: exit 1 naming libcudnn.so.9 and the driver's state" ;;
         *) fail "the missing library or the driver's state is not named: $out" ;;
     esac
     out=$(hidden "$TRELLIS_BUILD/tests/gpu/layers_test"); rc=$?
