@@ -32,8 +32,10 @@ perf: all
 # for each of trellis and PyTorch on 2 cores), then to 0.94 with 2 ranks through srun on the
 # test cluster (half an hour); AlexNet's gradients between 2 and 4 ranks, allreduce in f32 and
 # bf16 against a parameter server (a few minutes); ResNet-50 on the shaped network, 1 to 4
-# nodes, both profiles (about 10 minutes).
+# nodes, both profiles (about 10 minutes); the per-model table with oneDNN capped at AVX2 on an
+# AVX-512 CPU (about 7 minutes).
 perf-long: all
+	$(srcdir)/tests/perf/models_vs_pytorch '$(abs_top_builddir)' '$(abs_top_srcdir)' avx2
 	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
 	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/comm_bound_models '$(abs_top_builddir)' '$(abs_top_srcdir)'
