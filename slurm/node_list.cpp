@@ -10,7 +10,9 @@
 namespace trellis::slurm {
 
 std::string first_node_address(const std::string& nodelist) {
-    hostlist_t list = slurm_hostlist_create(nodelist.c_str());
+    // auto: hostlist_t is a pointer in Slurm 22.05 and the struct itself since 23.11, whose
+    // hostlist calls take and return hostlist_t * (slurm.h, commits ba44a52602 and 1085bf6a9b).
+    auto list = slurm_hostlist_create(nodelist.c_str());
     if (!list) throw UsageError("cannot parse the Slurm node list '" + nodelist + "'");
     char* first = slurm_hostlist_shift(list);
     std::string node = first ? first : "";

@@ -145,7 +145,9 @@ SlurmConfigFiles SlurmConfigFiles::beside(const std::string& slurm_conf) {
 }
 
 std::vector<std::string> expand_hostlist(const std::string& list) {
-    hostlist_t hosts = slurm_hostlist_create(list.c_str());
+    // auto: hostlist_t is a pointer in Slurm 22.05 and the struct itself since 23.11, whose
+    // hostlist calls take and return hostlist_t * (slurm.h, commits ba44a52602 and 1085bf6a9b).
+    auto hosts = slurm_hostlist_create(list.c_str());
     if (!hosts) throw UsageError("'" + list + "' is not a host list libslurm can expand");
     std::vector<std::string> names;
     while (char* name = slurm_hostlist_shift(hosts)) {

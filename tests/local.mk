@@ -1,8 +1,9 @@
 # Unit tests (Catch2, one binary per unit), the trellis-topo command-line tests and the
 # checks over ../shared/fixtures/topology. Binaries exit 77 ("skipped") when what they need
 # is absent, so that a skip is never counted as a pass.
-tests_unit_libcatch_main_la_SOURCES = tests/unit/catch_main.cpp tests/unit/fixtures.hpp
+tests_unit_libcatch_main_la_SOURCES = tests/unit/catch_main.cpp tests/unit/fixtures.hpp tests/catch.hpp
 tests_unit_libcatch_main_la_CPPFLAGS = $(AM_CPPFLAGS) $(CATCH2_CFLAGS)
+tests_unit_libcatch_main_la_LIBADD = $(CATCH2_LIBS)
 
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CATCH2_CFLAGS) $(JSON_CFLAGS) \
 	-DTRELLIS_SOURCE_DIR='"$(abs_top_srcdir)"'

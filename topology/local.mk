@@ -48,7 +48,7 @@ tests_unit_live_node_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_live_node_test_LDADD = $(UNIT_LDADD)
 tests_unit_shared_fixtures_test_SOURCES = tests/unit/shared_fixtures_test.cpp
 tests_unit_shared_fixtures_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_shared_fixtures_test_LDADD = topology/libtrellis-topology.la
+tests_unit_shared_fixtures_test_LDADD = topology/libtrellis-topology.la $(CATCH2_LIBS)
 
 
 noinst_PROGRAMS += tests/perf/plan_bench

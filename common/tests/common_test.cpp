@@ -1,5 +1,5 @@
 // The common layer: exit statuses by error kind, the value parsers and the option table.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <cstdlib>
 

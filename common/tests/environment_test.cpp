@@ -1,6 +1,6 @@
 // The table of environment variables and man/trellis.7's ENVIRONMENT section name exactly the
 // same variables, each once.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <fstream>
 #include <set>

@@ -1,5 +1,5 @@
 // "Did you mean": typing slips are near, other names are not suggested.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include "common/cli.hpp"
 #include "common/spelling.hpp"

@@ -1,7 +1,7 @@
 // The agent's pure parts: mount specifications and the destinations no user may take, the
 // image and mount policy, what an image may hold, Apptainer's command line, device files,
 // launch options, and the node check on fixture topologies.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -1,6 +1,6 @@
 // TRELLIS_BINDING_SET: a step started inside a task takes none of the task's binding as the
 // user's choice, and replaces all of it.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
 // CDI specs (agent/container/cdi): strict reading of JSON and YAML, the version rules, the
 // administrator-only folders, selecting a step's GPUs, merging edits and reading hooks.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@
 using namespace trellis::agent::cdi;
 using trellis::Refused;
 using trellis::UsageError;
-using Catch::Matchers::Contains;
+using Catch::Contains;
 
 namespace {
 

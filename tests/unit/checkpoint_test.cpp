@@ -1,5 +1,5 @@
 // Checkpoints: round trip, atomic files, damaged newest passed over, wrong model refused.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // this process (they meet in memory, so no port is fixed): both allreduce schedules, bucketed
 // gradient averaging, broadcast, the failure notice naming the rank that failed, and the TCP
 // rendezvous itself.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

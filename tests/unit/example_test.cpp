@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <cstring>
 

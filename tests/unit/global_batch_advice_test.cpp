@@ -1,5 +1,5 @@
 // The advice on resuming a checkpoint whose global batch this run's ranks do not make.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include "trainer/train/global_batch_advice.hpp"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <filesystem>
 #include <fstream>
 #include <string>

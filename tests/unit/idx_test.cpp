@@ -1,5 +1,5 @@
 // IDX files (plain and gzip), the IDX dataset, and the grey-image transform.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <zlib.h>
 
 #include <filesystem>

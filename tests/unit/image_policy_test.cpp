@@ -1,7 +1,7 @@
 // The image policy for registry references, archives and squashfs files
 // (agent/container/image_policy.hpp): every rule, and each refusal naming its setting and
 // the file it comes from. Bundles and .sif files are agent_test.cpp's.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

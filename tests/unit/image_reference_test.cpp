@@ -1,5 +1,5 @@
 // Image references as --trellis-image takes them (agent/container/image_reference.hpp).
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include "agent/container/image_reference.hpp"
 #include "common/error.hpp"

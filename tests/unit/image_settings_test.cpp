@@ -1,5 +1,5 @@
 // An image's settings as the tasks take them: each row of spank_trellis(8)'s table.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <set>
 

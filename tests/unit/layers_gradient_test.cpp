@@ -1,5 +1,5 @@
 // Every CPU layer's backward against central finite differences.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // The machine the tests run on: discovery must work and give a valid plan. CI machines have
 // no GPUs, so the plan there is CPU-only; on a GPU machine the GPU rules apply instead.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <set>
 

@@ -1,5 +1,5 @@
 // Softmax cross-entropy: value, label smoothing, gradient and top-k counting.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <cmath>
 #include <vector>

@@ -1,7 +1,7 @@
 // A training step that adds the gradients of several batches (--accumulate): two parts give
 // the mean of the two batches' gradients, each computed on its own, and the gradients a caller
 // is told are ready during the last part are already complete.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // --transport auto's vote for NCCL, summed as the ranks sum it (trainer/train/nccl_vote.hpp).
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <string>
 #include <vector>

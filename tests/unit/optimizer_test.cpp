@@ -1,5 +1,5 @@
 // Optimizer updates against hand-computed values, and which parameters decay.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Convolutions never run oneDNN's reference kernels (trainer/nn/cpu/reference_kernels.hpp).
 // Its own binary: the ISA cap must be set before the process creates its first primitive.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include "tests/unit/gradient_check.hpp"
 #include "trainer/nn/cpu/convolution.hpp"

@@ -1,7 +1,7 @@
 // The user's record of resolved digests (agent/container/registry_digest.hpp): used within
 // digest_lifetime only, one line per reference, rewritten whole; a pinned reference asks no
 // one. The lookups themselves are tests/container/digest_test.sh's, against a real registry.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 

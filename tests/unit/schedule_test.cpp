@@ -1,5 +1,5 @@
 // Learning-rate schedules: warmup, step, cosine, polynomial.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include "trainer/optim/schedule.hpp"
 

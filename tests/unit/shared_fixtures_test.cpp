@@ -2,7 +2,7 @@
 // with one task per GPU, each task's HCA is one of the nearest ACTIVE ones, its CPUs are local
 // to its GPU, and tasks on different GPUs share no core. Skipped (exit 77) without the folder.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <filesystem>
 #include <iostream>

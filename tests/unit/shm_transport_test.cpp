@@ -4,7 +4,7 @@
 // placement, compressed or not, the hierarchical one over TCP alone too and refused where nodes
 // are uneven; the broadcast through the hierarchy, once per node across the network; messages larger than a ring in posting order; whichever
 // message comes first; the failure notice naming the rank that failed; and /dev/shm left clean.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // Slurm's GPUs on the topology's terms: gres.conf read as Slurm 22.05 reads it, device files
 // tied to GPUs by the NVIDIA driver's minor numbers, and Slurm's choice of numbering.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <filesystem>
 #include <fstream>

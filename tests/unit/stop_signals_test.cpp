@@ -4,7 +4,7 @@
 // heap memory, and trellis-train aborted ("corrupted size vs. prev_size") about once in eight
 // runs stopped by SIGTERM at AlexNet's fully connected layers.
 // Its own binary: the signal dispositions and masks are the process's.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -1,5 +1,5 @@
 // trellis-train's command line: defaults, both value forms, and the refusals.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sched.h>
 

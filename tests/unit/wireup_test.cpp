@@ -1,6 +1,6 @@
 // The frameworks' variables: what PyTorch's env:// reads and TensorFlow's TF_CONFIG, from a
 // step's layout as Slurm describes it.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <nlohmann/json.hpp>
 
