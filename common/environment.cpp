@@ -5,7 +5,7 @@ namespace trellis::env {
 std::span<const Variable* const> all() {
     static const Variable* const table[] = {
         &bind, &hca, &gpus, &memory, &wireup, &verbose, &image, &mounts, &writable, &keep_env, &entrypoint,
-        &slurm_cpu_bind, &slurm_gpu_bind, &image_pinned,
+        &slurm_cpu_bind, &slurm_gpu_bind, &slurm_gpu_sharing, &image_pinned,
         &gpu, &distance, &numa, &cpus, &binding_set, &rank, &local_rank, &world_size, &local_size, &nnodes, &node_rank,
         &master, &rendezvous_port, &wireup_set, &ib_gid_index, &cuda_module, &cuda_libs, &cuda_profile, &cuda_speedups, &cuda_visible_devices,
         &cuda_device_order, &rocr_visible_devices, &nccl_ib_hca, &nccl_socket_ifname, &ucx_net_devices,

@@ -32,8 +32,12 @@ inline constexpr Variable entrypoint{"TRELLIS_ENTRYPOINT", "off: the image's Ent
 // Set by the plugin in srun, read by it in slurmstepd.
 inline constexpr Variable slurm_cpu_bind{"TRELLIS_SLURM_CPU_BIND", "the user chose no --cpu-bind",
                                          "the user's own --cpu-bind, which the binding then leaves alone"};
-inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "the user chose no GPU binding",
-                                         "the user's own --gpu-bind (or its per-task GPU count)"};
+inline constexpr Variable slurm_gpu_bind{"TRELLIS_SLURM_GPU_BIND", "Slurm binds no GPU per task",
+                                         "Slurm's GPU binding as srun asks for it, in --gpu-bind's terms "
+                                         "(--gpu-bind, --tres-bind, or per_task:N for a GPU count per task)"};
+inline constexpr Variable slurm_gpu_sharing{"TRELLIS_SLURM_GPU_SHARING", "each task opens only its own GPUs",
+                                            "srun --gres-flags=allow-task-sharing: each task may open all of "
+                                            "the step's GPUs"};
 inline constexpr Variable image_pinned{"TRELLIS_IMAGE_PINNED", "the image is not a registry image with a tag",
                                        "the registry image pinned to its digest by srun, which every node runs"};
 // A task's binding, as the plugin and trellis-agent launch set it.

@@ -1,7 +1,6 @@
 // The --trellis-* options and their environment variables.
 // srun and sbatch validate them before anything is launched; slurmstepd parses them again.
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <vector>
 #include <stdexcept>
@@ -12,6 +11,7 @@
 #include "common/error.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
+#include "slurm/gpu_binding.hpp"
 
 namespace trellis::spank {
 namespace {
@@ -151,36 +151,25 @@ bool read_env(spank_t sp, const char* name, std::string& value) {
     return true;
 }
 
-// srun's own --cpu-bind/--gpu-bind (or the SLURM_CPU_BIND/SLURM_GPU_BIND variables that
-// stand for them) win over trellis. slurmstepd cannot tell a user's choice from a default
-// that task/affinity filled in, so srun, which can, hands it on in the job's environment.
-// srun also binds GPUs by itself for --gpus-per-task (gpu:per_task:N) and --ntasks-per-gpu
-// (gpu:single:N) when no --gpu-bind is given (Slurm 22.05, srun/libsrun/launch.c).
+// srun's own --cpu-bind (or SLURM_CPU_BIND) wins over trellis. slurmstepd cannot tell a
+// user's choice from a default that task/affinity filled in, so srun, which can, hands it on
+// in the job's environment. So it does with Slurm's own GPU binding, which srun alone can read
+// in every Slurm version (slurm/gpu_binding.hpp: --gpu-bind, --tres-bind, a GPU count per task,
+// and --gres-flags=allow-task-sharing, which reaches no variable of the step).
 void hand_on_slurm_binding() {
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::vector<std::string> args;
-    for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
-    auto given = [&](const char* option, const char* variable) {
-        std::string value = std::getenv(variable) ? std::getenv(variable) : "";
-        for (size_t i = 1; i < args.size(); ++i) {
-            if (args[i] == option && i + 1 < args.size()) value = args[i + 1];
-            if (args[i].rfind(std::string(option) + "=", 0) == 0) value = args[i].substr(std::strlen(option) + 1);
-        }
-        return value;
+    slurm::SrunInput srun;
+    for (std::string arg; std::getline(in, arg, '\0');) srun.args.push_back(arg);
+    srun.env = [](const char* name) {
+        const char* value = std::getenv(name);
+        return std::string(value ? value : "");
     };
-    std::string cpu_bind = given("--cpu-bind", "SLURM_CPU_BIND");
-    std::string gpu_bind = given("--gpu-bind", "SLURM_GPU_BIND");
-    if (gpu_bind.empty()) {
-        std::string per_gpu = given("--ntasks-per-gpu", "SLURM_NTASKS_PER_GPU");
-        std::string per_task = given("--gpus-per-task", "SLURM_GPUS_PER_TASK");
-        if (!per_gpu.empty())
-            gpu_bind = "single:" + per_gpu;
-        // Only a plain count binds: Slurm 22.05 reads "a100:2" as 0 (gres.c) and binds nothing.
-        else if (!per_task.empty() && per_task.find_first_not_of("0123456789") == std::string::npos)
-            gpu_bind = "per_task:" + per_task;
-    }
+    std::string cpu_bind = srun.given("--cpu-bind", "SLURM_CPU_BIND");
+    slurm::SrunGpuBinding gpus = slurm::srun_gpu_binding(srun, SLURM_VERSION_NUMBER);
     // Set or cleared: an srun inside a step must not inherit the outer srun's choices.
-    for (const auto& [name, value] : {std::pair{env::slurm_cpu_bind.name, cpu_bind}, {env::slurm_gpu_bind.name, gpu_bind}})
+    for (const auto& [name, value] : {std::pair{env::slurm_cpu_bind.name, cpu_bind},
+                                      {env::slurm_gpu_bind.name, gpus.bind},
+                                      {env::slurm_gpu_sharing.name, std::string(gpus.task_sharing ? "1" : "")}})
         value.empty() ? unsetenv(name) : setenv(name, value.c_str(), 1);
 }
 

@@ -13,6 +13,7 @@
 #include "common/host.hpp"
 #include "spank/contexts.hpp"
 #include "spank/state.hpp"
+#include "slurm/gpu_binding.hpp"
 #include "slurm/slurm_config.hpp"
 
 namespace trellis::spank {
@@ -66,6 +67,18 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     return layout;
 }
 
+// Slurm's GPU binding of this step, in --gpu-bind's terms. Since 23.11 srun exports the
+// binding it sent with the step, its implicit per-task binding included, as SLURM_TRES_BIND
+// (24.11 src/srun/srun.c, _setup_one_job_env, through src/common/env.c set_env_from_opts);
+// before, only srun's hand-on (option_callbacks.cpp) has it. The hand-on, where the step has
+// no GPU part in SLURM_TRES_BIND: --ntasks-per-gpu's single:N is added later, in the launch.
+std::string step_gpu_binding(spank_t sp) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+    if (std::string gpu = slurm::gpu_part_of_tres_bind(job_env(sp, "SLURM_TRES_BIND")); !gpu.empty()) return gpu;
+#endif
+    return job_env(sp, env::slurm_gpu_bind.name);
+}
+
 }  // namespace
 
 int plan_node(spank_t sp) {
@@ -81,12 +94,12 @@ int plan_node(spank_t sp) {
         uint32_t tasks = item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count");
         if (tasks == 0) throw std::runtime_error("Slurm reports no local task for this step");
         s.local_tasks = tasks;
-        // Set by srun when the user gave --cpu-bind or --gpu-bind (option_callbacks.cpp).
-        // Slurm's own per-task GPU binding (--gpus-per-task) is followed exactly; any other
-        // --gpu-bind leaves GPU visibility to Slurm.
+        // Set by srun when the user gave --cpu-bind, and for Slurm's GPU binding
+        // (option_callbacks.cpp). Slurm's own per-task GPU binding is followed exactly; any
+        // other leaves GPU visibility to Slurm.
         s.user_cpu_bind = !job_env(sp, env::slurm_cpu_bind.name).empty();
-        std::string gpu_bind = job_env(sp, env::slurm_gpu_bind.name);
-        int per_task = gpu_bind.rfind("per_task:", 0) == 0 ? std::atoi(gpu_bind.c_str() + 9) : 0;
+        std::string gpu_bind = step_gpu_binding(sp);
+        int per_task = slurm::per_task_gpus(gpu_bind);
         s.user_gpu_bind = !gpu_bind.empty() && per_task <= 0;
 
         agent::StepRequest request;
@@ -99,6 +112,7 @@ int plan_node(spank_t sp) {
         request.step_gpus = job_env(sp, "SLURM_STEP_GPUS");
         request.slurm_conf = slurm_conf();
         request.slurm_gpus_per_task = per_task;
+        request.slurm_task_sharing = !job_env(sp, env::slurm_gpu_sharing.name).empty();
         request.slurm_visible_devices = job_env(sp, "CUDA_VISIBLE_DEVICES");
         request.in_container = !s.choices.image.empty();
         request.single_node = item(sp, S_JOB_NNODES, "node count") == 1;

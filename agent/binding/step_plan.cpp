@@ -50,8 +50,14 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
         for (size_t i = 0; i < gpus.in_gres_order.size(); ++i)
             if (i / static_cast<size_t>(n) < groups.size()) groups[i / static_cast<size_t>(n)].push_back(gpus.in_gres_order[i]);
         request.task_gpus = groups;
-        if (constrained) request.gpu_numbering = topology::GpuNumbering::task;
-        if (request.share_gpus && constrained) {
+        // Each task's device cgroup holds its own GPUs only (Slurm's task_cgroup_devices.c,
+        // task_cgroup_devices_constrain, from the same per_task binding), so CUDA numbers them
+        // from 0. Not with allow-task-sharing: every task's cgroup holds the step's GPUs and
+        // Slurm numbers them within the step (24.11 src/interfaces/gres.c, _get_usable_gres:
+        // use_local_index = false and the step's GPUs consolidated).
+        bool own_cgroup = constrained && !step.slurm_task_sharing;
+        if (own_cgroup) request.gpu_numbering = topology::GpuNumbering::task;
+        if (request.share_gpus && own_cgroup) {
             request.share_gpus = false;
             warnings.push_back("--gpus-per-task: Slurm confines each task to its own GPUs, so they cannot be shared");
         }

@@ -30,10 +30,13 @@ struct StepRequest {
     // The tasks run in a container, which holds only the step's device files: they are
     // numbered within the step whatever Slurm's cgroups do.
     bool in_container = false;
-    // Slurm binds GPUs to tasks itself (--gpus-per-task N gives "per_task:N"): each task gets
+    // Slurm binds GPUs to tasks itself (per_task:N, slurm/gpu_binding.hpp): each task gets
     // the step's GPUs N at a time, in Slurm's order, and under constrained devices sees only
     // those. 0: Slurm does not.
     int slurm_gpus_per_task = 0;
+    // srun --gres-flags=allow-task-sharing (Slurm 23.11.4): the tasks' environment is bound
+    // per task, but each task may open all of the step's GPUs, so they keep the step's numbers.
+    bool slurm_task_sharing = false;
     // The cores Slurm allocated the step on this node (spank's S_STEP_ALLOC_CORES, Slurm's
     // core numbers: "0-3,8"); empty: none known. The plan's CPUs stay within them whatever
     // the task plugin: without cpuset cgroups hwloc sees the whole node.

@@ -257,6 +257,23 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         CHECK(bound.tasks[0].env.at("TRELLIS_GPU") == "1");  // Slurm's per-task order: gres index 1 first
         CHECK(bound.tasks[1].env.at("TRELLIS_GPU") == "4");
         CHECK(bound.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "0");  // it sees only its own
+        // --gres-flags=allow-task-sharing: each task is still bound to its own GPU, but its
+        // cgroup holds the step's GPUs, which CUDA numbers within the step (GPU 4 is the
+        // second of 1 and 4).
+        request.slurm_task_sharing = true;
+        auto sharing = plan_step(config, request);
+        CHECK(sharing.gpu_numbering == trellis::topology::GpuNumbering::step);
+        CHECK(sharing.tasks[0].env.at("TRELLIS_GPU") == "1");
+        CHECK(sharing.tasks[0].env.at("CUDA_VISIBLE_DEVICES") == "0");
+        CHECK(sharing.tasks[1].env.at("TRELLIS_GPU") == "4");
+        CHECK(sharing.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1");
+        request.share_gpus = true;  // --trellis-gpus=step: every task sees both, its own first
+        auto shared = plan_step(config, request);
+        CHECK(shared.tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1,0");
+        CHECK(std::none_of(shared.warnings.begin(), shared.warnings.end(),
+                           [](const std::string& w) { return w.find("cannot be shared") != std::string::npos; }));
+        request.share_gpus.reset();
+        request.slurm_task_sharing = false;
         request.slurm_gpus_per_task = 0;
 
         // GPUs that cannot be tied to the topology: none planned, visibility left to Slurm.
