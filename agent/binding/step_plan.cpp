@@ -59,7 +59,8 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
         if (own_cgroup) request.gpu_numbering = topology::GpuNumbering::task;
         if (request.share_gpus && own_cgroup) {
             request.share_gpus = false;
-            warnings.push_back("--gpus-per-task: Slurm confines each task to its own GPUs, so they cannot be shared");
+            warnings.push_back("Slurm binds GPUs per task and confines each task to its own, so they cannot be shared "
+                               "(srun --gres-flags=allow-task-sharing lets every task open the step's)");
         }
     }
     return true;
