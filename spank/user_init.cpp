@@ -124,7 +124,8 @@ int plan_node(spank_t sp) {
             plan.warnings.push_back("srun --cpu-bind was given: Slurm's CPU binding is used instead");
         }
         if (s.user_gpu_bind)
-            plan.warnings.push_back("srun --gpu-bind was given: GPU visibility is left to Slurm");
+            plan.warnings.push_back("Slurm binds GPUs to tasks itself (" + gpu_bind +
+                                    ", from --gpu-bind, --tres-bind or --ntasks-per-gpu): GPU visibility is left to Slurm");
         s.plan = std::move(plan);
 
         s.wireup = s.choices.wireup.value_or(s.config.wireup.frameworks ? agent::WireupChoice{}

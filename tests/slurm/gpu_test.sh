@@ -12,6 +12,8 @@ fixtures=${TRELLIS_FIXTURES:?}/topology topo=$build/trellis-topo
 python=${PYTHON3:-python3}
 
 make_cluster_dir trellis-gpu
+# Typed GPUs (gpu:a100:N) for typed requests; untyped ones take them as well.
+export TRELLIS_CLUSTER_GPU_TYPE=a100
 start_cluster "n1=$fixtures/shared-hca-4gpu.xml" "n2=$fixtures/two-level-switch-8gpu.xml"
 if [ -f "$dir/no-device-cgroup" ]; then
     echo "SKIP: $(cat "$dir/no-device-cgroup")"
@@ -38,6 +40,28 @@ oracle() {
         fail "$what:"$'\n'"$out"
     fi
 }
+# The options that bind GPUs changed between Slurm versions: a row for an option this
+# cluster's srun lacks says so and is not run (any Slurm the cluster script starts will do).
+slurm_version=$(srun --version | awk '{print $2}')
+# since VERSION WHAT: whether this Slurm is VERSION or later; if not, says WHAT it lacks.
+since() {
+    printf '%s\n%s\n' "$1" "$slurm_version" | sort -V -C && return 0
+    echo "not in Slurm $slurm_version: $2 ($1+)"
+    return 1
+}
+# gpu_batch NAME SBATCH-OPTIONS...: a batch job whose script runs the probe with a plain srun,
+# which takes its GPU options from what sbatch hands it; output as gpu_run's.
+gpu_batch() {
+    local name=$1
+    shift
+    runs=$((runs + 1))
+    rm -f "$dir/user/$name".task-* "$dir/user/$name".errors-*
+    as_user sbatch --wait -o "$dir/user/$name.batch" "$@" \
+        --wrap "srun -o $dir/user/$name.task-%t -e $dir/user/$name.errors-%t ${probe[*]}" >/dev/null 2>"$dir/$name.err" ||
+        fail "$name: sbatch $*: status $?: $(tail -n 5 "$dir/$name.err" "$dir/user/$name.batch" 2>/dev/null)"
+    cat "$dir/user/$name".task-* >"$dir/$name.out" 2>/dev/null
+    cat "$dir/user/$name.batch" "$dir/user/$name".errors-* >>"$dir/$name.err" 2>/dev/null
+}
 field() {  # NAME PYTHON-EXPRESSION over the list `tasks`: prints its value
     "$python" -c "import json,sys; tasks=[json.loads(l) for l in open(sys.argv[1])]; print($2)" "$dir/$1.out"
 }
@@ -56,6 +80,75 @@ gpu_run exclusive -w n2 -n2 --exclusive --gres=gpu:8
 oracle exclusive "--exclusive --gres=gpu:8, 2 tasks" --gpus 4
 gpu_run no_gpus -N2 --ntasks-per-node=1
 oracle no_gpus "a step that asked for no GPU gets none" --no-gpus
+
+echo "Slurm $slurm_version"
+# distinct NAME WHAT: no two tasks share a GPU.
+distinct() {
+    [ "$(field "$1" 'len({t["env"].get("TRELLIS_GPU") for t in tasks}) == len(tasks)')" = True ] &&
+        pass "$2: each task its own GPU" || fail "$2: tasks share GPUs: $(field "$1" '[t["env"].get("TRELLIS_GPU") for t in tasks]')"
+}
+# slurm_decides NAME WHAT: Slurm's own GPU binding, which trellis leaves to Slurm with a warning.
+slurm_decides() {
+    grep -q "GPU visibility is left to Slurm" "$dir/$1.err" && pass "$2: warned" || fail "$2: no warning"
+    [ "$(field "$1" '{t["env"].get("CUDA_DEVICE_ORDER") for t in tasks}')" = "{None}" ] &&
+        pass "$2: visibility left to Slurm" || fail "$2: trellis set CUDA variables"
+}
+
+# 1b. Slurm's per-task GPU binding, as each version spells it (slurm/gpu_binding.hpp): each
+#     task can open only its own GPU, which is CUDA 0 for it; with allow-task-sharing every
+#     task opens the step's GPUs and keeps the step's numbers.
+gpu_run gpu_bind_per_task -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=per_task:1
+oracle gpu_bind_per_task "--gpu-bind=per_task:1" --gpus 1
+# Slurm 22.05 binds nothing for a typed count, 23.11 per task: right either way.
+gpu_run typed_per_task -N1 -w n2 -n2 --gpus-per-task=a100:1
+oracle typed_per_task "--gpus-per-task=a100:1 (Slurm $slurm_version)" --gpus 1
+distinct typed_per_task "--gpus-per-task=a100:1"
+if since 23.02 "--tres-per-task"; then
+    gpu_run tres_per_task -N1 -w n2 -n2 --tres-per-task=gres/gpu:1
+    oracle tres_per_task "--tres-per-task=gres/gpu:1" --gpus 1
+    gpu_run tres_per_task_typed -N1 -w n2 -n2 --tres-per-task=gres/gpu:a100:1
+    oracle tres_per_task_typed "--tres-per-task=gres/gpu:a100:1" --gpus 1
+    gpu_run tres_per_task_cpus -N1 -w n2 -n2 -O --tres-per-task=cpu=1,gres/gpu=1
+    oracle tres_per_task_cpus "--tres-per-task=cpu=1,gres/gpu=1" --gpus 1
+fi
+if since 23.11 "--tres-bind"; then
+    gpu_run tres_bind_per_task -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
+    oracle tres_bind_per_task "--tres-bind=gres/gpu:per_task:1" --gpus 1
+    for bind in map_gpu:1,0 map:1,0 mask_gpu:0x2,0x1 mask:0x2,0x1 single:1 closest none; do
+        name=tres_bind_${bind%%:*}
+        gpu_run "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind --trellis-verbose
+        slurm_decides "$name" "--tres-bind=gres/gpu:$bind"
+    done
+fi
+if since 23.11.4 "--gres-flags=allow-task-sharing"; then
+    gpu_run task_sharing -N1 -w n2 -n2 --gpus-per-task=1 --gres-flags=allow-task-sharing
+    oracle task_sharing "--gpus-per-task=1 --gres-flags=allow-task-sharing" --gpus 1
+    distinct task_sharing "allow-task-sharing"
+fi
+
+# 1c. sbatch's GPU options, then a plain srun in the batch script: 22.05 hands them on as
+#     SLURM_GPUS_PER_TASK and SLURM_GPU_BIND, 23.11 as SLURM_TRES_PER_TASK and SLURM_TRES_BIND.
+gpu_batch batch_per_task -N1 -w n2 -n2 --gpus-per-task=1
+oracle batch_per_task "sbatch --gpus-per-task=1, then srun" --gpus 1
+gpu_batch batch_gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=per_task:1
+oracle batch_gpu_bind "sbatch --gpu-bind=per_task:1, then srun" --gpus 1
+gpu_batch batch_typed -N1 -w n2 -n2 --gpus-per-task=a100:1
+oracle batch_typed "sbatch --gpus-per-task=a100:1, then srun" --gpus 1
+if since 23.02 "sbatch --tres-per-task"; then
+    gpu_batch batch_tres_per_task -N1 -w n2 -n2 --tres-per-task=gres/gpu:1
+    oracle batch_tres_per_task "sbatch --tres-per-task=gres/gpu:1, then srun" --gpus 1
+    gpu_batch batch_tres_per_task_typed -N1 -w n2 -n2 -O --tres-per-task=cpu=1,gres/gpu:a100:1
+    oracle batch_tres_per_task_typed "sbatch --tres-per-task=cpu=1,gres/gpu:a100:1, then srun" --gpus 1
+fi
+if since 23.11 "sbatch --tres-bind"; then
+    gpu_batch batch_tres_bind -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
+    oracle batch_tres_bind "sbatch --tres-bind=gres/gpu:per_task:1, then srun" --gpus 1
+    for bind in single:1 map:1,0 mask:0x2,0x1; do
+        name=batch_tres_bind_${bind%%:*}
+        gpu_batch "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind --trellis-verbose
+        slurm_decides "$name" "sbatch --tres-bind=gres/gpu:$bind, then srun"
+    done
+fi
 
 # 2. Two jobs on one node: the second gets other GPUs, and each task sees its own.
 as_user srun -N1 -w n2 -n1 --gres=gpu:3 bash -c '"$0" "$1" >"$2"; sleep 6' "${probe[@]}" "$dir/user/first.out" \
@@ -76,7 +169,7 @@ PY
 
 # 3. The user's --gpu-bind wins, with a warning; Slurm numbers the GPUs.
 gpu_run gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --trellis-verbose
-grep -q "srun --gpu-bind was given" "$dir/gpu_bind.err" && pass "--gpu-bind: warned" || fail "--gpu-bind: no warning"
+grep -q "GPU visibility is left to Slurm" "$dir/gpu_bind.err" && pass "--gpu-bind: warned" || fail "--gpu-bind: no warning"
 [ "$(field gpu_bind '[t["env"].get("CUDA_DEVICE_ORDER") for t in tasks]')" = "[None, None]" ] &&
     pass "--gpu-bind: visibility left to Slurm" || fail "--gpu-bind: trellis set CUDA variables"
 

@@ -178,7 +178,7 @@ if [ "$(nproc)" -ge 2 ]; then
     grep -q '"local": 0.*"cpus": "1"' "$dir/cpu_bind.out" && pass "map_cpu applied" || fail "cpu_bind: task 0 not on CPU 1: $(cat "$dir/cpu_bind.out")"
 fi
 run gpu_bind srun -N1 -n1 -w n2 --gpu-bind=closest --trellis-verbose "$python" -c "$task_report"
-expect_in gpu_bind err "srun --gpu-bind was given"
+expect_in gpu_bind err "GPU visibility is left to Slurm"
 grep -q CUDA_VISIBLE_DEVICES "$dir/gpu_bind.out" && fail "gpu_bind: trellis set CUDA_VISIBLE_DEVICES" || pass "--gpu-bind wins"
 
 # 8. An sbatch script with #SBATCH --trellis-bind=closest,verbose prints the table.
