@@ -1,7 +1,10 @@
 #include "slurm/gpu_binding.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <strings.h>
+
+#include "common/error.hpp"
 
 namespace trellis::slurm {
 namespace {
@@ -160,6 +163,66 @@ int per_task_gpus(const std::string& gpu_bind) {
     if (bind.rfind("per_task:", 0) != 0) return 0;
     std::string n = bind.substr(9);
     return all_digits(n) ? std::atoi(n.c_str()) : 0;
+}
+
+namespace {
+
+// The list of a map or mask binding, after its keyword; "" for another binding.
+std::string map_or_mask_list(const std::string& gpu_bind, bool& is_map) {
+    std::string bind = gpu_bind.rfind("verbose,", 0) == 0 ? gpu_bind.substr(8) : gpu_bind;
+    for (const char* keyword : {"map_gpu:", "map:", "mask_gpu:", "mask:"})
+        if (bind.rfind(keyword, 0) == 0) {
+            is_map = std::strncmp(keyword, "map", 3) == 0;
+            return bind.substr(std::strlen(keyword));
+        }
+    return "";
+}
+
+}  // namespace
+
+bool is_map_or_mask(const std::string& gpu_bind) {
+    bool is_map = false;
+    return !map_or_mask_list(gpu_bind, is_map).empty();
+}
+
+// Slurm's rule (24.11 src/interfaces/gres.c and 22.05 src/common/gres.c,
+// _get_usable_gres_map_or_mask): the values are read with strtol base 0, one per task, each
+// "*N" held for N tasks, the list begun again until it reaches the task; a map's value is a
+// bit position, a mask's bits are. Under the local device index (constrained devices) the
+// positions are the step's GPUs (_translate_step_to_global_device_index), otherwise the node's,
+// within the step's.
+std::vector<int> map_or_mask_positions(const std::string& gpu_bind, int task) {
+    bool is_map = false;
+    std::string list = map_or_mask_list(gpu_bind, is_map);
+    if (list.empty() || task < 0) return {};
+    struct Entry {
+        long value;
+        int tasks;
+    };
+    std::vector<Entry> entries;
+    int period = 0;
+    for (const std::string& item : items(list.substr(0, list.find('+')))) {
+        size_t star = item.find('*');
+        char* end = nullptr;
+        long value = std::strtol(item.c_str(), &end, 0);
+        int tasks = star == std::string::npos ? 1 : std::atoi(item.c_str() + star + 1);
+        if (item.empty() || end == item.c_str() || value < 0)
+            throw UsageError("Slurm's GPU binding " + gpu_bind + " has a bad value '" + item + "'");
+        entries.push_back({value, tasks > 0 ? tasks : 1});  // Slurm takes a repetition of 0 as 1
+        period += entries.back().tasks;
+    }
+    int offset = task % period;
+    for (const Entry& entry : entries) {
+        if (offset < entry.tasks) {
+            std::vector<int> positions;
+            if (is_map) return {static_cast<int>(entry.value)};
+            for (int bit = 0; bit < 63; ++bit)
+                if ((entry.value >> bit) & 1) positions.push_back(bit);
+            return positions;
+        }
+        offset -= entry.tasks;
+    }
+    return {};
 }
 
 }  // namespace trellis::slurm

@@ -50,4 +50,13 @@ std::string gpu_part_of_tres_bind(const std::string& tres_bind);
 // N of a per_task:N binding ("verbose," allowed before it); 0 for any other binding.
 int per_task_gpus(const std::string& gpu_bind);
 
+// Whether the binding is a map or a mask (map_gpu:, map:, mask_gpu:, mask:), which names each
+// task's GPUs whatever the CPUs it runs on.
+bool is_map_or_mask(const std::string& gpu_bind);
+// The GPUs a map or mask names for the task with local id TASK, as bit positions: a map's one
+// value, a mask's set bits. The list repeats over the tasks and "V*N" stands for N tasks.
+// Under constrained devices the positions count the step's GPUs in Slurm's order, otherwise
+// the node's (gres indices). Empty for any other binding. Throws UsageError on a bad list.
+std::vector<int> map_or_mask_positions(const std::string& gpu_bind, int task);
+
 }  // namespace trellis::slurm

@@ -28,4 +28,5 @@ tests_unit_slurm_gpus_test_LDADD = tests/unit/libcatch-main.la slurm/libtrellis-
 unit_tests += tests/unit/slurm_gpu_binding_test
 tests_unit_slurm_gpu_binding_test_SOURCES = tests/unit/slurm_gpu_binding_test.cpp
 tests_unit_slurm_gpu_binding_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_slurm_gpu_binding_test_LDADD = tests/unit/libcatch-main.la slurm/libtrellis-slurm-gres.la
+tests_unit_slurm_gpu_binding_test_LDADD = tests/unit/libcatch-main.la slurm/libtrellis-slurm-gres.la \
+	common/libtrellis-common.la

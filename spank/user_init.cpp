@@ -95,12 +95,14 @@ int plan_node(spank_t sp) {
         if (tasks == 0) throw std::runtime_error("Slurm reports no local task for this step");
         s.local_tasks = tasks;
         // Set by srun when the user gave --cpu-bind, and for Slurm's GPU binding
-        // (option_callbacks.cpp). Slurm's own per-task GPU binding is followed exactly; any
-        // other leaves GPU visibility to Slurm.
+        // (option_callbacks.cpp). Slurm's own per-task, map and mask GPU bindings are followed
+        // exactly; the others (single, closest: Slurm's CPU placement decides; none) leave GPU
+        // visibility to Slurm.
         s.user_cpu_bind = !job_env(sp, env::slurm_cpu_bind.name).empty();
         std::string gpu_bind = step_gpu_binding(sp);
         int per_task = slurm::per_task_gpus(gpu_bind);
-        s.user_gpu_bind = !gpu_bind.empty() && per_task <= 0;
+        bool mapped = slurm::is_map_or_mask(gpu_bind);
+        s.user_gpu_bind = !gpu_bind.empty() && per_task <= 0 && !mapped;
 
         agent::StepRequest request;
         request.node_name = node_name();
@@ -113,6 +115,7 @@ int plan_node(spank_t sp) {
         request.slurm_conf = slurm_conf();
         request.slurm_gpus_per_task = per_task;
         request.slurm_task_sharing = !job_env(sp, env::slurm_gpu_sharing.name).empty();
+        if (mapped) request.slurm_gpu_map = gpu_bind;
         request.slurm_visible_devices = job_env(sp, "CUDA_VISIBLE_DEVICES");
         request.in_container = !s.choices.image.empty();
         request.single_node = item(sp, S_JOB_NNODES, "node count") == 1;

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "topology/discovery.hpp"
 #include "topology/gpu_minors.hpp"
+#include "slurm/gpu_binding.hpp"
 #include "slurm/step_gpus.hpp"
 
 namespace trellis::agent {
@@ -20,6 +21,38 @@ namespace {
 
 // The numeric memory policies of <linux/mempolicy.h>.
 constexpr int mpol_preferred = 1, mpol_bind = 2;
+
+// Each task's GPUs under Slurm's map or mask binding (slurm/gpu_binding.hpp). The positions
+// count the step's GPUs in Slurm's order where Slurm numbers devices within the step
+// (constrained devices; allow-task-sharing, 24.11 src/interfaces/gres.c, _get_usable_gres,
+// which consolidates the step's GPUs), else the node's gres indices, of which only the step's
+// count. A task left without GPU gets the step's first, as Slurm does ("Binding to the first
+// device in the allocation instead").
+std::vector<std::vector<int>> map_or_mask_groups(const StepRequest& step, const slurm::StepGpus& gpus,
+                                                 const std::vector<int>& gres_indices, bool constrained,
+                                                 std::vector<std::string>& warnings) {
+    std::vector<std::vector<int>> groups(static_cast<size_t>(step.tasks));
+    if (gpus.in_gres_order.empty()) return groups;
+    bool within_step = constrained || step.slurm_task_sharing;
+    for (int t = 0; t < step.tasks; ++t) {
+        auto& group = groups[static_cast<size_t>(t)];
+        for (int position : slurm::map_or_mask_positions(step.slurm_gpu_map, t)) {
+            size_t k = static_cast<size_t>(position);
+            if (!within_step) {
+                auto found = std::find(gres_indices.begin(), gres_indices.end(), position);
+                k = found == gres_indices.end() ? gpus.in_gres_order.size()
+                                                : static_cast<size_t>(found - gres_indices.begin());
+            }
+            if (k < gpus.in_gres_order.size()) group.push_back(gpus.in_gres_order[k]);
+        }
+        if (group.empty()) {
+            group.push_back(gpus.in_gres_order.front());
+            warnings.push_back("Slurm's GPU binding " + step.slurm_gpu_map + " names no GPU of the step for task " +
+                               std::to_string(t) + ": Slurm gives it the step's first");
+        }
+    }
+    return groups;
+}
 
 // Which GPUs the step may use and how its tasks number them, as Slurm decided. Returns false
 // when they cannot be tied to the topology's GPUs: the plan then leaves GPUs to Slurm.
@@ -43,7 +76,12 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
     warnings.insert(warnings.end(), gpus.warnings.begin(), gpus.warnings.end());
     bool constrained = slurm::devices_constrained(files) || step.in_container;
     if (constrained) request.gpu_numbering = topology::GpuNumbering::step;
-    if (int n = step.slurm_gpus_per_task; n > 0) {
+    if (!step.slurm_gpu_map.empty()) {
+        std::vector<int> gres_indices;
+        for (int index : topology::CpuSet::parse(step.step_gpus)) gres_indices.push_back(index);
+        request.task_gpus = map_or_mask_groups(step, gpus, gres_indices, constrained, warnings);
+        if (constrained && !step.slurm_task_sharing) request.gpu_numbering = topology::GpuNumbering::task;
+    } else if (int n = step.slurm_gpus_per_task; n > 0) {
         // Slurm's per_task binding (gres.c, _filter_gres_per_task): task t gets the GPUs at
         // positions t*n .. t*n+n-1 of the step's, in Slurm's order.
         std::vector<std::vector<int>> groups(static_cast<size_t>(step.tasks));

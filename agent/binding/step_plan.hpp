@@ -37,6 +37,9 @@ struct StepRequest {
     // srun --gres-flags=allow-task-sharing (Slurm 23.11.4): the tasks' environment is bound
     // per task, but each task may open all of the step's GPUs, so they keep the step's numbers.
     bool slurm_task_sharing = false;
+    // Slurm binds GPUs to tasks by a map or mask (map_gpu:1,0, mask:0x3...,
+    // slurm/gpu_binding.hpp): each task gets the GPUs it names. "": none.
+    std::string slurm_gpu_map;
     // The cores Slurm allocated the step on this node (spank's S_STEP_ALLOC_CORES, Slurm's
     // core numbers: "0-3,8"); empty: none known. The plan's CPUs stay within them whatever
     // the task plugin: without cpuset cgroups hwloc sees the whole node.

@@ -114,7 +114,12 @@ fi
 if since 23.11 "--tres-bind"; then
     gpu_run tres_bind_per_task -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
     oracle tres_bind_per_task "--tres-bind=gres/gpu:per_task:1" --gpus 1
-    for bind in map_gpu:1,0 map:1,0 mask_gpu:0x2,0x1 mask:0x2,0x1 single:1 closest none; do
+    for bind in map_gpu:1,0 map:1,0 mask_gpu:0x2,0x1 mask:0x2,0x1; do
+        name=tres_bind_${bind%%:*}
+        gpu_run "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind
+        oracle "$name" "--tres-bind=gres/gpu:$bind" --gpus 1
+    done
+    for bind in single:1 closest none; do
         name=tres_bind_${bind%%:*}
         gpu_run "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind --trellis-verbose
         slurm_decides "$name" "--tres-bind=gres/gpu:$bind"
@@ -132,6 +137,8 @@ gpu_batch batch_per_task -N1 -w n2 -n2 --gpus-per-task=1
 oracle batch_per_task "sbatch --gpus-per-task=1, then srun" --gpus 1
 gpu_batch batch_gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=per_task:1
 oracle batch_gpu_bind "sbatch --gpu-bind=per_task:1, then srun" --gpus 1
+gpu_batch batch_map -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0
+oracle batch_map "sbatch --gpu-bind=map_gpu:1,0, then srun" --gpus 1
 gpu_batch batch_typed -N1 -w n2 -n2 --gpus-per-task=a100:1
 oracle batch_typed "sbatch --gpus-per-task=a100:1, then srun" --gpus 1
 if since 23.02 "sbatch --tres-per-task"; then
@@ -143,11 +150,13 @@ fi
 if since 23.11 "sbatch --tres-bind"; then
     gpu_batch batch_tres_bind -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
     oracle batch_tres_bind "sbatch --tres-bind=gres/gpu:per_task:1, then srun" --gpus 1
-    for bind in single:1 map:1,0 mask:0x2,0x1; do
+    for bind in map:1,0 mask:0x2,0x1; do
         name=batch_tres_bind_${bind%%:*}
-        gpu_batch "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind --trellis-verbose
-        slurm_decides "$name" "sbatch --tres-bind=gres/gpu:$bind, then srun"
+        gpu_batch "$name" -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:$bind
+        oracle "$name" "sbatch --tres-bind=gres/gpu:$bind, then srun" --gpus 1
     done
+    gpu_batch batch_tres_bind_single -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:single:1 --trellis-verbose
+    slurm_decides batch_tres_bind_single "sbatch --tres-bind=gres/gpu:single:1, then srun"
 fi
 
 # 2. Two jobs on one node: the second gets other GPUs, and each task sees its own.
@@ -167,11 +176,15 @@ print(a, b)
 sys.exit(0 if a and b and not a & b else 1)
 PY
 
-# 3. The user's --gpu-bind wins, with a warning; Slurm numbers the GPUs.
-gpu_run gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --trellis-verbose
-grep -q "GPU visibility is left to Slurm" "$dir/gpu_bind.err" && pass "--gpu-bind: warned" || fail "--gpu-bind: no warning"
-[ "$(field gpu_bind '[t["env"].get("CUDA_DEVICE_ORDER") for t in tasks]')" = "[None, None]" ] &&
-    pass "--gpu-bind: visibility left to Slurm" || fail "--gpu-bind: trellis set CUDA variables"
+# 3. The user's --gpu-bind: a map or mask names each task's GPUs, which trellis follows; the
+#    others (single, closest: Slurm's CPU placement decides; none) win, with a warning, and
+#    Slurm numbers the GPUs.
+gpu_run gpu_bind_map -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0
+oracle gpu_bind_map "--gpu-bind=map_gpu:1,0" --gpus 1
+gpu_run gpu_bind_mask -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=mask_gpu:0x3,0x2
+oracle gpu_bind_mask "--gpu-bind=mask_gpu:0x3,0x2"
+gpu_run gpu_bind -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=closest --trellis-verbose
+slurm_decides gpu_bind "--gpu-bind=closest"
 
 # 4. --trellis-gpus=step: every task sees all of the step's GPUs, its own first.
 gpu_run shared -w n2 -n4 -O --gres=gpu:4 --trellis-gpus=step

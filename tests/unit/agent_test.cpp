@@ -275,6 +275,15 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         request.share_gpus.reset();
         request.slurm_task_sharing = false;
         request.slurm_gpus_per_task = 0;
+        // A map or mask: each task its GPUs by position among the step's (constrained devices).
+        request.slurm_gpu_map = "map_gpu:1,0";
+        auto mapped = plan_step(config, request);
+        CHECK(mapped.tasks[0].env.at("TRELLIS_GPU") == "4");
+        CHECK(mapped.tasks[0].env.at("CUDA_VISIBLE_DEVICES") == "0");
+        CHECK(mapped.tasks[1].env.at("TRELLIS_GPU") == "1");
+        request.slurm_gpu_map = "mask:0x3";
+        CHECK(plan_step(config, request).tasks[1].env.at("TRELLIS_GPU") == "1,4");
+        request.slurm_gpu_map = "";
 
         // GPUs that cannot be tied to the topology: none planned, visibility left to Slurm.
         request.step_gpus = "0";
@@ -297,6 +306,21 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "5");
         request.in_container = true;
         CHECK(plan_step(config, request).tasks[1].env.at("CUDA_VISIBLE_DEVICES") == "1");
+    }
+    SECTION("a map binding without constrained devices names the node's gres indices") {
+        Scratch scratch;
+        slurm_node_with_8_gpus(scratch, "task/affinity", request);
+        request.step_gpus = "1,4";
+        request.slurm_gpu_map = "map_gpu:4,1";
+        auto mapped = plan_step(config, request);
+        CHECK(mapped.tasks[0].env.at("TRELLIS_GPU") == "4");
+        CHECK(mapped.tasks[0].env.at("CUDA_VISIBLE_DEVICES") == "4");  // node-wide numbers
+        CHECK(mapped.tasks[1].env.at("TRELLIS_GPU") == "1");
+        request.slurm_gpu_map = "map_gpu:0,4";  // gres 0 is not the step's: Slurm gives the first
+        auto outside = plan_step(config, request);
+        CHECK(outside.tasks[0].env.at("TRELLIS_GPU") == "1");
+        CHECK(std::any_of(outside.warnings.begin(), outside.warnings.end(),
+                          [](const std::string& w) { return w.find("names no GPU of the step") != std::string::npos; }));
     }
 }
 

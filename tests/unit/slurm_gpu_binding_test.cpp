@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "common/error.hpp"
 #include "slurm/gpu_binding.hpp"
 
 using namespace trellis::slurm;
@@ -134,4 +135,21 @@ TEST_CASE("the GPU part of a --tres-bind value, and a per_task binding's count")
     CHECK(per_task_gpus("per_task:a100:2") == 0);  // 22.05's typed count: no binding
     CHECK(per_task_gpus("single:1") == 0);
     CHECK(per_task_gpus("") == 0);
+}
+
+TEST_CASE("a map or mask binding's GPUs per task, as Slurm reads the list") {
+    CHECK(is_map_or_mask("map_gpu:1,0"));
+    CHECK(is_map_or_mask("verbose,mask:0x3"));
+    CHECK_FALSE(is_map_or_mask("per_task:1"));
+    CHECK_FALSE(is_map_or_mask("closest"));
+    CHECK(map_or_mask_positions("map_gpu:1,0", 0) == std::vector<int>{1});
+    CHECK(map_or_mask_positions("map_gpu:1,0", 1) == std::vector<int>{0});
+    CHECK(map_or_mask_positions("map:1,0", 2) == std::vector<int>{1});  // the list begins again
+    CHECK(map_or_mask_positions("map:3*2,0", 1) == std::vector<int>{3});  // 3 for two tasks
+    CHECK(map_or_mask_positions("map:3*2,0", 2) == std::vector<int>{0});
+    CHECK(map_or_mask_positions("mask_gpu:0x2,0x5", 0) == std::vector<int>{1});
+    CHECK(map_or_mask_positions("mask:0x2,0x5", 1) == std::vector<int>{0, 2});
+    CHECK(map_or_mask_positions("mask:3", 0) == std::vector<int>{0, 1});
+    CHECK(map_or_mask_positions("per_task:1", 0).empty());
+    CHECK_THROWS_AS(map_or_mask_positions("map:x", 0), trellis::UsageError);
 }
