@@ -1,7 +1,8 @@
 # Checks what tasks saw (task_probe.py lines) against the truth of the node, computed apart
 # from trellis: a GPU's minor number from the cluster's copy of the NVIDIA driver table, its
 # PCI address from the node's topology, which minors the task's device cgroup allows, and how
-# CUDA numbers the GPUs it can open (in PCI order, as CUDA_DEVICE_ORDER=PCI_BUS_ID asks).
+# CUDA numbers the GPUs it can open (in PCI order, as CUDA_DEVICE_ORDER=PCI_BUS_ID asks), and
+# whether the task's NUMA node (its memory's and CPUs') is its first GPU's.
 #   gpu_oracle.py CLUSTER_DIR TOPO PROBE_OUTPUT [--gpus N] [--no-gpus] [--shared] [--slurm-visibility]
 # Exits 1 naming every task that is wrong; else prints what each task saw.
 import json
@@ -19,13 +20,14 @@ def node_facts(node):
     shown = json.loads(subprocess.run([topo, "show", "--json"] + (["--xml", xml] if os.path.exists(xml) else []),
                                       check=True, capture_output=True, text=True).stdout)
     pci_of = {g["index"]: g["pci"] for g in shown["gpus"]}
+    numa_of = {g["index"]: g["numa"] for g in shown["gpus"]}
     minor_of = {}
     table = os.path.join(cluster, "nvidia", node, "gpus")
     for pci in os.listdir(table) if os.path.isdir(table) else []:
         for line in open(os.path.join(table, pci, "information")):
             if line.startswith("Device Minor:"):
                 minor_of[pci] = int(line.split(":")[1])
-    return pci_of, minor_of
+    return pci_of, minor_of, numa_of
 
 
 facts, problems = {}, []
@@ -34,7 +36,7 @@ if not tasks:
     problems.append("no task reported")
 for task in tasks:
     node, env, who = task["node"], task["env"], f'{task["node"]} task {task["local"]} (rank {task["rank"]})'
-    pci_of, minor_of = facts.setdefault(node, node_facts(node))
+    pci_of, minor_of, numa_of = facts.setdefault(node, node_facts(node))
     # The node's own device files only: the test nodes share this machine's /dev.
     allowed = sorted(int(m) for m, result in task["devices"].items()
                      if result != "EPERM" and int(m) in minor_of.values())
@@ -49,6 +51,11 @@ for task in tasks:
         problems.append(f"{who}: {len(own)} GPUs {own}, wanted {want_gpus}")
     if not set(own_minors) <= set(allowed):
         problems.append(f"{who}: told GPUs {own} (minors {own_minors}), but its cgroup allows minors {allowed}")
+    # Its memory (and CPUs) follow its first GPU: TRELLIS_NUMA names that GPU's NUMA node.
+    numa = [n for n in env.get("TRELLIS_NUMA", "").split(",") if n]
+    if own and numa_of.get(own[0], -1) >= 0 and numa[:1] != [str(numa_of[own[0]])]:
+        problems.append(f"{who}: TRELLIS_NUMA={env.get('TRELLIS_NUMA')}, but its first GPU {own[0]} is on NUMA "
+                        f"node {numa_of[own[0]]}")
     # CUDA's numbering inside the task: the devices it can open, in PCI order.
     pci_by_minor = {minor: pci for pci, minor in minor_of.items()}
     cuda_order = sorted(pci_by_minor[m] for m in allowed)
