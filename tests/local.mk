@@ -61,7 +61,7 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
-EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh
+EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh tests/vm/qemu
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.
