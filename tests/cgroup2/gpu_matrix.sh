@@ -13,7 +13,9 @@ fixtures=${TRELLIS_FIXTURES:?}/topology topo=$build/trellis-topo
 python=${PYTHON3:-python3}
 
 make_cluster_dir trellis-gpu-matrix
+start=$(date +%s.%N)
 start_cluster "n1=$fixtures/shared-hca-4gpu.xml" "n2=$fixtures/two-level-switch-8gpu.xml"
+echo "cluster up (slurmctld, slurmd n1 and n2 idle) in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 if [ -f "$dir/no-device-cgroup" ]; then
     echo "SKIP: $(cat "$dir/no-device-cgroup")"
     exit 77

@@ -46,7 +46,7 @@ for suite in cgroup2/gpu_matrix.sh slurm/gpu_test.sh slurm/cpu_alloc_test.sh; do
     start=\$(date +%s)
     bash /run/results/tests/\$suite >/tmp/suite.out 2>&1
     status=\$?
-    grep -E "^(ok|FAIL|SKIP|  )" /tmp/suite.out | sed "s|^|\$suite: |"
+    grep -E "^(ok|FAIL|SKIP|  |cluster up)" /tmp/suite.out | sed "s|^|\$suite: |"
     [ \$status -eq 0 ] || { failures=\$((failures + 1)); tail -n 25 /tmp/suite.out | sed "s|^|\$suite (end): |"; }
     echo "suite \$suite: status \$status in \$((\$(date +%s) - start)) s"
 done
