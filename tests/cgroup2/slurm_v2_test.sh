@@ -11,6 +11,8 @@
 #   TRELLIS_DEBIAN13_BUILD  trellis's build folder inside it (default /root/trellis: configure
 #                           --without-trainer && make there)
 #   TRELLIS_VM_TIMEOUT      the guest's time limit in seconds (default 900)
+#   TRELLIS_CGROUP2_SUITES  the suites to run, under tests/ (default: cgroup2/gpu_matrix.sh
+#                           slurm/gpu_test.sh slurm/cpu_alloc_test.sh)
 # Skips (77) with the reason when not root, without qemu, the kernel or busybox, or without the
 # root or the build in it.
 set -u
@@ -42,7 +44,7 @@ export TRELLIS_BUILD=$build TRELLIS_FIXTURES=/run/results/tests/fixtures TRELLIS
 echo "guest: \$(uname -r), \$(cat /proc/self/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)"
 echo "guest: \$(slurmd -V), up \$(cut -d' ' -f1 /proc/uptime) s"
 failures=0
-for suite in cgroup2/gpu_matrix.sh slurm/gpu_test.sh slurm/cpu_alloc_test.sh; do
+for suite in ${TRELLIS_CGROUP2_SUITES:-cgroup2/gpu_matrix.sh slurm/gpu_test.sh slurm/cpu_alloc_test.sh}; do
     start=\$(date +%s)
     bash /run/results/tests/\$suite >/tmp/suite.out 2>&1
     status=\$?
