@@ -49,6 +49,9 @@ row gres --gpus 1 -- --gres=gpu:2
 row gpus_per_task --gpus 1 -- --gpus-per-task=1
 row tres_per_task --gpus 1 -- --tres-per-task=gres/gpu:1
 row tres_bind_map --gpus 1 -- --gres=gpu:2 --tres-bind=gres/gpu:map_gpu:1,0
+# Slurm numbers CUDA_VISIBLE_DEVICES under --gpu-bind (trellis leaves it), but TRELLIS_GPU, the
+# HCA and the memory policy must still be those of the GPU the task runs on (gpu_test.sh checks
+# only the former).
 row gpu_bind_map --gpus 1 --slurm-visibility -- --gres=gpu:2 --gpu-bind=map_gpu:1,0
 row task_sharing --gpus 1 -- --gpus-per-task=1 --gres-flags=allow-task-sharing
 # sbatch's GPU options reach a plain srun in SLURM_TRES_PER_TASK and SLURM_TRES_BIND.
