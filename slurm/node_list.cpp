@@ -1,6 +1,7 @@
 #include "slurm/node_list.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 #include <slurm/slurm.h>
@@ -20,6 +21,11 @@ std::string first_node_address(const std::string& nodelist) {
     slurm_hostlist_destroy(list);
     if (node.empty()) throw UsageError("the Slurm node list '" + nodelist + "' is empty");
 
+    // libslurm 24.11 needs slurm_init() before calls to slurmctld: it loads the
+    // configuration and the auth plugins (without it: "plugin_get_plugins_of_type: No plugin
+    // dir given"). 22.05 has it too.
+    static std::once_flag initialized;
+    std::call_once(initialized, [] { slurm_init(nullptr); });
     node_info_msg_t* info = nullptr;
     std::string address;
     if (slurm_load_node_single(&info, node.data(), 0) == SLURM_SUCCESS && info && info->record_count > 0 &&
