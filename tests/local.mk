@@ -66,7 +66,7 @@ EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm 
 # Slurm 24.11 on cgroup v2 in a qemu guest booting a Debian 13 root (TRELLIS_DEBIAN13_ROOT; skips
 # without it, qemu or the kernel): the GPU matrix and the CPU allocation of tests/slurm.
 TESTS += tests/cgroup2/slurm_v2_test.sh
-EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/gpu_matrix.sh tests/cgroup2/vm
+EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/vm
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.

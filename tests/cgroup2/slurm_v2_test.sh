@@ -3,16 +3,16 @@
 # mounts are fatal to Slurm's cgroup/v2, so a guest boots this machine's kernel with cgroup v1
 # off and a Debian 13 root holding Slurm 24.11 and a trellis built against it. Inside, the
 # Slurm suites of tests/slurm run on tests/slurm/cluster with cgroup/v2 (eBPF device control,
-# IgnoreSystemd, EnableControllers): this tree's gpu_test.sh and cpu_alloc_test.sh, and the
-# rows of Slurm 23.11's GPU options (gpu_matrix.sh). Every row is printed; the test fails on a
-# wrong one.
+# IgnoreSystemd, EnableControllers): this tree's gpu_test.sh (the GPU matrix, with the rows of
+# the options Slurm 23.11 hands on anew) and cpu_alloc_test.sh. Every row is printed; the test
+# fails on a wrong one.
 #   TRELLIS_DEBIAN13_ROOT   the root (e.g. made by debootstrap, slurm-wlm and the build
 #                           dependencies installed)
 #   TRELLIS_DEBIAN13_BUILD  trellis's build folder inside it (default /root/trellis: configure
 #                           --without-trainer && make there)
 #   TRELLIS_VM_TIMEOUT      the guest's time limit in seconds (default 900)
-#   TRELLIS_CGROUP2_SUITES  the suites to run, under tests/ (default: cgroup2/gpu_matrix.sh
-#                           slurm/gpu_test.sh slurm/cpu_alloc_test.sh)
+#   TRELLIS_CGROUP2_SUITES  the suites to run, under tests/ (default: slurm/gpu_test.sh
+#                           slurm/cpu_alloc_test.sh)
 # Skips (77) with the reason when not root, without qemu, the kernel or busybox, or without the
 # root or the build in it.
 set -u
@@ -44,7 +44,7 @@ export TRELLIS_BUILD=$build TRELLIS_FIXTURES=/run/results/tests/fixtures TRELLIS
 echo "guest: \$(uname -r), \$(cat /proc/self/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)"
 echo "guest: \$(slurmd -V), up \$(cut -d' ' -f1 /proc/uptime) s"
 failures=0
-for suite in ${TRELLIS_CGROUP2_SUITES:-cgroup2/gpu_matrix.sh slurm/gpu_test.sh slurm/cpu_alloc_test.sh}; do
+for suite in ${TRELLIS_CGROUP2_SUITES:-slurm/gpu_test.sh slurm/cpu_alloc_test.sh}; do
     start=\$(date +%s)
     bash /run/results/tests/\$suite >/tmp/suite.out 2>&1
     status=\$?
