@@ -114,12 +114,15 @@ grep -q "^# required $installed_plugin config=/etc/trellis/trellis.toml" /etc/sl
 # 5. The installed plugin under the host's Slurm: from the harness's plugstack line, then from
 #    the shipped snippet (uncommented, its trellis.toml the installed conffile).
 plugin=$installed_plugin
+export TRELLIS_CLUSTER_TOPO=/usr/bin/trellis-topo
 make_cluster_dir trellis-debian  # its exit trap stops the cluster, then runs $cleanup
 start_cluster
 check_env() {  # NAME: the four tasks on two nodes each got their binding
     as_user_srun "$1" -N2 -n4 --trellis-bind=closest,verbose env || { fail "$1: srun: $(tail -n 5 "$dir/$1.err")"; return; }
-    [ "$(grep -c '^TRELLIS_BIND=' "$dir/$1.out")" -eq 4 ] && [ "$(grep -c '^TRELLIS_CPUS=' "$dir/$1.out")" -eq 4 ] &&
-        pass "$1: each task has TRELLIS_BIND and TRELLIS_CPUS" || fail "$1: $(grep ^TRELLIS_ "$dir/$1.out" | sort | uniq -c)"
+    [ "$(grep -c '^TRELLIS_BINDING_SET=' "$dir/$1.out")" -eq 4 ] && [ "$(grep -c '^TRELLIS_CPUS=' "$dir/$1.out")" -eq 4 ] &&
+        [ "$(grep -c '^TRELLIS_LOCAL_SIZE=2$' "$dir/$1.out")" -eq 4 ] &&
+        pass "$1: each task has its binding (TRELLIS_BINDING_SET, TRELLIS_CPUS, TRELLIS_LOCAL_SIZE=2)" ||
+        fail "$1: $(grep ^TRELLIS_ "$dir/$1.out" | sort | uniq -c)"
     grep -q 'trellis binding on n1' "$dir/$1.err" && grep -q 'trellis binding on n2' "$dir/$1.err" &&
         pass "$1: the binding report of both nodes" || fail "$1: no binding report: $(tail -n 5 "$dir/$1.err")"
 }
@@ -130,7 +133,8 @@ check_env shipped_snippet
 # 6. An upgrade over a site's trellis.toml: every package repacked as a higher version whose
 #    trellis.toml default changed; dpkg keeps the site's file (--force-confold) and puts the new
 #    default beside it.
-printf '\n# site: binding as this cluster wants it\n[site]\n' >>/etc/trellis/trellis.toml
+sed -i 's/^memory = "preferred"/memory = "none"  # site: no memory policy here/' /etc/trellis/trellis.toml
+grep -q '^memory = "none"  # site' /etc/trellis/trellis.toml || fail "trellis.toml has no 'memory = \"preferred\"' line to change"
 site_sum=$(md5sum </etc/trellis/trellis.toml)
 new_version=$version+upgradetest1
 mkdir -p "$work/upgrade"
