@@ -61,6 +61,7 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 
 # The Debian packages: built from a clone (or TRELLIS_DEBS_DIR), lintian, installed, the
 # installed plugin under the test cluster, an upgrade over a site's trellis.toml, purged (root).
+# Without TRELLIS_DEBS_DIR it builds the packages itself: about 12 minutes on 2 cores.
 TESTS += tests/packaging/debian_test.sh
 EXTRA_DIST += tests/packaging/debian_test.sh
 
