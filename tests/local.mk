@@ -59,6 +59,12 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh
 
+# The Debian packages: built from a clone (or TRELLIS_DEBS_DIR), lintian, installed, the
+# installed plugin under the test cluster, an upgrade over a site's trellis.toml, purged (root).
+# Without TRELLIS_DEBS_DIR it builds the packages itself: about 12 minutes on 2 cores.
+TESTS += tests/packaging/debian_test.sh
+EXTRA_DIST += tests/packaging/debian_test.sh
+
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
 EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh tests/vm/qemu
