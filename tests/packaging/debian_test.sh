@@ -7,6 +7,9 @@
 # plugin). Skips (77) when not root, without dpkg-buildpackage/lintian/apt-get, when a trellis
 # package is already installed, or (without TRELLIS_DEBS_DIR) when the source is no git checkout.
 #   TRELLIS_DEBS_DIR   a folder of already-built trellis .deb files
+#   TRELLIS_DEB_PROFILES  the build profiles (default notrainer: the plugin, the agent and
+#                      trellis-topo, 4 minutes here rather than 12 with the trainer, whose
+#                      packages tests/debian13 builds and tests; "" builds them all)
 #   TRELLIS_BUILD      the build tree (tests/slurm/harness.sh)
 set -u
 skip() { echo "SKIP: $*"; exit 77; }
@@ -56,17 +59,23 @@ if [ -n "${TRELLIS_DEBS_DIR:-}" ]; then
 else
     git clone -q "$top" "$work/src/trellis" || { echo "FAIL: git clone $top"; exit 1; }
     start=$(date +%s)
+    profiles=${TRELLIS_DEB_PROFILES-notrainer}
     (cd "$work/src/trellis" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
-        dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1 ||
+        dpkg-buildpackage -b -us -uc ${profiles:+-P"$profiles"}) >"$work/build.log" 2>&1 ||
         { echo "FAIL: dpkg-buildpackage: $(tail -n 20 "$work/build.log")"; exit 1; }
-    echo "built in $(( $(date +%s) - start )) s"
+    echo "built in $(( $(date +%s) - start )) s${profiles:+ (build profiles: $profiles)}"
     debs=$work/src
 fi
 files=()
 for f in "$debs"/trellis-*_*.deb "$debs"/slurm-spank-trellis_*.deb; do
     [[ -f $f && $(basename "$f") != *-dbgsym_* ]] && files+=("$f")
 done
-for package in trellis-common slurm-spank-trellis trellis-agent trellis-tools trellis-train; do
+# The trainer's package is there unless the notrainer profile left it out.
+with_trainer=1
+[ -n "${TRELLIS_DEBS_DIR:-}" ] || [[ ! " ${profiles//,/ } " =~ " notrainer " ]] || with_trainer=0
+expected=(trellis-common slurm-spank-trellis trellis-agent trellis-tools)
+[ $with_trainer -eq 1 ] && expected+=(trellis-train)
+for package in "${expected[@]}"; do
     printf '%s\n' "${files[@]}" | grep -q "/${package}_" && pass "$package built" || fail "no ${package}_*.deb in $debs"
 done
 [ $failures -eq 0 ] || exit 1
@@ -94,11 +103,13 @@ mapfile -t installed < <(for f in "${files[@]}"; do dpkg-deb -f "$f" Package; do
 pass "installed ${installed[*]}"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 installed_plugin=/usr/lib/$multiarch/slurm-wlm/spank_trellis.so
-for path in "$installed_plugin" /etc/trellis/trellis.toml /etc/slurm/plugstack.conf.d/trellis.conf \
-    /usr/bin/trellis-agent /usr/bin/trellis-topo /usr/bin/trellis-bench /usr/bin/trellis-train \
-    /usr/share/man/man8/spank_trellis.8.gz /usr/share/man/man5/trellis.toml.5.gz /usr/share/man/man7/trellis.7.gz \
-    /usr/share/man/man8/trellis-agent.8.gz /usr/share/man/man1/trellis-train.1.gz /usr/share/man/man1/trellis-topo.1.gz \
-    /usr/share/man/man1/trellis-bench.1.gz; do
+paths=("$installed_plugin" /etc/trellis/trellis.toml /etc/slurm/plugstack.conf.d/trellis.conf
+    /usr/bin/trellis-agent /usr/bin/trellis-topo
+    /usr/share/man/man8/spank_trellis.8.gz /usr/share/man/man5/trellis.toml.5.gz /usr/share/man/man7/trellis.7.gz
+    /usr/share/man/man8/trellis-agent.8.gz /usr/share/man/man1/trellis-topo.1.gz)
+[ $with_trainer -eq 1 ] && paths+=(/usr/bin/trellis-bench /usr/bin/trellis-train
+    /usr/share/man/man1/trellis-train.1.gz /usr/share/man/man1/trellis-bench.1.gz)
+for path in "${paths[@]}"; do
     [ -e "$path" ] && pass "$path" || fail "$path is missing"
 done
 dpkg-query -W -f='${Conffiles}\n' trellis-common | grep -q ' /etc/trellis/trellis.toml ' &&
