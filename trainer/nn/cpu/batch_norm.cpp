@@ -127,10 +127,10 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
                                          {DNNL_ARG_MEAN, memory_of(vec, batch_.mean.data())},
                                          {DNNL_ARG_VARIANCE, memory_of(vec, batch_.variance.data())},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                         {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)},
                                          {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
                                          {DNNL_ARG_DIFF_SHIFT, memory_of(vec, parameters_.shift.grad)},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_pd_.scratchpad_desc())}};
+    if (batch_norm_backward_takes_shift) args[DNNL_ARG_SHIFT] = memory_of(vec, parameters_.shift.value);
     if (spec_.learn_scale) {
         args[DNNL_ARG_SCALE] = memory_of(vec, parameters_.scale.value);
         args[DNNL_ARG_DIFF_SCALE] = memory_of(vec, parameters_.scale.grad);

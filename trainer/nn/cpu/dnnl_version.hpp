@@ -8,6 +8,7 @@
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
 
 namespace trellis::nn::cpu {
 
@@ -56,6 +57,9 @@ dnnl::batch_normalization_forward::primitive_desc batch_norm_forward_pd(dnnl::pr
 dnnl::batch_normalization_backward::primitive_desc batch_norm_backward_pd(
     const memory::desc& data, float epsilon, dnnl::normalization_flags flags,
     const dnnl::batch_normalization_forward::primitive_desc& hint, const dnnl::primitive_attr& attr);
+// oneDNN 2's backward pass takes the shift (DNNL_ARG_SHIFT) with the other inputs; oneDNN 3's
+// refuses to run when given it (it does not read it).
+constexpr bool batch_norm_backward_takes_shift = DNNL_VERSION_MAJOR < 3;
 
 // Element-wise operations (alpha and beta 0) for training, data and gradients in one layout.
 dnnl::eltwise_forward::primitive_desc eltwise_forward_pd(dnnl::algorithm algorithm, const memory::desc& data,
