@@ -30,6 +30,7 @@ trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
 	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
 	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \
+	trainer/nn/cpu/dnnl_version.cpp trainer/nn/cpu/dnnl_version.hpp \
 	trainer/nn/cpu/dropout.cpp trainer/nn/cpu/dropout.hpp \
 	trainer/nn/cpu/linear.cpp trainer/nn/cpu/linear.hpp \
 	trainer/nn/cpu/pooling.cpp trainer/nn/cpu/pooling.hpp \

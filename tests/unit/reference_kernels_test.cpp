@@ -5,6 +5,7 @@
 #include "tests/unit/gradient_check.hpp"
 #include "trainer/nn/cpu/convolution.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/nn/cpu/dnnl_version.hpp"
 #include "trainer/nn/cpu/reference_kernels.hpp"
 
 using namespace trellis;
@@ -27,12 +28,10 @@ TEST_CASE("a 3x3 convolution on 2x2 maps under the AVX2 cap: oneDNN's reference 
         using dnnl::memory;
         auto any = memory::format_tag::any;
         memory::desc src({2, 16, 2, 2}, memory::data_type::f32, any), weights({16, 16, 3, 3}, memory::data_type::f32, any);
-        auto direct = dnnl::algorithm::convolution_direct;
-        dnnl::convolution_forward::primitive_desc forward(
-            {dnnl::prop_kind::forward_training, direct, src, weights, src, {1, 1}, {1, 1}, {1, 1}}, nn::cpu::engine());
-        dnnl::convolution_backward_weights::primitive_desc backward(
-            {direct, forward.src_desc(), weights, forward.dst_desc(), {1, 1}, {1, 1}, {1, 1}}, nn::cpu::engine(),
-            forward);
+        nn::cpu::WindowSteps steps{{1, 1}, {1, 1}, {1, 1}};
+        auto forward = nn::cpu::convolution_forward_pd(src, weights, memory::desc(), src, steps, {});
+        auto backward = nn::cpu::convolution_backward_weights_pd(forward.src_desc(), weights, memory::desc(),
+                                                                 forward.dst_desc(), steps, forward, {});
         INFO("oneDNN's own choice in the forward layouts: " << backward.impl_info_str());
         if (!nn::cpu::is_reference(backward.impl_info_str()))
             WARN("this oneDNN (or CPU) has an optimised kernel for the shape anyway: only the answer is checked");

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
 #include "trainer/nn/cpu/reference_kernels.hpp"
 
 namespace trellis::nn::cpu {
@@ -25,13 +26,13 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     auto make = [&](bool fuse_relu) {
         auto learned = (spec_.learn_scale ? flags::use_scale : flags::none) | flags::use_shift |
                        (fuse_relu ? flags::fuse_norm_relu : flags::none);
-        training_pd_ = {{dnnl::prop_kind::forward_training, data, epsilon, learned}, attr, engine()};
-        normalise_pd_ = {{dnnl::prop_kind::forward_training, data, epsilon, learned | flags::use_global_stats},
-                         attr, engine()};
-        inference_pd_ = {{dnnl::prop_kind::forward_inference, data, epsilon, learned | flags::use_global_stats},
-                         attr, engine()};
+        training_pd_ = batch_norm_forward_pd(dnnl::prop_kind::forward_training, data, epsilon, learned, attr);
+        normalise_pd_ = batch_norm_forward_pd(dnnl::prop_kind::forward_training, data, epsilon,
+                                              learned | flags::use_global_stats, attr);
+        inference_pd_ = batch_norm_forward_pd(dnnl::prop_kind::forward_inference, data, epsilon,
+                                              learned | flags::use_global_stats, attr);
         // The input gradient is always computed: it is also the path to gamma's producer.
-        backward_pd_ = {{dnnl::prop_kind::backward, data, data, epsilon, learned}, attr, engine(), training_pd_};
+        backward_pd_ = batch_norm_backward_pd(data, epsilon, learned, training_pd_, attr);
         return !is_reference(normalise_pd_.impl_info_str()) && !is_reference(inference_pd_.impl_info_str()) &&
                !is_reference(backward_pd_.impl_info_str());
     };
@@ -40,8 +41,8 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     if (separate_relu_) {
         make(false);
         auto relu = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
-        relu_pd_ = {{dnnl::prop_kind::forward_training, relu, data, 0.0f, 0.0f}, attr, engine()};
-        relu_backward_pd_ = {{relu, data, data, 0.0f, 0.0f}, attr, engine(), relu_pd_};
+        relu_pd_ = eltwise_forward_pd(relu, data, attr);
+        relu_backward_pd_ = eltwise_backward_pd(relu, data, relu_pd_, attr);
         relu_ = dnnl::eltwise_forward(relu_pd_);
         relu_backward_ = dnnl::eltwise_backward(relu_backward_pd_);
     }
@@ -126,10 +127,10 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
                                          {DNNL_ARG_MEAN, memory_of(vec, batch_.mean.data())},
                                          {DNNL_ARG_VARIANCE, memory_of(vec, batch_.variance.data())},
                                          {DNNL_ARG_DIFF_DST, memory_of(diff_dst)},
-                                         {DNNL_ARG_SHIFT, memory_of(vec, parameters_.shift.value)},
                                          {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
                                          {DNNL_ARG_DIFF_SHIFT, memory_of(vec, parameters_.shift.grad)},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(backward_pd_.scratchpad_desc())}};
+    if (batch_norm_backward_takes_shift) args[DNNL_ARG_SHIFT] = memory_of(vec, parameters_.shift.value);
     if (spec_.learn_scale) {
         args[DNNL_ARG_SCALE] = memory_of(vec, parameters_.scale.value);
         args[DNNL_ARG_DIFF_SCALE] = memory_of(vec, parameters_.scale.grad);

@@ -1,6 +1,7 @@
 #include "trainer/nn/cpu/channel_concat.hpp"
 
 #include "common/error.hpp"
+#include "trainer/nn/cpu/dnnl_version.hpp"
 
 namespace trellis::nn::cpu {
 
@@ -20,7 +21,7 @@ TensorSpec ChannelConcat::setup(const std::vector<TensorSpec>& branches) {
     }
     shape_ = tensor::Shape{first[0], channels, first[2], first[3]};
     output_desc_ = memory::desc(dims_of(shape_), memory::data_type::f32, memory::format_tag::nhwc);
-    concat_pd_ = dnnl::concat::primitive_desc(output_desc_, 1, branch_descs_, engine(), attributes());
+    concat_pd_ = concat_pd(output_desc_, 1, branch_descs_, attributes());
     concat_ = dnnl::concat(concat_pd_);
     return spec_of(output_desc_, shape_);
 }

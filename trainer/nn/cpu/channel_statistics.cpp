@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
+
 namespace trellis::nn::cpu {
 
 namespace {
@@ -31,16 +33,16 @@ void block_sums(const float* block, const std::int64_t* strides, std::int64_t n,
 }  // namespace
 
 void channel_statistics(const dnnl::memory::desc& desc, const float* data, ChannelStatistics& out) {
-    const auto& md = desc.data;
-    const auto& blocking = md.format_desc.blocking;
-    if (md.ndims != 4 || md.data_type != dnnl_f32 || md.format_kind != dnnl_blocked || blocking.inner_nblks > 1 ||
-        (blocking.inner_nblks == 1 && (blocking.inner_idxs[0] != 1 || blocking.inner_blks[0] > 16)))
-        throw std::invalid_argument("batch norm statistics: unsupported layout (" + std::to_string(md.ndims) +
-                                    " dimensions, " + std::to_string(blocking.inner_nblks) + " inner blocks)");
+    auto md = layout_facts(desc);
+    const auto ndims = md.dims.size(), inner_nblks = md.inner_blocks.size();
+    if (ndims != 4 || md.data_type != memory::data_type::f32 || !md.blocked || inner_nblks > 1 ||
+        (inner_nblks == 1 && (md.inner_indices[0] != 1 || md.inner_blocks[0] > 16)))
+        throw std::invalid_argument("batch norm statistics: unsupported layout (" + std::to_string(ndims) +
+                                    " dimensions, " + std::to_string(inner_nblks) + " inner blocks)");
     const std::int64_t n = md.dims[0], channels = md.dims[1], height = md.dims[2], width = md.dims[3];
-    const std::int64_t block = blocking.inner_nblks ? blocking.inner_blks[0] : 1;
-    const auto* s = blocking.strides;
-    const float* base = data + md.offset0;
+    const std::int64_t block = inner_nblks ? md.inner_blocks[0] : 1;
+    const std::int64_t* s = md.strides.data();
+    const float* base = data + md.offset;
     const double count = double(n * height * width);
     out.mean.resize(std::size_t(channels));
     out.variance.resize(std::size_t(channels));

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
 #include "trainer/nn/cpu/reference_kernels.hpp"
 
 namespace trellis::nn::cpu {
@@ -20,39 +21,32 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     memory::desc weights(dims_of(parameters_.weight.shape), f32, any);
     memory::desc dst(dims_of(output_shape_), f32, any);
     auto window = spec_.window.resolved(in[2], in[3]);
-    memory::dims strides{window.stride, window.stride};
-    memory::dims before{window.padding.top, window.padding.left}, after{window.padding.bottom, window.padding.right};
+    WindowSteps steps{{window.stride, window.stride},
+                      {window.padding.top, window.padding.left},
+                      {window.padding.bottom, window.padding.right}};
     auto attr = attributes();
-    auto direct = dnnl::algorithm::convolution_direct;
+    auto skip = Implementation::past_reference;
 
-    // Each operation's descriptor is a named local: oneDNN 2's implementation iterator
-    // (skip_reference's next_impl) reads it, and a temporary would be gone by then.
-    using forward_desc = dnnl::convolution_forward::desc;
-    auto forward = spec_.bias ? forward_desc{dnnl::prop_kind::forward_training, direct, src, weights,
-                                             plain_desc(parameters_.bias.shape), dst, strides, before, after}
-                              : forward_desc{dnnl::prop_kind::forward_training, direct, src, weights, dst,
-                                             strides, before, after};
-    forward_pd_ = {forward, attr, engine()};
-    if (!skip_reference(forward_pd_)) refuse_reference(spec_.name, "forward", forward_pd_.impl_info_str());
+    auto bias = spec_.bias ? plain_desc(parameters_.bias.shape) : memory::desc();
+    forward_pd_ = convolution_forward_pd(src, weights, bias, dst, steps, attr, skip);
+    if (is_reference(forward_pd_.impl_info_str())) refuse_reference(spec_.name, "forward", forward_pd_.impl_info_str());
     forward_ = dnnl::convolution_forward(forward_pd_);
     // Gradients keep the layouts of the activations they belong to, unless oneDNN has only
     // its reference kernel for those: then the layouts it likes (a reorder of each operand
     // costs far less than a reference pass; at 2x2 maps under AVX2 that is its GEMM path).
+    auto diff_bias = spec_.bias ? forward_pd_.bias_desc() : memory::desc();
     auto backward_weights = [&](const memory::desc& activations, const memory::desc& gradients) {
-        using desc = dnnl::convolution_backward_weights::desc;
-        auto op = spec_.bias ? desc{direct, activations, weights, forward_pd_.bias_desc(), gradients, strides, before, after}
-                             : desc{direct, activations, weights, gradients, strides, before, after};
-        backward_weights_pd_ = {op, attr, engine(), forward_pd_};
-        return skip_reference(backward_weights_pd_);
+        backward_weights_pd_ =
+            convolution_backward_weights_pd(activations, weights, diff_bias, gradients, steps, forward_pd_, attr, skip);
+        return !is_reference(backward_weights_pd_.impl_info_str());
     };
     if (!backward_weights(forward_pd_.src_desc(), forward_pd_.dst_desc()) && !backward_weights(src, dst))
         refuse_reference(spec_.name, "backward weights", backward_weights_pd_.impl_info_str());
     backward_weights_ = dnnl::convolution_backward_weights(backward_weights_pd_);
     if (input_grad_) {
         auto backward_data = [&](const memory::desc& activations, const memory::desc& gradients) {
-            dnnl::convolution_backward_data::desc op{direct, activations, weights, gradients, strides, before, after};
-            backward_data_pd_ = {op, attr, engine(), forward_pd_};
-            return skip_reference(backward_data_pd_);
+            backward_data_pd_ = convolution_backward_data_pd(activations, weights, gradients, steps, forward_pd_, attr, skip);
+            return !is_reference(backward_data_pd_.impl_info_str());
         };
         if (!backward_data(forward_pd_.src_desc(), forward_pd_.dst_desc()) && !backward_data(src, dst))
             refuse_reference(spec_.name, "backward data", backward_data_pd_.impl_info_str());

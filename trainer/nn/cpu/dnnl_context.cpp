@@ -2,19 +2,18 @@
 
 #include <mutex>
 
-#include <oneapi/dnnl/dnnl_debug.h>
+#include "trainer/nn/cpu/dnnl_version.hpp"
 
 namespace trellis::nn::cpu {
 
 std::string DnnlLayout::name() const {
     // Strides of the outer dimensions, then the inner blocks (16c for nChw16c).
-    const auto& md = desc.data;
-    if (md.format_kind != dnnl_blocked) return dnnl_fmt_kind2str(md.format_kind);
-    const auto& blocking = md.format_desc.blocking;
+    auto facts = layout_facts(desc);
+    if (!facts.blocked) return facts.format_kind;
     std::string text = "strides";
-    for (int i = 0; i < md.ndims; ++i) text += (i ? "," : ":") + std::to_string(blocking.strides[i]);
-    for (int i = 0; i < blocking.inner_nblks; ++i)
-        text += " " + std::to_string(blocking.inner_blks[i]) + "abcdef"[blocking.inner_idxs[i]];
+    for (std::size_t i = 0; i < facts.strides.size(); ++i) text += (i ? "," : ":") + std::to_string(facts.strides[i]);
+    for (std::size_t i = 0; i < facts.inner_blocks.size(); ++i)
+        text += " " + std::to_string(facts.inner_blocks[i]) + "abcdef"[facts.inner_indices[i]];
     return text;
 }
 
@@ -95,8 +94,7 @@ tensor::Tensor reordered(const tensor::Tensor& t, const memory::desc& desc) {
 void add_into(tensor::Tensor& target, const tensor::Tensor& addend) {
     auto target_desc = desc_of(target);
     auto source = reordered(addend, target_desc);
-    dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, target_desc, target_desc, target_desc},
-                                    attributes(), engine());
+    auto pd = binary_pd(dnnl::algorithm::binary_add, target_desc, target_desc, target_desc, attributes());
     auto target_memory = memory_of(target);
     dnnl::binary(pd).execute(stream(), {{DNNL_ARG_SRC_0, target_memory},
                                         {DNNL_ARG_SRC_1, memory_of(source)},

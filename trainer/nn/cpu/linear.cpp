@@ -1,5 +1,7 @@
 #include "trainer/nn/cpu/linear.hpp"
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
+
 namespace trellis::nn::cpu {
 
 Linear::Linear(const LinearSpec& spec) : parameters_(spec) {}
@@ -13,12 +15,12 @@ TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
     auto src = plain_desc(input_shape_), weights = plain_desc(parameters_.weight.shape),
          bias = plain_desc(parameters_.bias.shape), dst = plain_desc(output_shape_);
     auto attr = attributes();
-    forward_pd_ = {{dnnl::prop_kind::forward_training, src, weights, bias, dst}, attr, engine()};
+    forward_pd_ = inner_product_forward_pd(src, weights, bias, dst, attr);
     forward_ = dnnl::inner_product_forward(forward_pd_);
-    backward_weights_pd_ = {{src, weights, bias, dst}, attr, engine(), forward_pd_};
+    backward_weights_pd_ = inner_product_backward_weights_pd(src, weights, bias, dst, forward_pd_, attr);
     backward_weights_ = dnnl::inner_product_backward_weights(backward_weights_pd_);
     if (input_grad_) {
-        backward_data_pd_ = {{src, weights, dst}, attr, engine(), forward_pd_};
+        backward_data_pd_ = inner_product_backward_data_pd(src, weights, dst, forward_pd_, attr);
         backward_data_ = dnnl::inner_product_backward_data(backward_data_pd_);
     }
     return {output_shape_, nullptr};

@@ -1,5 +1,6 @@
 #include "common/error.hpp"
 #include "trainer/nn/cpu/pooling.hpp"
+#include "trainer/nn/cpu/dnnl_version.hpp"
 
 namespace trellis::nn::cpu {
 
@@ -14,16 +15,15 @@ TensorSpec Pooling::setup(const TensorSpec& input, bool input_grad) {
     output_shape_ = window_.output_shape(input_shape_, input_shape_[1], name_);
     auto w = window_.resolved(input_shape_[2], input_shape_[3]);
 
-    memory::dims strides{w.stride, w.stride}, kernel{w.kernel_h, w.kernel_w},
-        before{w.padding.top, w.padding.left}, after{w.padding.bottom, w.padding.right};
+    memory::dims kernel{w.kernel_h, w.kernel_w};
+    WindowSteps steps{{w.stride, w.stride}, {w.padding.top, w.padding.left}, {w.padding.bottom, w.padding.right}};
     memory::desc dst(dims_of(output_shape_), memory::data_type::f32, memory::format_tag::any);
     auto attr = attributes();
-    forward_pd_ = {{dnnl::prop_kind::forward_training, algorithm_, desc_of(input), dst, strides, kernel, before, after},
-                   attr, engine()};
+    forward_pd_ = pooling_forward_pd(algorithm_, desc_of(input), dst, kernel, steps, attr);
     forward_ = dnnl::pooling_forward(forward_pd_);
     if (input_grad_) {
-        backward_pd_ = {{algorithm_, forward_pd_.src_desc(), forward_pd_.dst_desc(), strides, kernel, before, after},
-                        attr, engine(), forward_pd_};
+        backward_pd_ = pooling_backward_pd(algorithm_, forward_pd_.src_desc(), forward_pd_.dst_desc(), kernel, steps,
+                                           forward_pd_, attr);
         backward_ = dnnl::pooling_backward(backward_pd_);
     }
     if (flatten_) return {tensor::Shape{output_shape_[0], output_shape_[1] * output_shape_[2] * output_shape_[3]}, nullptr};

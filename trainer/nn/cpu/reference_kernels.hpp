@@ -15,8 +15,9 @@ namespace trellis::nn::cpu {
 bool is_reference(const std::string& implementation);
 
 // Moves `pd` on to its next implementation while it is a reference one; false when only
-// reference implementations are left. The operation descriptor `pd` was made from must still
-// be alive: oneDNN 2's implementation iterator reads it.
+// reference implementations are left. With oneDNN 2 the operation descriptor `pd` was made
+// from must still be alive (its implementation iterator reads it): dnnl_version.hpp's
+// Implementation::past_reference calls this where it is.
 template <class PrimitiveDesc>
 bool skip_reference(PrimitiveDesc& pd) {
     while (is_reference(pd.impl_info_str()))

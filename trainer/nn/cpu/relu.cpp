@@ -1,5 +1,7 @@
 #include "trainer/nn/cpu/relu.hpp"
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
+
 namespace trellis::nn::cpu {
 
 namespace {
@@ -8,9 +10,8 @@ constexpr auto relu_from_output = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
 
 void ReluGradient::setup(const memory::desc& data, const tensor::Shape& shape) {
     data_ = data, shape_ = shape;
-    dnnl::eltwise_forward::primitive_desc hint({dnnl::prop_kind::forward_training, relu_from_output, data, 0.0f, 0.0f},
-                                               engine());
-    pd_ = {{relu_from_output, data, data, 0.0f, 0.0f}, attributes(), engine(), hint};
+    auto hint = eltwise_forward_pd(relu_from_output, data);
+    pd_ = eltwise_backward_pd(relu_from_output, data, hint, attributes());
     primitive_ = dnnl::eltwise_backward(pd_);
 }
 
@@ -27,7 +28,7 @@ tensor::Tensor ReluGradient::operator()(const tensor::Tensor& output, const tens
 TensorSpec Relu::setup(const TensorSpec& input, bool) {
     shape_ = input.shape;
     data_ = desc_of(input);
-    forward_pd_ = {{dnnl::prop_kind::forward_training, relu_from_output, data_, 0.0f, 0.0f}, attributes(), engine()};
+    forward_pd_ = eltwise_forward_pd(relu_from_output, data_, attributes());
     forward_ = dnnl::eltwise_forward(forward_pd_);
     gradient_.setup(data_, shape_);
     return input;

@@ -1,5 +1,6 @@
 #include "trainer/nn/cpu/residual_join.hpp"
 
+#include "trainer/nn/cpu/dnnl_version.hpp"
 #include "trainer/nn/layer_parameters.hpp"
 
 namespace trellis::nn::cpu {
@@ -10,9 +11,9 @@ TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
     data_ = desc_of(a);
     auto attr = attributes();
     dnnl::post_ops relu;
-    relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    append_eltwise(relu, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(relu);
-    add_relu_pd_ = {{dnnl::algorithm::binary_add, data_, data_, data_}, attr, engine()};
+    add_relu_pd_ = binary_pd(dnnl::algorithm::binary_add, data_, data_, data_, attr);
     add_relu_ = dnnl::binary(add_relu_pd_);
     relu_gradient_.setup(data_, shape_);
     return spec_of(data_, shape_);
