@@ -13,7 +13,7 @@
 # root, Slurm, munge or user namespaces.
 set -u
 . "$(dirname "$0")/harness.sh"
-[ -x "$build/tests/slurm/pmix_exchange" ] || { echo "SKIP: the PMIx probe is built with the trainer (configure --without-trainer)"; exit 77; }
+[ -x "$build/tests/slurm/pmix_exchange" ] || { echo "SKIP: the PMIx probe was not built (configure found no PMIx: apt-get install libpmix-dev; make check builds it)"; exit 77; }
 fixtures=${TRELLIS_FIXTURES:?}/topology
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: the test cluster needs root"; exit 77; }
 [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -gt 0 ] ||
