@@ -67,11 +67,14 @@ debian13_make() {
 
 debian13_mount() {
     local root=$1 node
-    mount -t proc proc "$root/proc" &&
+    # The root a mount point of its own: in it, `unshare --propagation private` (each test
+    # cluster's slurmd) changes the propagation of "/", which must be a mount.
+    mount --bind "$root" "$root" &&
+        mount -t proc proc "$root/proc" &&
         mount --rbind /sys "$root/sys" &&
         mount -t tmpfs -o mode=755,size=64m tmpfs "$root/dev" &&
         mount -t tmpfs -o mode=1777 tmpfs "$root/tmp" &&
-        mount -t tmpfs -o mode=755 tmpfs "$root/run" || { echo "cannot mount /proc, /sys, /dev, /tmp or /run in $root"; return 1; }
+        mount -t tmpfs -o mode=755 tmpfs "$root/run" || { echo "cannot mount $root, /proc, /sys, /dev, /tmp or /run in it"; return 1; }
     for node in null zero full random urandom tty fuse; do
         [ -e "/dev/$node" ] || continue
         touch "$root/dev/$node" && mount --bind "/dev/$node" "$root/dev/$node" || { echo "cannot bind /dev/$node into $root"; return 1; }
