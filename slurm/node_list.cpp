@@ -1,6 +1,7 @@
 #include "slurm/node_list.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 #include <slurm/slurm.h>
@@ -20,6 +21,12 @@ std::string first_node_address(const std::string& nodelist) {
     slurm_hostlist_destroy(list);
     if (node.empty()) throw UsageError("the Slurm node list '" + nodelist + "' is empty");
 
+    // libslurm wants slurm_init before any call that talks to slurmctld (slurm.h). 22.05
+    // managed without it; 24.11 stops the process in slurm_load_node_single ("fatal: Can't
+    // find plugin for (null)": no auth plugin). In a step, SLURM_CONF names the
+    // configuration, configless included (slurmd exports it).
+    static std::once_flag slurm_initialised;
+    std::call_once(slurm_initialised, [] { slurm_init(nullptr); });
     node_info_msg_t* info = nullptr;
     std::string address;
     if (slurm_load_node_single(&info, node.data(), 0) == SLURM_SUCCESS && info && info->record_count > 0 &&
