@@ -59,6 +59,12 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh
 
+# The Slurm suites above against Slurm 24.11: trellis built and the suites run in a Debian 13
+# root (made once from the network by tests/debian13/root, kept in /var/cache/trellis), on this
+# machine's cgroups. Skips without root, debootstrap or, for a root not yet made, the network.
+TESTS += tests/debian13/slurm2411_test.sh
+EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian13/root.sh
+
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
 EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh

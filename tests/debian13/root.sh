@@ -94,3 +94,14 @@ debian13_slurm_packages="autoconf automake libtool pkg-config g++ make python3 l
     zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev slurm-wlm slurmd slurmctld slurm-client munge
     python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
     squashfs-tools squashfuse fuse-overlayfs debhelper dpkg-dev devscripts lintian git ca-certificates"
+
+# debian13_enter ROOT COMMAND...: COMMAND with ROOT as its "/", after debian13_mount. Not by
+# chroot: a chrooted process may not make a user namespace (the kernel refuses CLONE_NEWUSER
+# to it), and the container steps' tasks make theirs. ROOT becomes the root of a mount
+# namespace of its own (pivot_root), and this machine's tree is unmounted there.
+debian13_enter() {
+    local root=$1
+    shift
+    unshare --mount --propagation private sh -c 'cd "$1" && pivot_root . mnt && umount -l /mnt && shift && exec "$@"' \
+        debian13 "$root" "$@"
+}
