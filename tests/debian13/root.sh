@@ -12,7 +12,7 @@
 #       mounts what programs in the root need: /proc, /sys (with this machine's cgroup
 #       hierarchies under /sys/fs/cgroup), a /dev of its own (the usual nodes, /dev/fuse, a
 #       devpts instance and /dev/shm: device nodes made there, such as the test cluster's
-#       /dev/nvidiaN, stay there), and tmpfs on /tmp and /run. Call it only in a mount
+#       /dev/nvidiaN, stay there), tmpfs on /tmp and /run, and this machine's /etc/hosts. Call it only in a mount
 #       namespace of its own (unshare --mount --propagation private), so that all of it goes
 #       away with the caller and is never seen by the rest of the machine.
 debian13_mirror=${TRELLIS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -79,6 +79,8 @@ debian13_mount() {
         [ -e "/dev/$node" ] || continue
         touch "$root/dev/$node" && mount --bind "/dev/$node" "$root/dev/$node" || { echo "cannot bind /dev/$node into $root"; return 1; }
     done
+    # This machine's name as this machine resolves it (munged and Slurm look it up).
+    [ -f /etc/hosts ] && { mount --bind /etc/hosts "$root/etc/hosts" || { echo "cannot bind /etc/hosts into $root"; return 1; }; }
     mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/run/lock"
     mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts" && ln -s pts/ptmx "$root/dev/ptmx" &&
         mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || { echo "cannot mount /dev/pts or /dev/shm in $root"; return 1; }
