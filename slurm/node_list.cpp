@@ -21,11 +21,12 @@ std::string first_node_address(const std::string& nodelist) {
     slurm_hostlist_destroy(list);
     if (node.empty()) throw UsageError("the Slurm node list '" + nodelist + "' is empty");
 
-    // libslurm 24.11 needs slurm_init() before calls to slurmctld: it loads the
-    // configuration and the auth plugins (without it: "plugin_get_plugins_of_type: No plugin
-    // dir given"). 22.05 has it too.
-    static std::once_flag initialized;
-    std::call_once(initialized, [] { slurm_init(nullptr); });
+    // libslurm wants slurm_init before any call that talks to slurmctld (slurm.h). 22.05
+    // managed without it; 24.11 stops the process in slurm_load_node_single ("fatal: Can't
+    // find plugin for (null)": no auth plugin). In a step, SLURM_CONF names the
+    // configuration, configless included (slurmd exports it).
+    static std::once_flag slurm_initialised;
+    std::call_once(slurm_initialised, [] { slurm_init(nullptr); });
     node_info_msg_t* info = nullptr;
     std::string address;
     if (slurm_load_node_single(&info, node.data(), 0) == SLURM_SUCCESS && info && info->record_count > 0 &&

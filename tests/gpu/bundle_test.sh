@@ -25,7 +25,6 @@ pass() { echo "ok: $*"; }
 limit=$((16 * 1024 * 1024))
 cache=/var/cache/trellis
 root=$cache/trixie-minbase
-complete=.trellis-root-complete
 work=$(mktemp -d /tmp/trellis-bundle-test.XXXXXX)
 unpacked=
 trap 'rm -rf "$work" ${unpacked:+"$unpacked"}' EXIT
@@ -38,31 +37,10 @@ size=$(stat -c %s "$work/trellis-gpu.tar.xz")
 [ "$size" -le $limit ] || fail "the bundle is $size bytes, over $limit"
 pass "the bundle is $size bytes (at most $limit), made in $((SECONDS - start)) s"
 
-# make_root: debootstraps the root into a new folder and renames it into place, so that a
-# half-made root (a test killed, the network gone) is never taken for a whole one; the next
-# make_root removes what a killed one left.
-make_root() {
-    local new began=$SECONDS
-    rm -rf --one-file-system "$root" "$root".new.*
-    new=$(mktemp -d "$root.new.XXXXXX") || fail "cannot make a folder in $cache"
-    chmod 755 "$new"
-    if ! debootstrap --variant=minbase trixie "$new" http://deb.debian.org/debian >"$work/debootstrap.out" 2>&1; then
-        tail -n 20 "$work/debootstrap.out"
-        [ -f "$new/debootstrap/debootstrap.log" ] && tail -n 20 "$new/debootstrap/debootstrap.log"
-        rm -rf --one-file-system "$new"
-        fail "debootstrap of Debian 13 (trixie) into $new failed (its output ends above)"
-    fi
-    echo "debootstrap --variant=minbase trixie, $(date -u '+%Y-%m-%d %H:%M UTC')" >"$new/$complete"
-    mv "$new" "$root" || fail "cannot rename $new to $root"
-    pass "made the Debian 13 minbase root $root in $((SECONDS - began)) s"
-}
-mkdir -p "$cache" || fail "cannot make $cache"
-# One test at a time makes the root; the others wait for it and share it.
-exec 9>"$root.lock"
-flock 9 || fail "cannot lock $root.lock"
-[ -f "$root/$complete" ] || make_root
-flock -u 9
-exec 9>&-
+# The root, made once (tests/debian13/root.sh: debootstrap, renamed into place when whole,
+# flock'd so that tests side by side share it).
+. "$src/tests/debian13/root.sh"
+debian13_root "$root" "$work/debootstrap.out" || fail "cannot make the Debian 13 root $root"
 
 unpacked=$(mktemp -d "$root/opt/trellis-bundle-test.XXXXXX") || fail "cannot make a folder in $root/opt"
 mkdir "$unpacked/bundle" "$unpacked/run"

@@ -21,9 +21,12 @@ field() {  # NAME PYTHON-EXPRESSION over the list `tasks` (task_probe.py lines)
 
 # 1. PyTorch DDP, started by srun alone.
 if "$python" -c 'import torch.distributed' 2>/dev/null; then
-    # Four PyTorch imports on two busy cores (make -j check) can take minutes.
+    # Four PyTorch imports on two busy cores (make -j check) can take minutes. PyTorch 2.4 and
+    # later rendezvous over libuv by default, and Debian 13's 2.6 is built without it
+    # ("use_libuv was requested but PyTorch was build without libuv support"): USE_LIBUV=0, as
+    # its users must set (PyTorch 1.13, Debian 12's, ignores it).
     started=$(date +%s)
-    user_timeout=400 as_user_srun ddp -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" ||
+    USE_LIBUV=0 user_timeout=400 as_user_srun ddp -N2 --ntasks-per-node=2 "$python" "$dir/ddp_train.py" ||
         fail "DDP under srun: status $?: $(tail -n 8 "$dir/ddp.err")"
     if [ "$(field ddp 'len(tasks) == 4 and sorted(t["rank"] for t in tasks) == [0, 1, 2, 3] and
             {t["node"] for t in tasks} == {"n1", "n2"} and len({t["digest"] for t in tasks}) == 1')" = True ]; then

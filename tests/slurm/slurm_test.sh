@@ -233,7 +233,7 @@ if [ -x "$build/tests/slurm/pmix_exchange" ]; then
     [ "$(grep -c 'sees: rank 0 on n1; rank 1 on n1; rank 2 on n2; rank 3 on n2' "$dir/pmix.out")" -eq 4 ] &&
         pass "PMIx exchange across n1 and n2" || fail "pmix: $(cat "$dir/pmix.out" "$dir/pmix.err")"
 else
-    echo "skipped: the PMIx exchange (its probe is built with the trainer; configure --without-trainer)"
+    echo "skipped: the PMIx exchange (its probe was not built: configure found no PMIx)"
 fi
 
 echo "$checks Slurm runs, $failures failures"
