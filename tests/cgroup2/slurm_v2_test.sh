@@ -40,7 +40,7 @@ cat >"$work/script" <<SCRIPT
 # Jobs run as an unprivileged user who must reach the plugin and trellis-topo in the build.
 dir=$build
 while [ "\$dir" != / ]; do chmod o+rx "\$dir"; dir=\$(dirname "\$dir"); done
-export TRELLIS_BUILD=$build TRELLIS_FIXTURES=/run/results/tests/fixtures
+export TRELLIS_BUILD=$build TRELLIS_FIXTURES=/run/results/tests/fixtures${TRELLIS_PLUGIN:+ TRELLIS_PLUGIN=$TRELLIS_PLUGIN}
 echo "guest: \$(uname -r), \$(cat /proc/self/cgroup), controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)"
 echo "guest: \$(slurmd -V), up \$(cut -d' ' -f1 /proc/uptime) s"
 failures=0

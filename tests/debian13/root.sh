@@ -95,7 +95,7 @@ debian13_slurm_packages="autoconf automake libtool pkg-config g++ make python3 l
     libpmix-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
     zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev slurm-wlm slurmd slurmctld slurm-client munge
     python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
-    squashfs-tools squashfuse fuse-overlayfs debhelper dpkg-dev devscripts lintian git ca-certificates"
+    squashfs-tools squashfuse fuse-overlayfs debhelper dpkg-dev ca-certificates"
 
 # debian13_enter ROOT COMMAND...: COMMAND with ROOT as its "/", after debian13_mount. Not by
 # chroot: a chrooted process may not make a user namespace (the kernel refuses CLONE_NEWUSER

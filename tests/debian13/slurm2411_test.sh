@@ -1,15 +1,20 @@
 #!/bin/bash
-# The Slurm suites against Slurm 24.11 (Debian 13) on this machine's cgroup v1: trellis is built
-# in a Debian 13 root (tests/debian13/root.sh: debootstrap and apt-get, made once from the
-# network and kept in /var/cache/trellis/trixie-slurm) against its libslurm-dev, and
-# tests/slurm's suites run inside the root, unchanged, each starting its cluster there with the
-# root's slurmctld and slurmd 24.11, munged and PyTorch 2.6, Open MPI 5 and PMIx 5. All of it
-# runs in a mount namespace of its own: the root's /proc, /sys (this machine's cgroup
-# hierarchies, which slurmd 24.11 needs), /dev (where the clusters' /dev/nvidiaN are made),
-# /tmp and /run go away with the test. The clusters in the root never meet the ones the
-# other tests start on this machine: each has its own munged and ports.
+# The Slurm suites against Slurm 24.11 (Debian 13), on this machine's cgroup v1 and on cgroup v2
+# in a qemu guest: trellis's Debian packages are built in a Debian 13 root
+# (tests/debian13/root.sh: debootstrap and apt-get, made once from the network and kept in
+# /var/cache/trellis/trixie-slurm) against its libslurm-dev, oneDNN 3 and Catch2 3, and
+# installed there; tests/slurm's suites run inside the root, unchanged, with the installed
+# plugin, each starting its cluster there with the root's slurmctld and slurmd 24.11, munged
+# and PyTorch 2.6, Open MPI 5 and PMIx 5. All of it runs in a mount namespace of its own: the
+# root's /proc, /sys (this machine's cgroup hierarchies, which slurmd 24.11 needs), /dev (where
+# the clusters' /dev/nvidiaN are made), /tmp and /run go away with it. The clusters in the root
+# never meet the ones the other tests start on this machine: each has its own munged and ports.
+# Then tests/cgroup2/slurm_v2_test.sh boots the same root, packages installed, in a guest with
+# cgroup v1 off and runs the GPU matrix and the CPU allocation there on Slurm's cgroup/v2. The
+# packages are purged from the root at the end.
 #   TRELLIS_DEBIAN13_ROOT    another root (default /var/cache/trellis/trixie-slurm)
 #   TRELLIS_DEBIAN13_SUITES  the suites to run (default: all of those below)
+#   TRELLIS_DEBIAN13_CGROUP2 0 leaves out the cgroup v2 guest
 # Skips (77) when not root, without debootstrap, chroot, unshare or flock, without git (the
 # source tree is copied by its git file list), or when the root must be made and
 # deb.debian.org cannot be reached.
@@ -18,6 +23,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
 . "$src/tests/debian13/root.sh"
 root=${TRELLIS_DEBIAN13_ROOT:-$debian13_slurm_root}
+# Where the packages are built, inside the root (the cgroup v2 guest takes its test programs there).
+debian13_build_path=/opt/trellis-debian13/src/debian/build
 suites=${TRELLIS_DEBIAN13_SUITES:-gpu_test cpu_alloc_test frameworks_test slurm_test container_test train_test}
 
 if [ "${1:-}" != --in-own-mount-namespace ]; then
@@ -35,14 +42,30 @@ if [ "${1:-}" != --in-own-mount-namespace ]; then
         debian13_root "$root" "$log" $debian13_slurm_packages || { rm -f "$log"; echo "FAIL: cannot make the Debian 13 root $root"; exit 1; }
         rm -f "$log"
     fi
-    exec unshare --mount --propagation private "$0" --in-own-mount-namespace
+    # One run at a time per root: the packages are installed in it.
+    exec 8>"$root.test-lock"
+    flock 8
+    unshare --mount --propagation private "$0" --in-own-mount-namespace
+    status=$?
+    if [ "${TRELLIS_DEBIAN13_CGROUP2:-1}" != 0 ] && [ -f "$root/$debian13_build_path/spank/.libs/spank_trellis.so" ]; then
+        echo "== tests/cgroup2/slurm_v2_test.sh: the same root and packages on Slurm's cgroup/v2, in a guest"
+        TRELLIS_DEBIAN13_ROOT=$root TRELLIS_DEBIAN13_BUILD=$debian13_build_path \
+            TRELLIS_PLUGIN=$(cat "$root/$debian13_build_path/../installed-plugin" 2>/dev/null) "$src/tests/cgroup2/slurm_v2_test.sh"
+        v2=$?
+        echo "== tests/cgroup2/slurm_v2_test.sh: status $v2"
+        case $v2 in 0) ;; 77) [ $status -ne 0 ] || status=77 ;; *) status=1 ;; esac
+    fi
+    chroot "$root" sh -c 'dpkg-query -W -f "\${Package}\n" "trellis-*" slurm-spank-trellis 2>/dev/null | xargs -r dpkg --purge' >/dev/null 2>&1
+    rm -rf --one-file-system "${root:?}/opt/trellis-debian13"
+    exit $status
 fi
 
 began=$SECONDS
 debian13_mount "$root" || { echo "FAIL: cannot mount the root's file systems"; exit 1; }
-work=$(mktemp -d "$root/opt/trellis-slurm2411.XXXXXX") || { echo "FAIL: cannot make a folder in $root/opt"; exit 1; }
+# A fixed folder, so that the cgroup v2 guest that follows finds the build.
+work=$root/opt/trellis-debian13
+rm -rf --one-file-system "$work" && mkdir -p "$work" || { echo "FAIL: cannot make $work"; exit 1; }
 chmod 755 "$work"
-trap 'rm -rf --one-file-system "$work"' EXIT
 inside=${work#"$root"}
 # in_root COMMAND...: COMMAND in the root, with nothing of this machine's environment.
 in_root() {
@@ -51,22 +74,30 @@ in_root() {
 echo "Debian 13 root $root: $(cat "$root/$debian13_complete")"
 echo "$(in_root slurmd -V), $(in_root sh -c 'dpkg-query -W -f "\${Package} \${Version}\n" libpmix2t64 openmpi-bin python3-torch catch2 g++ 2>/dev/null | paste -sd, -')"
 
-# build_trellis: trellis built in the root against its Slurm, in $inside/src; sets $build (the
-# path inside the root). The tree is this checkout's files as they are (git ls-files), so that
-# what is tested is what is being changed. One step, to be replaced by building and installing
-# the Debian packages (dpkg-buildpackage) once debian/ is in the tree.
+# build_trellis: trellis's Debian packages built in the root against its Slurm
+# (dpkg-buildpackage, no CUDA there) from this checkout's files as they are (git ls-files), so
+# that what is tested is what is being changed, then installed; sets $build (the dh build
+# folder, inside the root: the suites take their test programs from it) and $installed_plugin.
 build_trellis() {
-    local began=$SECONDS
+    local began=$SECONDS debs
     mkdir "$work/src" && git -C "$src" ls-files -z | (cd "$src" && tar --null -T - -cf -) | tar -C "$work/src" -xf - ||
         { echo "FAIL: cannot copy the source tree into the root"; return 1; }
-    if ! in_root sh -c "cd '$inside/src' && ./bootstrap && ./configure ${TRELLIS_DEBIAN13_CONFIGURE:---without-trainer} &&
-            nice -n 10 make -j2 && nice -n 10 make -j2 tests/slurm/pmix_exchange" >"$work/build.log" 2>&1; then
+    if ! in_root sh -c "cd '$inside/src' && DEB_BUILD_OPTIONS='nocheck parallel=2' nice -n 10 dpkg-buildpackage -b -us -uc -Pnocuda &&
+            make -C debian/build -j2 tests/slurm/pmix_exchange" >"$work/build.log" 2>&1; then
         tail -n 40 "$work/build.log"
-        echo "FAIL: trellis does not build against $(in_root slurmd -V) in the root (the build's output ends above)"
+        echo "FAIL: trellis's packages do not build against $(in_root slurmd -V) in the root (the build's output ends above)"
         return 1
     fi
-    build=$inside/src
-    echo "ok: trellis built in the root in $((SECONDS - began)) s ($(grep -m1 'checking whether to build the trainer' "$work/build.log"))"
+    debs=$(cd "$work" && ls trellis-*_*.deb slurm-spank-trellis_*.deb | grep -v -- -dbgsym_ | sed "s|^|$inside/|")
+    # shellcheck disable=SC2086  # the list is words
+    in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $debs >"$work/install.log" 2>&1 ||
+        { tail -n 20 "$work/install.log"; echo "FAIL: the packages do not install in the root"; return 1; }
+    build=$inside/src/debian/build
+    installed_plugin=$(in_root dpkg -L slurm-spank-trellis | grep '/spank_trellis\.so$')
+    echo "$installed_plugin" >"$work/src/debian/installed-plugin"
+    echo "ok: trellis's packages built and installed in the root in $((SECONDS - began)) s:" \
+         "$(in_root dpkg-query -W -f '${Package} ${Version}, ' 'trellis-*' slurm-spank-trellis) the plugin depending on" \
+         "$(in_root dpkg-query -W -f '${Depends}' slurm-spank-trellis | grep -o 'slurm-wlm-basic-plugins[^,]*' | paste -sd' ' -)"
 }
 build_trellis || exit 1
 
@@ -74,7 +105,8 @@ failed=() passed=() skipped=()
 for suite in $suites; do
     began_suite=$SECONDS
     echo "== tests/slurm/$suite.sh on $(in_root slurmd -V)"
-    in_root TRELLIS_BUILD="$build" TRELLIS_TOPO="$build/trellis-topo" TRELLIS_FIXTURES="$inside/src/tests/fixtures" \
+    in_root TRELLIS_BUILD="$build" TRELLIS_PLUGIN="$installed_plugin" TRELLIS_TOPO="$build/trellis-topo" \
+        TRELLIS_FIXTURES="$inside/src/tests/fixtures" \
         TRELLIS_CUDA_MODULE="$build/.libs/trellis-cuda.so" PYTHON3=python3 \
         "$inside/src/tests/slurm/$suite.sh" 2>&1
     status=$?

@@ -12,7 +12,8 @@
 # Set `cleanup` to a command to run at exit before the cluster folder goes.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${TRELLIS_BUILD:?}
-plugin=$build/spank/.libs/spank_trellis.so
+# TRELLIS_PLUGIN: an installed plugin (a Debian package's) rather than the build tree's.
+plugin=${TRELLIS_PLUGIN:-$build/spank/.libs/spank_trellis.so}
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
