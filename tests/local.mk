@@ -65,9 +65,10 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 TESTS += tests/packaging/debian_test.sh
 EXTRA_DIST += tests/packaging/debian_test.sh
 
-# The Slurm suites above against Slurm 24.11: trellis built and the suites run in a Debian 13
-# root (made once from the network by tests/debian13/root, kept in /var/cache/trellis), on this
-# machine's cgroups. Skips without root, debootstrap or, for a root not yet made, the network.
+# The Slurm suites above against Slurm 24.11, on cgroup v1 and v2: trellis's packages built and
+# installed and the suites run in a Debian 13 root (made once from the network by
+# tests/debian13/root, kept in /var/cache/trellis), on this machine's cgroup v1, then in a qemu
+# guest on cgroup v2. Skips without root, debootstrap or, for a root not yet made, the network.
 TESTS += tests/debian13/slurm2411_test.sh
 EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian13/root.sh
 
@@ -75,9 +76,8 @@ EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian1
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
 EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh tests/vm/qemu
 
-# Slurm 24.11 on cgroup v2 in a qemu guest booting a Debian 13 root (TRELLIS_DEBIAN13_ROOT; skips
-# without it, qemu or the kernel): the GPU matrix and the CPU allocation of tests/slurm.
-TESTS += tests/cgroup2/slurm_v2_test.sh
+# Slurm 24.11 on cgroup v2 in a qemu guest booting a Debian 13 root: the GPU matrix and the CPU
+# allocation of tests/slurm. Run by tests/debian13/slurm2411_test.sh, on its root and packages.
 EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/vm
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
