@@ -24,9 +24,21 @@ debian13_root() {
     mkdir -p "$(dirname "$root")" || { echo "cannot make $(dirname "$root")"; return 1; }
     (
         flock 9 || { echo "cannot lock $root.lock"; exit 1; }
-        [ -f "$root/$debian13_complete" ] && exit 0
+        debian13_has "$root" "$@" && exit 0
         debian13_make "$root" "$log" "$@"
     ) 9>"$root.lock"
+}
+
+# debian13_has ROOT [PACKAGE...]: ROOT is whole and was made with every PACKAGE (a root made
+# before a package joined the list is made again).
+debian13_has() {
+    local root=$1 package packages
+    [ -f "$root/$debian13_complete" ] || return 1
+    packages=" $(sed -n 's/.*; packages: //p' "$root/$debian13_complete") "
+    shift
+    for package in "$@"; do
+        [[ $packages == *" $package "* ]] || return 1
+    done
 }
 
 debian13_make() {
@@ -91,7 +103,7 @@ debian13_mount() {
 # The Slurm 24.11 root's packages: trellis's build dependencies, Slurm, munge, the peers the
 # Slurm suites run (PyTorch 2.6, Open MPI 5 with PMIx 5) and the container and packaging tools.
 debian13_slurm_root=/var/cache/trellis/trixie-slurm
-debian13_slurm_packages="autoconf automake libtool pkg-config g++ make python3 libhwloc-dev hwloc
+debian13_slurm_packages="autoconf automake libtool pkg-config g++ make build-essential python3 libhwloc-dev hwloc
     libpmix-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
     zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev slurm-wlm slurmd slurmctld slurm-client munge
     python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci

@@ -33,7 +33,8 @@ if [ "${1:-}" != --in-own-mount-namespace ]; then
         command -v "$tool" >/dev/null || skip "$tool is missing (scripts/install-deps installs it)"
     done
     git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || skip "$src is not a git checkout (its files are copied into the root by git ls-files)"
-    if [ ! -f "$root/$debian13_complete" ]; then
+    # shellcheck disable=SC2086  # the list is words
+    if ! debian13_has "$root" $debian13_slurm_packages; then
         host=${debian13_mirror#*://} host=${host%%/*}
         timeout 10 bash -c "exec 3<>/dev/tcp/$host/80" 2>/dev/null ||
             skip "no Debian 13 root in $root, and $host cannot be reached to make one"
