@@ -15,6 +15,7 @@
 #   TRELLIS_DEBIAN13_ROOT    another root (default /var/cache/trellis/trixie-slurm)
 #   TRELLIS_DEBIAN13_SUITES  the suites to run (default: all of those below)
 #   TRELLIS_DEBIAN13_CGROUP2 0 leaves out the cgroup v2 guest
+#   TRELLIS_DEBIAN13_LAUNCH_RUNS  runs of tests/perf/slurm_launch there (default 12; 0: none)
 # Skips (77) when not root, without debootstrap, chroot, unshare or flock, without git (the
 # source tree is copied by its git file list), or when the root must be made and
 # deb.debian.org cannot be reached.
@@ -119,6 +120,13 @@ for suite in $suites; do
     esac
     echo "== tests/slurm/$suite.sh: status $status in $took s"
 done
+# The plugin's launch cost on 24.11 (a figure for the record, not judged here: tests/perf runs
+# the same benchmark on this machine's Slurm).
+if [ "${TRELLIS_DEBIAN13_LAUNCH_RUNS:-12}" -gt 0 ]; then
+    echo "== tests/perf/slurm_launch on $(in_root slurmd -V), the installed plugin"
+    in_root TRELLIS_PLUGIN="$installed_plugin" PYTHON3=python3 \
+        "$inside/src/tests/perf/slurm_launch" "$build" "$inside/src" "${TRELLIS_DEBIAN13_LAUNCH_RUNS:-12}" 2>&1
+fi
 echo "Slurm 24.11 in the Debian 13 root, $((SECONDS - began)) s in all:"
 echo "  passed: ${passed[*]:-none}"
 echo "  skipped: ${skipped[*]:-none}"
