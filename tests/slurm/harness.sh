@@ -14,6 +14,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${TRELLIS_BUILD:?}
 # TRELLIS_PLUGIN: an installed plugin (a Debian package's) rather than the build tree's.
 plugin=${TRELLIS_PLUGIN:-$build/spank/.libs/spank_trellis.so}
+# An installed plugin has no trellis-topo beside it: the build tree's is the cluster's.
+[ -z "${TRELLIS_PLUGIN:-}" ] || export TRELLIS_CLUSTER_TOPO=${TRELLIS_CLUSTER_TOPO:-$build/trellis-topo}
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
