@@ -98,7 +98,8 @@ build_trellis() {
     installed_plugin=$(in_root dpkg -L slurm-spank-trellis | grep '/spank_trellis\.so$')
     echo "$installed_plugin" >"$work/src/debian/installed-plugin"
     echo "ok: trellis's packages built and installed in the root in $((SECONDS - began)) s:" \
-         "$(in_root dpkg-query -W -f '${Package} ${Version}, ' 'trellis-*' slurm-spank-trellis) the plugin depending on" \
+         "$(in_root dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' 'trellis-*' slurm-spank-trellis |
+            awk '$1 == "ii" { print $2 " " $3 }' | paste -sd, -); the plugin depends on" \
          "$(in_root dpkg-query -W -f '${Depends}' slurm-spank-trellis | grep -o 'slurm-wlm-basic-plugins[^,]*' | paste -sd' ' -)"
 }
 build_trellis || exit 1
