@@ -92,7 +92,11 @@ debian13_mount() {
         touch "$root/dev/$node" && mount --bind "/dev/$node" "$root/dev/$node" || { echo "cannot bind /dev/$node into $root"; return 1; }
     done
     # This machine's name as this machine resolves it (munged and Slurm look it up).
-    [ -f /etc/hosts ] && { mount --bind /etc/hosts "$root/etc/hosts" || { echo "cannot bind /etc/hosts into $root"; return 1; }; }
+    # A minbase root has no /etc/hosts to bind over: it gets an empty one first.
+    if [ -f /etc/hosts ]; then
+        [ -e "$root/etc/hosts" ] || : >"$root/etc/hosts"
+        mount --bind /etc/hosts "$root/etc/hosts" || { echo "cannot bind /etc/hosts into $root"; return 1; }
+    fi
     mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/run/lock"
     mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts" && ln -s pts/ptmx "$root/dev/ptmx" &&
         mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || { echo "cannot mount /dev/pts or /dev/shm in $root"; return 1; }

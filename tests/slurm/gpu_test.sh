@@ -108,8 +108,11 @@ if since 23.02 "--tres-per-task"; then
     oracle tres_per_task "--tres-per-task=gres/gpu:1" --gpus 1
     gpu_run tres_per_task_typed -N1 -w n2 -n2 --tres-per-task=gres/gpu:a100:1
     oracle tres_per_task_typed "--tres-per-task=gres/gpu:a100:1" --gpus 1
-    gpu_run tres_per_task_cpus -N1 -w n2 -n2 -O --tres-per-task=cpu=1,gres/gpu=1
-    oracle tres_per_task_cpus "--tres-per-task=cpu=1,gres/gpu=1" --gpus 1
+    # Since 23.11 -c joins tres_per_task as cpu=N: the GPU count among several TRES. (Asking
+    # for cpu=1 in --tres-per-task itself is refused by 24.11's scheduler here: "Requested node
+    # configuration is not available".)
+    gpu_run tres_per_task_cpus -N1 -w n2 -n2 --cpus-per-task=1 --tres-per-task=gres/gpu=1
+    oracle tres_per_task_cpus "--cpus-per-task=1 --tres-per-task=gres/gpu=1" --gpus 1
 fi
 if since 23.11 "--tres-bind"; then
     gpu_run tres_bind_per_task -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
@@ -144,8 +147,8 @@ oracle batch_typed "sbatch --gpus-per-task=a100:1, then srun" --gpus 1
 if since 23.02 "sbatch --tres-per-task"; then
     gpu_batch batch_tres_per_task -N1 -w n2 -n2 --tres-per-task=gres/gpu:1
     oracle batch_tres_per_task "sbatch --tres-per-task=gres/gpu:1, then srun" --gpus 1
-    gpu_batch batch_tres_per_task_typed -N1 -w n2 -n2 -O --tres-per-task=cpu=1,gres/gpu:a100:1
-    oracle batch_tres_per_task_typed "sbatch --tres-per-task=cpu=1,gres/gpu:a100:1, then srun" --gpus 1
+    gpu_batch batch_tres_per_task_typed -N1 -w n2 -n2 --cpus-per-task=1 --tres-per-task=gres/gpu:a100:1
+    oracle batch_tres_per_task_typed "sbatch --cpus-per-task=1 --tres-per-task=gres/gpu:a100:1, then srun" --gpus 1
 fi
 if since 23.11 "sbatch --tres-bind"; then
     gpu_batch batch_tres_bind -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:per_task:1
