@@ -79,13 +79,14 @@ echo "$(in_root slurmd -V), $(in_root sh -c 'dpkg-query -W -f "\${Package} \${Ve
 # build_trellis: trellis's Debian packages built in the root against its Slurm
 # (dpkg-buildpackage, no CUDA there) from this checkout's files as they are (git ls-files), so
 # that what is tested is what is being changed, then installed; sets $build (the dh build
-# folder, inside the root: the suites take their test programs from it) and $installed_plugin.
+# folder, inside the root: the suites take their test programs, built here too, from it) and
+# $installed_plugin.
 build_trellis() {
     local began=$SECONDS debs
     mkdir "$work/src" && git -C "$src" ls-files -z | (cd "$src" && tar --null -T - -cf -) | tar -C "$work/src" -xf - ||
         { echo "FAIL: cannot copy the source tree into the root"; return 1; }
     if ! in_root sh -c "cd '$inside/src' && DEB_BUILD_OPTIONS='nocheck parallel=2' nice -n 10 dpkg-buildpackage -b -us -uc -Pnocuda &&
-            make -C debian/build -j2 tests/slurm/pmix_exchange" >"$work/build.log" 2>&1; then
+            make -C debian/build -j2 tests/slurm/pmix_exchange tests/data/make_dataset" >"$work/build.log" 2>&1; then
         tail -n 40 "$work/build.log"
         echo "FAIL: trellis's packages do not build against $(in_root slurmd -V) in the root (the build's output ends above)"
         return 1
