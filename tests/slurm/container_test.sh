@@ -301,12 +301,11 @@ scontrol reconfigure && sleep 2
 # container, where neither that binary nor its libraries are: the prolog fails with 127.
 # Making slurmstepd run inside users' images is not done (a known limitation on 24.11, in
 # spank_trellis(8)); 22.05 runs the script itself and must pass.
-slurm_release=$(srun --version | sed -nE 's/^slurm(-wlm)? ([0-9]+)\.([0-9]+).*/\2\3/p')
 if grep -qx "prolog=ran" "$dir/prolog.out" && grep -qx "root:x:0:0:root:/root:/bin/sh" "$dir/prolog.out" &&
     [ -z "$(find "$dir/bundle/rootfs" -newer "$dir/t1")" ]; then
     pass "L8: the TaskProlog ran in the container; the image's /etc still shows and the image is unchanged"
-elif [ "${slurm_release:-0}" -ge 2411 ] && grep -q 'TaskProlog failed status=127' "$dir/prolog.err"; then
-    echo "known limitation: L8: Slurm $(srun --version | cut -d' ' -f2) runs the TaskProlog through slurmstepd, which a container step's image lacks (status 127)"
+elif at_least 24.11 && grep -q 'TaskProlog failed status=127' "$dir/prolog.err"; then
+    echo "known limitation: L8: Slurm $slurm_version runs the TaskProlog through slurmstepd, which a container step's image lacks (status 127)"
 else
     fail "L8: $(cat "$dir/prolog.out" "$dir/prolog.err")"
 fi

@@ -42,10 +42,9 @@ oracle() {
 }
 # The options that bind GPUs changed between Slurm versions: a row for an option this
 # cluster's srun lacks says so and is not run (any Slurm the cluster script starts will do).
-slurm_version=$(srun --version | awk '{print $2}')
 # since VERSION WHAT: whether this Slurm is VERSION or later; if not, says WHAT it lacks.
 since() {
-    printf '%s\n%s\n' "$1" "$slurm_version" | sort -V -C && return 0
+    at_least "$1" && return 0
     echo "not in Slurm $slurm_version: $2 ($1+)"
     return 1
 }

@@ -17,6 +17,9 @@ plugin=${TRELLIS_PLUGIN:-$build/spank/.libs/spank_trellis.so}
 # An installed plugin has no trellis-topo beside it: the build tree's is the cluster's.
 [ -z "${TRELLIS_PLUGIN:-}" ] || export TRELLIS_CLUSTER_TOPO=${TRELLIS_CLUSTER_TOPO:-$build/trellis-topo}
 failures=0
+# at_least VERSION: whether the cluster's Slurm (slurm_version, set by start_cluster from srun
+# --version, which needs its SLURM_CONF) is VERSION or later, for rows that differ by version.
+at_least() { printf '%s\n%s\n' "$1" "$slurm_version" | sort -V -C; }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
@@ -32,6 +35,7 @@ start_cluster() {
     local status=$?
     [ $status -eq 0 ] || exit $status
     export SLURM_CONF=$dir/slurm.conf
+    slurm_version=$(srun --version | awk '{print $2}')
     job_user=$("$here/cluster" user)
     cd "$dir" || exit 1
 }
