@@ -14,6 +14,7 @@ AM_TESTS_ENVIRONMENT = \
 	TRELLIS_BUILD='$(abs_top_builddir)'; export TRELLIS_BUILD; \
 	TRELLIS_CUDA_MODULE='$(abs_top_builddir)/.libs/trellis-cuda.so'; export TRELLIS_CUDA_MODULE; \
 	TRELLIS_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export TRELLIS_FIXTURES; \
+	TRELLIS_STUDIES_PYTHON='$(abs_top_srcdir)/studies'; export TRELLIS_STUDIES_PYTHON; \
 	PYTHON3='$(PYTHON3)'; export PYTHON3; \
 	TRELLIS_ZOO_MODELS='$(TRELLIS_ZOO_MODELS)'; export TRELLIS_ZOO_MODELS;
 

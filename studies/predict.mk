@@ -1,0 +1,1 @@
+# predict: its Python modules, tests and files (added to the lists of studies/local.mk).
