@@ -19,3 +19,5 @@ dist_studies_python_report_figures_DATA = \
 	studies/trellis_studies/report/figures/busbw.py \
 	studies/trellis_studies/report/figures/memory.py \
 	studies/trellis_studies/report/figures/comm_share.py
+TESTS += studies/tests/report_test.sh
+EXTRA_DIST += studies/tests/report_test.sh studies/tests/report_test.py

@@ -31,6 +31,19 @@ def _parser():
     return parser
 
 
+def _short_names(runs):
+    """A log folder's run is named by the end of its path, as much as tells it from the others
+    (a campaign's runs are already named campaign/key)."""
+    plain = [run for run in runs if not run.settings and run.name == os.path.normpath(run.folder)]
+    parts = {id(run): os.path.abspath(run.folder).split(os.sep) for run in plain}
+    for depth in range(1, 1 + max((len(p) for p in parts.values()), default=0)):
+        names = {id(run): "/".join(parts[id(run)][-depth:]) for run in plain}
+        if len(set(names.values())) == len(names):
+            break
+    for run in plain:
+        run.name = names[id(run)]
+
+
 def _read(arguments):
     from .runs import read_runs
     runs, notes, seen = [], [], set()
@@ -44,6 +57,7 @@ def _read(arguments):
                 runs.append(run)
         for run in found:
             notes.extend(run.notes)
+    _short_names(runs)
     return runs, notes
 
 

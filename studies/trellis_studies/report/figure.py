@@ -74,6 +74,15 @@ def _text_cell(value):
 
 
 def legend_text(text):
-    """Matplotlib's mathtext is off (plotting.py); long labels are shortened for the legend."""
+    """A label from a run as matplotlib should show it: a `$` would start mathtext; long labels
+    are shortened."""
     text = str(text)
-    return text if len(text) <= 60 else text[:57] + "..."
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text.replace("$", r"\$")
+
+
+def integer_ticks(axes, values):
+    """GPU counts as plain numbers, also on a log axis."""
+    values = sorted(set(values))
+    axes.set_xticks(values, [str(value) for value in values])
+    axes.minorticks_off()

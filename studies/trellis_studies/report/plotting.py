@@ -21,8 +21,6 @@ def pyplot():
             os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="trellis-report-mpl-")
         import matplotlib
         matplotlib.use("Agg")
-        # Run names become legend text: `$` would start mathtext.
-        matplotlib.rcParams["text.parse_math"] = False
         matplotlib.rcParams["svg.hashsalt"] = "trellis-report"  # the same SVG for the same data
         import matplotlib.pyplot
         _pyplot = matplotlib.pyplot

@@ -11,7 +11,7 @@ NAME = "ps-vs-allreduce"
 def _variant(run):
     if run.strategy == "ps":
         servers = run.value("servers") or run.value("ps_servers")
-        return f"ps {servers} servers" if servers else "ps"
+        return f"ps {servers} server{'' if str(servers) == '1' else 's'}" if servers else "ps"
     return "allreduce"
 
 

@@ -4,7 +4,7 @@ per-rank batch, precision and device: images/sec / (its images/sec per GPU x GPU
 single-process run is the 1-GPU point of every line of its setup."""
 from collections import defaultdict
 
-from ..figure import Figure, Skipped, legend_text
+from ..figure import Figure, Skipped, integer_ticks, legend_text
 from .common import averaged, finished, images_per_sec, nodes_of, setup_key, setup_label, transport_of
 
 NAME = "scaling"
@@ -67,6 +67,7 @@ def build(runs):
         for axes in (speed, efficiency):
             if max(key[3] for key in points) > 2:
                 axes.set_xscale("log", base=2)
+            integer_ticks(axes, [key[3] for key in points])
             axes.grid(True, alpha=0.3)
         speed.legend(fontsize="x-small")
 
