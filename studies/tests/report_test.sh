@@ -7,4 +7,6 @@ if ! "$python" -c 'import matplotlib' 2>/dev/null; then
     echo "SKIP: $python cannot import matplotlib (Debian: apt-get install python3-matplotlib)"
     exit 77
 fi
+# No __pycache__ in the source tree (read-only under distcheck).
+PYTHONDONTWRITEBYTECODE=1; export PYTHONDONTWRITEBYTECODE
 TRELLIS_STUDIES_PYTHON=$studies exec "$python" "$studies/tests/report_test.py" -v
