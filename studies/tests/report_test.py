@@ -112,6 +112,16 @@ class Fixtures(unittest.TestCase):
                 "time": 3000.0},
                {"kind": "eval", "step": 2, "top1": 0.2, "top5": 0.4, "time": 3002.0}]
         write(f"{r}/old/metrics.jsonl", [json.dumps(line) for line in old])
+        # Resumed after a kill -9 that cut a line: the time carried across segments is one line.
+        write(f"{r}/resumed/metrics.jsonl", [
+            run_record("resnet32", 1, "single process"),
+            json.dumps({"kind": "eval", "step": 1, "top1": 0.2, "top5": 0.4, "epoch": 0.25, "train_seconds": 1.0,
+                        "segment": 1, "time": 1001.0}),
+            '{"kind":"train","step":2,"ima',
+            run_record("resnet32", 1, "single process", segment=2, train_seconds=1.5, time=5000.0),
+            json.dumps({"kind": "eval", "step": 2, "top1": 0.3, "top5": 0.6, "epoch": 0.5, "train_seconds": 2.5,
+                        "segment": 2, "time": 5001.0}),
+            total_line("60.125")])
         # Names that must be escaped.
         write(os.path.join(r, ODD, "metrics.jsonl"), [
             run_record(ODD_MODEL, 1, "single process"), train(1, 50.0, 0.1), total_line("50.25")])
@@ -141,7 +151,7 @@ class Fixtures(unittest.TestCase):
             total_line("77.75")])
         os.makedirs(f"{campaign}/runs/{pending_key}", exist_ok=True)
         cls.campaign_key = key
-        cls.arguments = [f"{r}/{name}" for name in ("r1", "r2", "r4", "p2", "old", ODD, "bench", "campaign")]
+        cls.arguments = [f"{r}/{name}" for name in ("r1", "r2", "r4", "p2", "old", "resumed", ODD, "bench", "campaign")]
 
     def figure_rows(self, name):
         return read_csv(os.path.join(self.out, f"{name}.csv"))
@@ -165,7 +175,7 @@ class Fixtures(unittest.TestCase):
     def test_runs_csv_has_the_totals_as_written(self):
         rows = {row["folder"]: row for row in read_csv(os.path.join(self.out, "runs.csv"))}
         expected = {"r1": "100.0", "r2": "190.12345678901234", "r4": "340.00000000000006", "p2": "150.5",
-                    ODD: "50.25", "old": "", "bench": "",
+                    ODD: "50.25", "old": "", "resumed": "60.125", "bench": "",
                     f"campaign/runs/{self.campaign_key}": "77.75"}
         self.assertEqual(len(rows), len(expected))
         for folder, total in expected.items():
@@ -187,6 +197,7 @@ class Fixtures(unittest.TestCase):
                     ("resnet8", "ps", "1"): 1.0,
                     ("resnet8", "ps", "2"): 150.5 / (2 * 100.0),
                     ("resnet56", "allreduce", "2"): 1.0,  # the smallest resnet56 run is its own baseline
+                    ("resnet32", "single process", "1"): 1.0,
                     (ODD_MODEL, "single process", "1"): 1.0}
         self.assertEqual(set(rows), set(expected))
         for key, efficiency in expected.items():
@@ -210,6 +221,10 @@ class Fixtures(unittest.TestCase):
         self.assertEqual([(r["segment"], float(r["train_seconds"]), r["epochs"]) for r in old],
                          [("1", 5.0, ""), ("2", 2.0, "")])
         self.assertIn("each segment is drawn from its own start", self.result.stdout)
+        resumed = [row for row in rows if row["run"].endswith("resumed")]
+        self.assertEqual([(r["segment"], r["train_seconds"], r["top1"]) for r in resumed],
+                         [("1", "1.0", "0.2"), ("2", "2.5", "0.3")])
+        self.assertIn("cut short before a resumed segment", self.result.stderr)
         self.assertIn("against steps", self.result.stdout)
 
     def test_busbw_averages_repetitions(self):
