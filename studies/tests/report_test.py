@@ -150,6 +150,8 @@ class Fixtures(unittest.TestCase):
             run_record("resnet56", 2, "allreduce", transport="tcp", nodes=2), train(1, 70.0, 0.1),
             total_line("77.75")])
         os.makedirs(f"{campaign}/runs/{pending_key}", exist_ok=True)
+        # Killed before its first record: an empty metrics.jsonl is left out too.
+        write(f"{campaign}/runs/{pending_key}/log/metrics.jsonl", [], end="")
         cls.campaign_key = key
         cls.arguments = [f"{r}/{name}" for name in ("r1", "r2", "r4", "p2", "old", "resumed", ODD, "bench", "campaign")]
 

@@ -13,7 +13,10 @@ USAGE = "trellis-report -o OUTDIR RUN... | trellis-report predict ..."
 def _predict(argv):
     try:
         from trellis_studies.predict.command import main as predict_main
-    except ImportError:
+    except ModuleNotFoundError as error:
+        # Only a missing predictor is "not available"; a failing import inside it is its bug.
+        if error.name not in ("trellis_studies.predict", "trellis_studies.predict.command"):
+            raise
         print("trellis-report predict: not available", file=sys.stderr)
         return 2
     return predict_main(argv)

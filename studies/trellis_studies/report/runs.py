@@ -149,14 +149,13 @@ def _read_campaign(folder):
             run.settings = _read_json_object(settings_path, "a run's settings")
         elif isinstance(entry.get("settings"), dict):
             run.settings = entry["settings"]
-        found = False
         for sub in ("log", "bench"):
             if os.path.isdir(os.path.join(run_folder, sub)):
-                found = _read_log_folder(run, os.path.join(run_folder, sub), required=False) or found
-        if found:
+                _read_log_folder(run, os.path.join(run_folder, sub), required=False)
+        if run.trains or run.bench:
             runs.append(run)
         else:
-            notes.append(f"{run_folder}: no metrics.jsonl or bench.jsonl yet (not run, or failed early): left out")
+            notes.append(f"{run_folder}: no train or benchmark records yet (not run, or failed early): left out")
     return runs, notes
 
 
