@@ -1,6 +1,8 @@
 """matplotlib, headless: the Agg backend, and a writable configuration folder where HOME is
 not (CI runs as root without a home of its own; make check may run as a user without one)."""
+import atexit
 import os
+import shutil
 import tempfile
 
 _pyplot = None
@@ -18,7 +20,9 @@ def pyplot():
     global _pyplot
     if _pyplot is None:
         if not _config_folder_usable():
-            os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="trellis-report-mpl-")
+            folder = tempfile.mkdtemp(prefix="trellis-report-mpl-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            os.environ["MPLCONFIGDIR"] = folder
         import matplotlib
         matplotlib.use("Agg")
         matplotlib.rcParams["svg.hashsalt"] = "trellis-report"  # the same SVG for the same data
