@@ -203,7 +203,12 @@ class Decisions(unittest.TestCase):
             os.makedirs(os.path.join(run, "log"))
             with open(os.path.join(run, "log", "metrics.jsonl"), "w") as stream:
                 stream.write('{"kind":"run"}\n{"kind":"stop","step":12,"signal":"SIGUSR1"}\n{"kind":"tr')
+            self.assertEqual(decide.failure_reason(run, 75, ["7"], None), "exit status 75: stopped by SIGUSR1 at step 12; "
+                             "slurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2026-11-26 ***")
+            with open(os.path.join(run, "slurm-7.out"), "w") as stream:
+                stream.write("step 1\ncheckpoint saved\n")
             self.assertEqual(decide.failure_reason(run, 75, ["7"], None), "exit status 75: stopped by SIGUSR1 at step 12")
+            self.assertEqual(decide.failure_reason(run, 1, [], None), "exit status 1: stopped by SIGUSR1 at step 12")
 
     def test_a_failed_folder_is_moved_aside(self):
         with tempfile.TemporaryDirectory() as path:
@@ -249,6 +254,66 @@ class Command(unittest.TestCase):
             code, output = self.run_main("submit", "no-such-study")
             self.assertEqual(code, 1)
             self.assertIn("scaling", output)
+
+
+class Resubmission(unittest.TestCase):
+    """submit twice, Slurm's answers (sbatch's job ids, squeue's states) given by the test;
+    the real ones are tested on the cluster (tests/slurm/train_test.sh)."""
+
+    def setUp(self):
+        self.submitted, self.states, self.next_job = [], {}, 101
+        self.saved = (command.slurm.submit, command.slurm.job_states)
+
+        def submit(script, run_dir, script_arguments=(), sbatch_arguments=()):
+            self.submitted.append((os.path.basename(run_dir), list(script_arguments), list(sbatch_arguments)))
+            self.next_job += 1
+            return str(self.next_job - 1)
+        command.slurm.submit = submit
+        command.slurm.job_states = lambda: dict(self.states)
+
+    def tearDown(self):
+        command.slurm.submit, command.slurm.job_states = self.saved
+
+    def test_each_run_by_its_exit_status(self):
+        with tempfile.TemporaryDirectory() as path:
+            toml = os.path.join(path, "five.toml")
+            with open(toml, "w") as stream:
+                stream.write("[run]\nmodel = 'resnet8'\n[matrix]\nbatch_size = [1, 2, 3, 4, 5]\n")
+            folder = CampaignFolder(os.path.join(path, "c"))
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(command.main(["submit", toml, "--dir", folder.path, "--sbatch-arg=--qos=x"]), 0)
+            self.assertEqual(len(self.submitted), 5)
+            self.assertTrue(all(s[1] == [] and s[2] == ["--qos=x"] for s in self.submitted))
+            keys = {settings["batch_size"]: run_key(settings) for settings in study.read(toml, "five").runs}
+            for batch, status in ((1, "0"), (2, "75"), (4, "1")):
+                with open(os.path.join(folder.run_dir(keys[batch]), "exit_status"), "w") as stream:
+                    stream.write(status + "\n")
+            # batch 3 still running; batch 5 left no exit status and its job is over (killed).
+            self.states = {"103": "RUNNING", "105": "CANCELLED"}
+            self.submitted.clear()
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(command.main(["submit", toml, "--dir", folder.path]), 0)
+            self.assertEqual(sorted(self.submitted), sorted([(keys[2], ["--resume"], []), (keys[4], [], []),
+                                                             (keys[5], [], [])]), out.getvalue())
+            self.assertEqual(folder.jobs(keys[2]), ["102", "106"])  # resumed in the same folder
+            self.assertIsNone(folder.exit_status(keys[2]))
+            for batch in (4, 5):
+                self.assertTrue(os.path.isfile(folder.run_dir(keys[batch]) + ".failed-1/run.sbatch"))
+                self.assertEqual(len(folder.jobs(keys[batch])), 1)
+            self.assertIn("moved aside", out.getvalue())
+            with open(folder.campaign_json) as stream:
+                jobs = {record["key"]: record["jobs"] for record in json.load(stream)["runs"]}
+            self.assertEqual(jobs[keys[1]], ["101"])
+            self.assertEqual(jobs[keys[2]], ["102", "106"])
+            self.assertEqual(jobs[keys[3]], ["103"])
+            self.states.update({job: "PENDING" for job in ("106", "107", "108")})
+            status = io.StringIO()
+            with contextlib.redirect_stdout(status):
+                command.main(["status", folder.path])
+            self.assertIn(f"{keys[1]} done", status.getvalue())
+            self.assertIn(f"{keys[3]} running", status.getvalue())
+            self.assertIn("1 done, 3 queued, 1 running", status.getvalue())
 
 
 if __name__ == "__main__":

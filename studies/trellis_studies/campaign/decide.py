@@ -50,9 +50,12 @@ def failure_reason(run_dir, exit_status, jobs, job_state):
         what = f"no exit status (job {jobs[-1]} {job_state.lower() if job_state else 'gone'}: killed with its script?)"
     else:
         what = f"exit status {exit_status}"
-    said = _stop_record(os.path.join(run_dir, "log", "metrics.jsonl"))
-    if said is None and jobs:
-        said = _last_error_line(os.path.join(run_dir, f"slurm-{jobs[-1]}.out"))
+    said = [_stop_record(os.path.join(run_dir, "log", "metrics.jsonl"))]
+    if jobs:
+        # Beside a stop record only a line that reads as an error adds anything (Slurm's
+        # "CANCELLED", an out-of-memory kill); without one, the output's last line will do.
+        said.append(_last_error_line(os.path.join(run_dir, f"slurm-{jobs[-1]}.out"), errors_only=said[0] is not None))
+    said = "; ".join(words for words in said if words)
     return f"{what}: {said}" if said else what
 
 
@@ -78,7 +81,7 @@ def _stop_record(path):
 ERROR_WORDS = ("error", "cancelled", "killed", "failed", "stopping", "abort", "oom", "exceeded")
 
 
-def _last_error_line(path):
+def _last_error_line(path, errors_only):
     try:
         with open(path, encoding="utf-8", errors="replace") as stream:
             lines = [line.strip() for line in stream if line.strip()]
@@ -87,4 +90,4 @@ def _last_error_line(path):
     for line in reversed(lines):
         if any(word in line.lower() for word in ERROR_WORDS):
             return line[:300]
-    return lines[-1][:300] if lines else None
+    return lines[-1][:300] if lines and not errors_only else None
