@@ -120,9 +120,10 @@ def status(path):
     campaign = folder.read_campaign()
     if campaign is None:
         raise StudyError(f"{folder.campaign_json}: no such file (not a campaign folder)")
+    states, unknown = {}, None
     try:
-        states = slurm.job_states()
-        unknown = None
+        if any(folder.jobs(record.get("key", "?")) for record in campaign.get("runs", [])):
+            states = slurm.job_states()
     except slurm.SlurmError as error:
         states, unknown = {}, str(error)
         print(f"trellis-campaign: the jobs' states are unknown: {error}", file=sys.stderr)
