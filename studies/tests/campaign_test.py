@@ -251,8 +251,11 @@ class Command(unittest.TestCase):
             code, output = self.run_main("status", os.path.join(path, "c"))
             self.assertEqual(code, 0)
             self.assertEqual(output.count("not submitted"), 3, output)  # two runs and the summary
+            code, output = self.run_main("status", path)
+            self.assertEqual(code, 2)
+            self.assertIn("not a campaign folder", output)
             code, output = self.run_main("submit", "no-such-study")
-            self.assertEqual(code, 1)
+            self.assertEqual(code, 2)
             self.assertIn("scaling", output)
 
 

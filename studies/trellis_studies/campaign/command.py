@@ -2,6 +2,7 @@
 trellis-campaign status DIR"""
 
 import argparse
+import fcntl
 import os
 import sys
 
@@ -20,6 +21,10 @@ queued or running, resumes runs that stopped with a checkpoint (75), and starts 
 those that failed, their old folder moved aside (runs/KEY.failed-N)."""
 
 
+class UsageError(Exception):
+    """A command line naming what is not there: exit status 2, as argparse's own errors."""
+
+
 def main(argv):
     parser = _parser()
     try:
@@ -30,6 +35,9 @@ def main(argv):
         if arguments.command == "submit":
             return submit(arguments)
         return status(arguments.dir)
+    except UsageError as error:
+        print(f"trellis-campaign: {error}", file=sys.stderr)
+        return 2
     except (StudyError, slurm.SlurmError, OSError) as error:
         print(f"trellis-campaign: {error}", file=sys.stderr)
         return 1
@@ -56,7 +64,7 @@ def _study_path(name):
         return name
     found = builtin.path(name)
     if found is None:
-        raise StudyError(f"{name}: neither a file nor a built-in study (built-in: "
+        raise UsageError(f"{name}: neither a file nor a built-in study (built-in: "
                          f"{', '.join(builtin.names()) or 'none found'})")
     return found
 
@@ -71,6 +79,16 @@ def submit(arguments):
         raise StudyError(f"{folder.path} holds campaign {previous.get('name')!r}, not {study.name!r}: "
                          f"choose another --dir")
     os.makedirs(folder.runs, exist_ok=True)
+    # Two submits of one folder at once would both submit its runs: the second one stops.
+    with open(os.path.join(folder.path, "campaign.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StudyError(f"{folder.path}: another trellis-campaign submit is at work in this folder") from None
+        return _submit_runs(arguments, path, study, folder)
+
+
+def _submit_runs(arguments, path, study, folder):
     records = [{"key": run_key(settings), "settings": settings, "jobs": []} for settings in study.runs]
     campaign = {"kind": "trellis-campaign", "name": study.name, "study": study.document, "runs": records}
     states = {} if arguments.dry_run or not any(folder.jobs(r["key"]) for r in records) else slurm.job_states()
@@ -119,7 +137,7 @@ def status(path):
     folder = CampaignFolder(path)
     campaign = folder.read_campaign()
     if campaign is None:
-        raise StudyError(f"{folder.campaign_json}: no such file (not a campaign folder)")
+        raise UsageError(f"{folder.campaign_json}: no such file ({path} is not a campaign folder)")
     states, unknown = {}, None
     try:
         if any(folder.jobs(record.get("key", "?")) for record in campaign.get("runs", [])):
