@@ -5,7 +5,8 @@
 # inside each node; then kill -9 of one rank mid-run, over TCP and over shared memory: the
 # others stop within 10 s naming it; Ctrl-C under srun -X (one SIGINT: a checkpoint, exit 75);
 # the batch example's requeue after a USR1, and its stop without a requeue after
-# scancel -s INT. Skips (77) like slurm_test.sh.
+# scancel -s INT; a campaign of tiny runs (trellis-campaign): submitted, one run cancelled and
+# started again alone by a second submit. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
 [ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
@@ -155,5 +156,78 @@ if grep -q "received signal 2 (SIGINT) at step" "$dir/stop.out" && grep -q "chec
 else
     fail "scancel -s INT of the batch example: $state: $(grep -E 'signal|checkpoint|requeue|stopped|error' "$dir/stop.out")"
 fi
+
+# A campaign (trellis-campaign, issue 33) of tiny runs, submitted by the unprivileged user into
+# a folder whose name a shell would misread: resnet8 on 1 and 2 nodes, allreduce and a parameter
+# server. The four scripts are written with every value quoted and submitted; one run is
+# cancelled mid-training; a second submit starts that run again alone (its folder moved aside)
+# and skips the others; status reports each run, the cancelled one with Slurm's own words.
+# check_report CAMPAIGN: trellis-report's checks of the finished campaign (its part of issue 33).
+check_report() {
+    :
+}
+# Until none of the user's jobs is queued or running (squeue keeps finished ones a while).
+wait_for_campaign() {
+    for _ in $(seq 1500); do
+        squeue -h -u "$job_user" -o %T | grep -qvE '^(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)$' || return 0
+        sleep 0.1
+    done
+}
+campaign_test() {
+    local campaign="$dir/user/campaign it's; \$(touch pwned)" study="$dir/user/tiny.toml" jobs killed key state
+    local command=(env "TRELLIS_STUDIES_PYTHON=${TRELLIS_STUDIES_PYTHON:-$here/../../studies}" "$build/studies/trellis-campaign")
+    [ -x "$build/studies/trellis-campaign" ] || { fail "campaign: $build/studies/trellis-campaign is not built"; return; }
+    printf '%s\n' '# Tiny runs of a few seconds each.' 'name = "tiny"' '[run]' 'model = "resnet8"' 'batch_size = 8' \
+        'steps = 40' 'ranks_per_node = 2' 'threads = 1' 'extra_args = ["--display-every", "10", "--comm-timeout", "30"]' \
+        '[matrix]' 'nodes = [1, 2]' 'strategy = ["allreduce", "ps"]' '[slurm]' 'time = "00:05:00"' \
+        '[programs]' "train = \"$build/trellis-train\"" >"$study"
+    chmod 644 "$study"
+    as_user "${command[@]}" submit "$study" --dir "$campaign" >"$dir/campaign-submit.out" 2>&1 ||
+        { fail "campaign: the first submit failed: $(tail -n 5 "$dir/campaign-submit.out")"; return; }
+    jobs=$(grep -c ": job [0-9]*$" "$dir/campaign-submit.out")
+    # The 2-node allreduce run is cancelled once it trains (its metrics.jsonl has a train record).
+    key=$("$python" -c 'import json, sys
+print(next(r["key"] for r in json.load(open(sys.argv[1] + "/campaign.json"))["runs"]
+           if r["settings"]["nodes"] == 2 and r["settings"]["strategy"] == "allreduce"))' "$campaign")
+    for _ in $(seq 600); do grep -q '"train"' "$campaign/runs/$key/log/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+    killed=$(tail -n 1 "$campaign/runs/$key/jobs" 2>/dev/null)
+    [ -n "$killed" ] && scancel "$killed"
+    wait_for_campaign
+    local scripts=0 quoted=0 done=0 run
+    for run in "$campaign"/runs/*/; do
+        [ -f "$run/run.sbatch" ] && scripts=$((scripts + 1))
+        grep -qF -- "--log-dir '$dir/user/campaign it'\"'\"'s; \$(touch pwned)/runs/" "$run/run.sbatch" && quoted=$((quoted + 1))
+        [ "$(cat "$run/exit_status" 2>/dev/null)" = 0 ] && grep -q total_images_per_sec "$run/log/metrics.jsonl" && done=$((done + 1))
+    done
+    if [ "$jobs" -ne 4 ] || [ $scripts -ne 4 ] || [ $quoted -ne 4 ] || [ -e "$dir/user/pwned" ]; then
+        fail "campaign: $jobs jobs, $scripts scripts, $quoted with the folder quoted (4 each expected): $(cat "$dir/campaign-submit.out")"
+        return
+    fi
+    if [ $done -ne 3 ] || [ -e "$campaign/runs/$key/exit_status" ]; then
+        fail "campaign: $done runs done (3 expected); the cancelled run $key: $(cat "$campaign/runs/$key/exit_status" 2>&1)"
+        return
+    fi
+    as_user "${command[@]}" status "$campaign" >"$dir/campaign-status.out" 2>&1
+    state=$(grep "^  $key " "$dir/campaign-status.out")
+    if [ "$(grep -c "^  [0-9a-f]\{12\} done " "$dir/campaign-status.out")" -ne 3 ] ||
+        ! [[ "$state" == *" failed "*"job $killed: no exit status"*CANCELLED* ]]; then
+        fail "campaign: status after the cancel: $(cat "$dir/campaign-status.out")"
+        return
+    fi
+    pass "campaign: 4 runs' scripts written (the folder's name quoted) and submitted by $job_user, 3 done, the cancelled one failed: ${state#*: }"
+    as_user "${command[@]}" submit "$study" --dir "$campaign" >"$dir/campaign-resubmit.out" 2>&1 ||
+        { fail "campaign: the second submit failed: $(tail -n 5 "$dir/campaign-resubmit.out")"; return; }
+    wait_for_campaign
+    as_user "${command[@]}" status "$campaign" >"$dir/campaign-status.out" 2>&1
+    if ! grep -q "^1 job(s) submitted" "$dir/campaign-resubmit.out" || [ "$(grep -c ", skipped$" "$dir/campaign-resubmit.out")" -ne 3 ] ||
+        ! grep -q "^  $key failed (.*): moved aside to $key.failed-1" "$dir/campaign-resubmit.out" ||
+        [ ! -f "$campaign/runs/$key.failed-1/run.sbatch" ] || ! grep -q "^4 done$" "$dir/campaign-status.out"; then
+        fail "campaign: the second submit: $(cat "$dir/campaign-resubmit.out") then: $(cat "$dir/campaign-status.out")"
+        return
+    fi
+    pass "campaign: the second submit started the cancelled run alone (its folder moved aside) and skipped 3; status: 4 done"
+    check_report "$campaign"
+}
+campaign_test
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
