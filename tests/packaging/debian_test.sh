@@ -14,7 +14,7 @@
 set -u
 skip() { echo "SKIP: $*"; exit 77; }
 top=$(cd "$(dirname "$0")/../.." && pwd)
-packages=(trellis-common slurm-spank-trellis trellis-agent trellis-tools trellis-train trellis-cuda)
+packages=(trellis-common slurm-spank-trellis trellis-agent trellis-tools trellis-studies trellis-train trellis-cuda)
 
 [ "$(id -u)" -eq 0 ] || skip "installs packages: needs root"
 for tool in dpkg-deb apt-get lintian flock; do
@@ -73,7 +73,7 @@ done
 # The trainer's package is there unless the notrainer profile left it out.
 with_trainer=1
 [ -n "${TRELLIS_DEBS_DIR:-}" ] || [[ ! " ${profiles//,/ } " =~ " notrainer " ]] || with_trainer=0
-expected=(trellis-common slurm-spank-trellis trellis-agent trellis-tools)
+expected=(trellis-common slurm-spank-trellis trellis-agent trellis-tools trellis-studies)
 [ $with_trainer -eq 1 ] && expected+=(trellis-train)
 for package in "${expected[@]}"; do
     printf '%s\n' "${files[@]}" | grep -q "/${package}_" && pass "$package built" || fail "no ${package}_*.deb in $debs"
@@ -106,7 +106,8 @@ installed_plugin=/usr/lib/$multiarch/slurm-wlm/spank_trellis.so
 paths=("$installed_plugin" /etc/trellis/trellis.toml /etc/slurm/plugstack.conf.d/trellis.conf
     /usr/bin/trellis-agent /usr/bin/trellis-topo
     /usr/share/man/man8/spank_trellis.8.gz /usr/share/man/man5/trellis.toml.5.gz /usr/share/man/man7/trellis.7.gz
-    /usr/share/man/man8/trellis-agent.8.gz /usr/share/man/man1/trellis-topo.1.gz)
+    /usr/share/man/man8/trellis-agent.8.gz /usr/share/man/man1/trellis-topo.1.gz
+    /usr/bin/trellis-campaign /usr/bin/trellis-report /usr/share/man/man1/trellis-report.1.gz)
 [ $with_trainer -eq 1 ] && paths+=(/usr/bin/trellis-bench /usr/bin/trellis-train
     /usr/share/man/man1/trellis-train.1.gz /usr/share/man/man1/trellis-bench.1.gz)
 for path in "${paths[@]}"; do
@@ -121,6 +122,10 @@ grep -q "^# required $installed_plugin config=/etc/trellis/trellis.toml" /etc/sl
 /usr/bin/trellis-agent --version 2>&1 | grep -q /etc/trellis/trellis.toml &&
     pass "trellis-agent reads /etc/trellis/trellis.toml" || fail "trellis-agent --version: $(/usr/bin/trellis-agent --version 2>&1)"
 /usr/bin/trellis-topo show >/dev/null 2>&1 && pass "trellis-topo show" || fail "trellis-topo show"
+# The studies' commands find their Python package where the package put it.
+/usr/bin/trellis-campaign --help >/dev/null 2>&1 && /usr/bin/trellis-report --help >/dev/null 2>&1 &&
+    pass "trellis-campaign and trellis-report start" ||
+    fail "the studies' commands: $(/usr/bin/trellis-report --help 2>&1 | tail -n 3)"
 
 # 5. The installed plugin under the host's Slurm: from the harness's plugstack line, then from
 #    the shipped snippet (uncommented, its trellis.toml the installed conffile).

@@ -164,7 +164,35 @@ fi
 # and skips the others; status reports each run, the cancelled one with Slurm's own words.
 # check_report CAMPAIGN: trellis-report's checks of the finished campaign (its part of issue 33).
 check_report() {
-    :
+    local report="$dir/user/campaign-report" figure missing=""
+    as_user env "TRELLIS_STUDIES_PYTHON=${TRELLIS_STUDIES_PYTHON:-$here/../../studies}" "$build/studies/trellis-report" \
+        -o "$report" "$1" >"$dir/report.out" 2>&1 || { fail "report: status $?: $(tail -n 5 "$dir/report.out")"; return; }
+    # Four runs of one model on 1 and 2 nodes, allreduce and ps, several ranks each: these four
+    # figures have data; the others (no evaluation, no trellis-bench) are skipped by name.
+    for figure in scaling ps-vs-allreduce comm-share memory; do
+        for suffix in png svg csv; do [ -s "$report/$figure.$suffix" ] || missing+=" $figure.$suffix"; done
+    done
+    [ -s "$report/index.html" ] || missing+=" index.html"
+    grep -q "^figure busbw: skipped" "$dir/report.out" || missing+=" (busbw not skipped)"
+    # runs.csv: a row per run, each with the total its last train record wrote, digit for digit.
+    local totals
+    totals=$("$python" - "$1" "$report/runs.csv" <<'PY'
+import csv, json, re, sys
+campaign, rows = sys.argv[1], {r["folder"].rstrip("/").rsplit("/", 1)[-1]: r for r in csv.DictReader(open(sys.argv[2]))}
+wrong = []
+for run in json.load(open(campaign + "/campaign.json"))["runs"]:
+    lines = open(f"{campaign}/runs/{run['key']}/log/metrics.jsonl").read().splitlines()
+    written = [re.search(r'"total_images_per_sec":([-0-9.e+]+)', l).group(1) for l in lines if "total_images_per_sec" in l][-1]
+    if rows.get(run["key"], {}).get("total_images_per_sec") != written:
+        wrong.append(f"{run['key']}: {rows.get(run['key'], {}).get('total_images_per_sec')} against {written}")
+print(f"{len(rows)} rows" if not wrong and len(rows) == 4 else "; ".join(wrong) or f"{len(rows)} rows")
+PY
+)
+    if [ -z "$missing" ] && [ "$totals" = "4 rows" ]; then
+        pass "report of the campaign: scaling, ps-vs-allreduce, comm-share and memory as PNG, SVG and CSV, index.html, runs.csv's 4 totals as the runs wrote them"
+    else
+        fail "report of the campaign: missing:$missing; runs.csv: $totals"$'\n'"$(cat "$dir/report.out")"
+    fi
 }
 # Until none of the user's jobs is queued or running (squeue keeps finished ones a while).
 wait_for_campaign() {
