@@ -111,6 +111,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
+	trainer/train/run_facts.cpp trainer/train/run_facts.hpp \
 	trainer/train/run_header.cpp trainer/train/run_header.hpp \
 	trainer/train/run_clock.hpp trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \

@@ -9,6 +9,7 @@
 
 #include "common/host.hpp"
 #include "trainer/data/protobuf_wire.hpp"
+#include "trainer/train/run_facts.hpp"
 
 namespace trellis::train {
 
@@ -86,8 +87,18 @@ MetricsLog::MetricsLog(const std::string& folder) {
 }
 
 void MetricsLog::record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values) {
+    write(kind, step, values, nlohmann::json::object());
+}
+
+void MetricsLog::finished(std::int64_t step, const std::map<std::string, double>& totals) {
+    write("train", step, totals, {{"peak_rss_bytes", peak_rss_bytes()}});
+}
+
+void MetricsLog::write(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values,
+                       const nlohmann::json& exact) {
     if (!tensorboard_) return;
     nlohmann::json line{{"kind", kind}, {"step", step}, {"time", wall_time()}};
+    line.update(exact);
     std::map<std::string, double> scalars;
     for (const auto& [name, value] : values) {
         line[name] = value;
@@ -111,7 +122,8 @@ void MetricsLog::describe(const nlohmann::json& run) {
 
 void MetricsLog::stopped(std::int64_t step, const std::string& signal) {
     if (!tensorboard_) return;
-    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal}};
+    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal},
+                        {"peak_rss_bytes", peak_rss_bytes()}};
     stamp(line);
     jsonl_ << line.dump() << '\n' << std::flush;
 }
