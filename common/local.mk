@@ -7,6 +7,7 @@ common_libtrellis_common_la_SOURCES = \
 	common/environment.cpp common/environment.hpp \
 	common/error.cpp common/error.hpp \
 	common/host.cpp common/host.hpp \
+	common/log_file.cpp common/log_file.hpp \
 	common/task_binding.cpp common/task_binding.hpp \
 	common/spelling.cpp common/spelling.hpp
 

@@ -134,7 +134,8 @@ bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \
 	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
 	trainer/bench/benchmarks.hpp trainer/bench/data_benchmark.cpp trainer/bench/p2p_benchmark.cpp \
-	trainer/bench/ps_benchmark.cpp
+	trainer/bench/ps_benchmark.cpp trainer/bench/results.cpp trainer/bench/results.hpp
+trellis_bench_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
 trellis_bench_LDADD = $(COMM_LIBS) $(DATA_LIBS)
 
 # Example batch scripts, installed with the documentation.
