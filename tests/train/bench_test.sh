@@ -44,7 +44,7 @@ for start, printed, expected in ((0, sys.argv[2], {"benchmark": "p2p", "transpor
                                  (4, sys.argv[3], {"benchmark": "allreduce", "transport": "tcp", "algorithm": "ring",
                                                    "sizes": [4096, 65536], "iters": 3})):
     run = lines[start]
-    for field, value in dict(expected, ranks=2, nodes=1).items():
+    for field, value in dict(expected, ranks=2, nodes=1, ranks_per_node=2).items():
         assert run[field] == value, (field, run[field], value)
     assert run["hostname"] and run["time"] > 1.6e9, run
     assert run["binding"]["TRELLIS_RANK"] == "0" and run["binding"]["cpus"], run["binding"]

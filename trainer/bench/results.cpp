@@ -1,5 +1,6 @@
 #include "trainer/bench/results.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,14 +18,19 @@ Results::Results(const BenchOptions& options, int rank) : options_(options), ran
 
 void Results::begin(const comm::Transport* transport, const std::string& algorithm) {
     if (!rank0_ || !log_.is_open()) return;
-    int nodes = 1;
-    if (transport) nodes = int(comm::NodeGroups(*transport).nodes.size());
+    std::size_t nodes = 1, ranks_per_node = 1;
+    if (transport) {
+        comm::NodeGroups groups(*transport);
+        nodes = groups.nodes.size();
+        for (const auto& node : groups.nodes) ranks_per_node = std::max(ranks_per_node, node.size());
+    }
     bool data = options_.benchmark == Benchmark::data;
     nlohmann::ordered_json run{
         {"kind", "run"},
         {"benchmark", benchmarks().name(options_.benchmark)},
         {"ranks", transport ? transport->size() : 1},
         {"nodes", nodes},
+        {"ranks_per_node", ranks_per_node},
         {"transport", transport ? transport->name() : ""},
         {"algorithm", algorithm},
         {"sizes", data ? std::vector<std::size_t>{} : options_.sizes},
