@@ -30,3 +30,8 @@ unit_tests += common/tests/task_binding_test
 common_tests_task_binding_test_SOURCES = common/tests/task_binding_test.cpp
 common_tests_task_binding_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 common_tests_task_binding_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
+
+unit_tests += common/tests/log_file_test
+common_tests_log_file_test_SOURCES = common/tests/log_file_test.cpp
+common_tests_log_file_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+common_tests_log_file_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
