@@ -7,6 +7,8 @@ common_libtrellis_common_la_SOURCES = \
 	common/environment.cpp common/environment.hpp \
 	common/error.cpp common/error.hpp \
 	common/host.cpp common/host.hpp \
+	common/log_file.cpp common/log_file.hpp \
+	common/task_binding.cpp common/task_binding.hpp \
 	common/spelling.cpp common/spelling.hpp
 
 unit_tests += common/tests/common_test
@@ -23,3 +25,13 @@ unit_tests += common/tests/spelling_test
 common_tests_spelling_test_SOURCES = common/tests/spelling_test.cpp
 common_tests_spelling_test_CPPFLAGS = $(UNIT_CPPFLAGS)
 common_tests_spelling_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
+
+unit_tests += common/tests/task_binding_test
+common_tests_task_binding_test_SOURCES = common/tests/task_binding_test.cpp
+common_tests_task_binding_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+common_tests_task_binding_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la
+
+unit_tests += common/tests/log_file_test
+common_tests_log_file_test_SOURCES = common/tests/log_file_test.cpp
+common_tests_log_file_test_CPPFLAGS = $(UNIT_CPPFLAGS)
+common_tests_log_file_test_LDADD = tests/unit/libcatch-main.la common/libtrellis-common.la

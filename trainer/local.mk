@@ -111,6 +111,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/train/open_device.cpp trainer/train/open_device.hpp \
 	trainer/train/options.cpp trainer/train/options.hpp \
 	trainer/train/parameter_server.cpp trainer/train/parameter_server.hpp \
+	trainer/train/run_facts.cpp trainer/train/run_facts.hpp \
 	trainer/train/run_header.cpp trainer/train/run_header.hpp \
 	trainer/train/run_clock.hpp trainer/train/run_start.hpp \
 	trainer/train/stop_request.cpp trainer/train/stop_request.hpp \
@@ -133,7 +134,8 @@ bin_PROGRAMS += trellis-bench
 trellis_bench_SOURCES = trainer/trellis-bench.cpp \
 	trainer/bench/allreduce_benchmark.cpp trainer/bench/bench_options.cpp trainer/bench/bench_options.hpp \
 	trainer/bench/benchmarks.hpp trainer/bench/data_benchmark.cpp trainer/bench/p2p_benchmark.cpp \
-	trainer/bench/ps_benchmark.cpp
+	trainer/bench/ps_benchmark.cpp trainer/bench/results.cpp trainer/bench/results.hpp
+trellis_bench_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_CFLAGS)
 trellis_bench_LDADD = $(COMM_LIBS) $(DATA_LIBS)
 
 # Example batch scripts, installed with the documentation.

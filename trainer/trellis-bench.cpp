@@ -18,9 +18,13 @@ int main(int argc, char** argv) {
             return 0;
         }
         // The input pipeline runs in one process: no wireup, no transport.
-        if (options.benchmark == bench::Benchmark::data) return bench::run_data(options);
+        if (options.benchmark == bench::Benchmark::data) {
+            bench::Results results(options, 0);
+            return bench::run_data(options, results);
+        }
         auto wireup = comm::make_wireup(options.wireup, std::chrono::seconds(options.timeout_seconds));
         rank = wireup->identity().rank;
+        bench::Results results(options, rank);
         comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = std::chrono::seconds(options.timeout_seconds);
@@ -28,12 +32,12 @@ int main(int argc, char** argv) {
             comm::make_transport(options.transport, *wireup, comm::with_binding(tcp), comm::verbs_options_from_binding);
         if (!transport) throw UsageError("a single process has nobody to talk to: start it on several ranks");
         switch (options.benchmark) {
-            case bench::Benchmark::p2p: return bench::run_p2p(options, *transport);
-            case bench::Benchmark::ps: return bench::run_ps(options, *transport);
+            case bench::Benchmark::p2p: return bench::run_p2p(options, *transport, results);
+            case bench::Benchmark::ps: return bench::run_ps(options, *transport, results);
             case bench::Benchmark::allreduce: break;
             case bench::Benchmark::data: break;  // ran above, without a transport
         }
-        return bench::run_allreduce(options, *transport);
+        return bench::run_allreduce(options, *transport, results);
     } catch (const comm::PeerFailure& error) {
         return report_error("trellis-bench: ", error, error.silent ? " (--comm-timeout)" : "");
     } catch (const UsageError& error) {

@@ -5,8 +5,9 @@
 # inside each node; then kill -9 of one rank mid-run, over TCP and over shared memory: the
 # others stop within 10 s naming it; Ctrl-C under srun -X (one SIGINT: a checkpoint, exit 75);
 # the batch example's requeue after a USR1, and its stop without a requeue after
-# scancel -s INT; a campaign of tiny runs (trellis-campaign): submitted, one run cancelled and
-# started again alone by a second submit. Skips (77) like slurm_test.sh.
+# scancel -s INT. The pmix run's metrics.jsonl names its nodes and rank 0's binding. A campaign
+# of tiny runs (trellis-campaign): submitted, one run cancelled and started again alone by a
+# second submit, then trellis-report's figures of it. Skips (77) like slurm_test.sh.
 set -u
 . "$(dirname "$0")/harness.sh"
 [ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
@@ -38,8 +39,21 @@ check_run() {  # NAME WIREUP STATUS [TRANSPORT [ALGORITHM]]
     pass "$name: 4 ranks on n1 and n2, wireup $wireup, $algorithm allreduce over $transport, training finished"
 }
 
-train_step pmix --mpi=pmix "$train" "${short[@]}"
+train_step pmix --mpi=pmix "$train" "${short[@]}" --log-dir "$dir/pmix-log"
 check_run pmix pmix $?
+# Its run record says where the ranks ran (2 nodes of 2, rank 0 on n1) and the binding the
+# plugin gave rank 0: each variable it lists in TRELLIS_BINDING_SET that the record keeps.
+"$python" - "$dir/pmix-log/metrics.jsonl" <<'PY' && pass "pmix: the run record has 2 nodes x 2 ranks, rank 0 on n1, and the plugin's binding" ||
+import json, sys
+run = next(r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "run")
+assert (run["nodes"], run["ranks_per_node"], run["hostname"], run["transport"]) == (2, 2, "n1", "shm+tcp"), run
+binding = run["binding"]
+kept = ("CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMP_NUM_THREADS")
+listed = [name for name in binding["TRELLIS_BINDING_SET"].split(",") if name.startswith("TRELLIS_") or name in kept]
+assert "TRELLIS_CPUS" in listed and all(name in binding for name in listed), binding
+print("binding:", binding)
+PY
+    fail "pmix: the run record's placement or binding: $(head -n 1 "$dir/pmix-log/metrics.jsonl")"
 train_step slurm --mpi=none "$train" "${short[@]}"
 check_run slurm slurm $?
 port=$("${PYTHON3:-python3}" "$here/../free_port.py")

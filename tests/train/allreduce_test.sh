@@ -4,7 +4,9 @@
 #    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as
 #    in Horovod and PyTorch DDP, the only difference); a control run with half the data per
 #    step differs by more than that, so the comparison can tell;
-#  - bfloat16 gradients on the wire change the losses by less than 1%;
+#  - the run records say what a report compares runs by (binding, nodes, ranks per node,
+#    transport, schedule, batch, gradient bytes, peak memory);
+#  - bfloat16 gradients on the wire change the losses by less than 1%, and are half the bytes;
 #  - the ring and halving-doubling schedules give the same losses, and so do TCP and shared
 #    memory; an asynchronous parameter server works over shared memory; halving-doubling with
 #    3 ranks is refused, naming why.
@@ -14,7 +16,9 @@ common=(--model resnet8 --image-size 32 --data "$work/data/folder" --steps 5 --l
         --threads 1 --data-threads 1 --display-every 5)
 tolerance=0.025
 
-"$TRAIN" "${common[@]}" --batch-size 32 --log-dir "$work/one" >"$work/one.out" 2>&1 || { cat "$work/one.out"; fail "1 rank"; }
+# The 1-rank run is given a binding variable, as the plugin would set it: its run record names it.
+TRELLIS_DISTANCE=PIX "$TRAIN" "${common[@]}" --batch-size 32 --log-dir "$work/one" >"$work/one.out" 2>&1 ||
+    { cat "$work/one.out"; fail "1 rank"; }
 "$TRAIN" "${common[@]}" --batch-size 16 --log-dir "$work/half" >/dev/null 2>&1 || fail "control run"
 launch_ranks 2 "$work/two.out" "$TRAIN" "${common[@]}" --batch-size 16 --transport tcp --log-dir "$work/two"
 wait_ranks "$work/two.out" "the 2-rank run"
@@ -22,6 +26,38 @@ fields=$(run_fields "$work/two/metrics.jsonl" strategy transport ranks allreduce
 [ "$fields" = "allreduce tcp 2 halving-doubling none" ] ||
     fail "the run record says '$fields', not the allreduce over tcp on 2 ranks by the default schedule"
 grep -qE "comm [0-9.]+ ms .* busbw [0-9.]+ GB/s" "$work/two.out.0" || fail "no communication figures in the progress lines"
+# What a report compares runs by: where and how they ran (binding, hosts, ranks per node), the
+# transport and schedule chosen, the per-rank batch, the gradients' bytes, and the peak memory.
+"$PYTHON3" - "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" <<'PY' || fail "the run records lack what a report needs"
+import json, socket, sys
+def records(path):
+    return [json.loads(line) for line in open(path)]
+def check(path, expected, binding):
+    lines = records(path)
+    run = next(r for r in lines if r["kind"] == "run")
+    for field, value in expected.items():
+        assert run.get(field) == value, (path, field, run.get(field), value)
+    assert run["gradient_bytes"] == 4 * run["parameters"], run
+    assert isinstance(run["hostname"], str) and run["hostname"], run
+    for name, value in binding.items():
+        assert run["binding"].get(name) == value, (path, name, run["binding"])
+    # The meeting point is the run's, not its binding's.
+    assert "TRELLIS_MASTER" not in run["binding"], run["binding"]
+    cpus = run["binding"]["cpus"]
+    assert cpus and all(part.replace("-", "").isdigit() for part in cpus.split(",")), cpus
+    last = [r for r in lines if r["kind"] == "train" and "total_images_per_sec" in r]
+    assert len(last) == 1, last
+    rss = last[0]["peak_rss_bytes"]
+    # At least the weights and their gradients, and not more than this small model could hold.
+    assert isinstance(rss, int) and 8 * run["parameters"] < rss < 4 << 30, rss
+    assert all("peak_rss_bytes" not in r for r in lines if r["kind"] == "train" and "loss" in r)
+    print(path, "peak RSS", rss, "binding", run["binding"])
+check(sys.argv[1], {"nodes": 1, "ranks_per_node": 1, "transport": "", "algorithm": "", "batch_size": 32,
+                    "precision": "fp32", "ps_servers": 0}, {"TRELLIS_DISTANCE": "PIX"})
+check(sys.argv[2], {"nodes": 1, "ranks_per_node": 2, "transport": "tcp", "algorithm": "halving-doubling",
+                    "batch_size": 16, "precision": "fp32", "ps_servers": 0}, {"TRELLIS_RANK": "0", "TRELLIS_WORLD_SIZE": "2"})
+PY
+pass "the run records: binding, nodes and ranks per node, transport, schedule, batch, gradient bytes, peak memory"
 same=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" 5)
 control=$(mean_relative_difference "$work/one/metrics.jsonl" "$work/half/metrics.jsonl" 5)
 echo "2 ranks x 16 against 1 rank x 32: mean relative loss difference $same; control (1 x 16): $control"
@@ -36,6 +72,8 @@ wait_ranks "$work/bf16.out" "the bf16 run"
 grep -q "^Strategy: *allreduce over shm, 2 ranks (auto: no RDMA device with an active port; wireup env" "$work/bf16.out.0" ||
     { grep Strategy "$work/bf16.out.0"; fail "the default transport is not auto's shared memory, or its reason is not given"; }
 [ "$(run_fields "$work/bf16/metrics.jsonl" compression)" = bf16 ] || fail "the run record does not name bf16 on the wire"
+"$PYTHON3" -c 'import sys; sys.exit(int(sys.argv[1]) * 2 != int(sys.argv[2]))' $(run_fields "$work/bf16/metrics.jsonl" gradient_bytes) \
+    $(run_fields "$work/two/metrics.jsonl" gradient_bytes) || fail "bf16 gradients are not half the bytes on the wire"
 bf16_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/bf16/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $bf16_difference < 0.01 else 1)" ||
     fail "bf16 compression changes the losses by $bf16_difference"

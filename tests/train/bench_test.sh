@@ -1,7 +1,8 @@
 #!/bin/bash
 # trellis-bench on this machine with the plain-environment wireup: allreduce checks its sums
-# on 3 ranks and prints nccl-tests' table; p2p and ps print their JSON records; data (the input
-# pipeline, one process) one JSON record per thread count.
+# on 3 ranks and prints nccl-tests' table; p2p and ps print their JSON records, and --log-dir
+# keeps them in bench.jsonl after a line describing the run; data (the input pipeline, one
+# process) one JSON record per thread count.
 . "$(dirname "$0")/lib.sh"
 BENCH="$TRELLIS_BUILD/trellis-bench"
 
@@ -11,7 +12,7 @@ cat "$work/bench.out.0"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +float +sum .* 0$' "$work/bench.out.0")" -eq 3 ] || fail "allreduce table incomplete or wrong sums"
 grep -qE '^# +\(B\) +\(elements\) .*\(us\) +\(GB/s\) +\(GB/s\)' "$work/bench.out.0" &&
     grep -qE '^# Avg bus bandwidth +: [0-9.]+' "$work/bench.out.0" || fail "allreduce table lacks nccl-tests' units row or average"
-launch_ranks 2 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json
+TRELLIS_NUMA=0 launch_ranks 2 "$work/p2p.out" "$BENCH" p2p --sizes 8,64K,1M --iters 5 --json --log-dir "$work/log"
 wait_ranks "$work/p2p.out" "trellis-bench p2p"
 [ "$(grep -c '"benchmark":"p2p"' "$work/p2p.out.0")" -eq 3 ] || { cat "$work/p2p.out.0"; fail "p2p JSON incomplete"; }
 launch_ranks 3 "$work/psb.out" "$BENCH" ps --sizes 64K,1M --iters 3 --json --transport tcp
@@ -19,6 +20,43 @@ wait_ranks "$work/psb.out" "trellis-bench ps"
 [ "$(grep -c '"benchmark":"ps","transport":"tcp","workers":2,"servers":1' "$work/psb.out.0")" -eq 2 ] ||
     { cat "$work/psb.out.0"; fail "ps JSON incomplete"; }
 pass "trellis-bench allreduce (3 ranks, sums checked), p2p and ps (JSON)"
+
+# --log-dir: rank 0 appends to DIR/bench.jsonl a line describing the invocation, then the
+# objects --json prints, with "kind":"result". A line cut short (kill -9) is left behind, and
+# the next invocation's lines start on a fresh line.
+printf '{"kind":"result","benchmark":"p2p","transp' >>"$work/log/bench.jsonl"
+launch_ranks 2 "$work/ar2.out" "$BENCH" allreduce --sizes 4K,64K --iters 3 --json --transport tcp \
+    --allreduce-algorithm ring --log-dir "$work/log"
+wait_ranks "$work/ar2.out" "trellis-bench allreduce --log-dir"
+"$PYTHON3" - "$work/log/bench.jsonl" "$work/p2p.out.0" "$work/ar2.out.0" <<'PY' || { cat "$work/log/bench.jsonl"; fail "bench.jsonl"; }
+import json, sys
+lines, cut = [], 0
+for text in open(sys.argv[1]):
+    try:
+        lines.append(json.loads(text))
+    except ValueError:
+        cut += 1
+assert cut == 1, f"{cut} unreadable lines, not the one cut short"
+runs = [i for i, line in enumerate(lines) if line["kind"] == "run"]
+assert runs == [0, 4], runs
+for start, printed, expected in ((0, sys.argv[2], {"benchmark": "p2p", "transport": "shm", "algorithm": "",
+                                                    "sizes": [8, 65536, 1048576], "iters": 5}),
+                                 (4, sys.argv[3], {"benchmark": "allreduce", "transport": "tcp", "algorithm": "ring",
+                                                   "sizes": [4096, 65536], "iters": 3})):
+    run = lines[start]
+    for field, value in dict(expected, ranks=2, nodes=1, ranks_per_node=2).items():
+        assert run[field] == value, (field, run[field], value)
+    assert run["hostname"] and run["time"] > 1.6e9, run
+    assert run["binding"]["TRELLIS_RANK"] == "0" and run["binding"]["cpus"], run["binding"]
+    assert "TRELLIS_MASTER" not in run["binding"], run["binding"]
+    assert (run["binding"].get("TRELLIS_NUMA") == "0") == (run["benchmark"] == "p2p"), run["binding"]
+    results = [json.loads(text) for text in open(printed)]
+    logged = lines[start + 1:start + 1 + len(results)]
+    assert all(line.pop("kind") == "result" for line in logged), logged
+    assert logged == results, (logged, results)
+    print(run["benchmark"], "run line and", len(results), "results as --json printed them")
+PY
+pass "trellis-bench --log-dir: bench.jsonl has each invocation's run line and the --json results, after a cut line"
 
 # The input pipeline alone: one JSON line per thread count; --data is required.
 make_learnable_dataset "$work/data"

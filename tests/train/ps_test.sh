@@ -18,8 +18,9 @@ where_data=(sh -c 'if [ "$TRELLIS_RANK" = 2 ]; then exec "$0" "$@" --data /nonex
 launch_ranks 3 "$work/ps.out" "${where_data[@]}" "${common[@]}" --batch-size 16 --strategy ps --transport tcp \
     --log-dir "$work/ps"
 wait_ranks "$work/ps.out" "the PS run (its server without the dataset)"
-fields=$(run_fields "$work/ps/metrics.jsonl" strategy ps_mode transport ranks workers servers)
-[ "$fields" = "ps sync tcp 3 2 1" ] || fail "the run record says '$fields', not synchronous PS over tcp with 2 workers and 1 server"
+fields=$(run_fields "$work/ps/metrics.jsonl" strategy ps_mode transport ranks workers servers ps_servers algorithm nodes ranks_per_node)
+[ "$fields" = "ps sync tcp 3 2 1 1  1 3" ] ||
+    fail "the run record says '$fields', not synchronous PS over tcp with 2 workers and 1 server, no allreduce, 3 ranks on 1 node"
 grep -q "parameter server 0 (rank 2" "$work/ps.out.2" || { cat "$work/ps.out.2"; fail "rank 2 did not serve"; }
 ps_difference=$(mean_relative_difference "$work/two/metrics.jsonl" "$work/ps/metrics.jsonl" 5)
 "$PYTHON3" -c "import sys; sys.exit(0 if $ps_difference < 1e-4 else 1)" ||

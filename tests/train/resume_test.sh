@@ -96,13 +96,14 @@ PY
 pass "SIGTERM: the resumed table keeps the first segment's steps and seconds; segment and train_seconds carry on"
 
 # SIGINT (Ctrl-C; scancel -s INT) is a stop like SIGTERM: a checkpoint and exit 75, and the
-# last line and metrics.jsonl name the signal.
+# last line and metrics.jsonl name the signal; the stop record has the peak memory, as a
+# finished run's last train record does.
 stopped_by INT int
 tail -n 1 "$work/int.out" | grep -q "^stopped by SIGINT at step [0-9]* of $steps: exit status 75" ||
     fail "SIGINT: the last line does not name the signal: $(tail -n 1 "$work/int.out")"
-tail -n 1 "$work/int/metrics.jsonl" | grep -q '"kind":"stop".*"signal":"SIGINT"' ||
-    fail "SIGINT: metrics.jsonl's last record does not name the signal: $(tail -n 1 "$work/int/metrics.jsonl")"
-pass "SIGINT: checkpoint saved, exit 75, the last line and metrics.jsonl say SIGINT"
+tail -n 1 "$work/int/metrics.jsonl" | grep -q '"kind":"stop","peak_rss_bytes":[1-9][0-9]\{6,\},.*"signal":"SIGINT"' ||
+    fail "SIGINT: metrics.jsonl's last record does not name the signal and the peak memory: $(tail -n 1 "$work/int/metrics.jsonl")"
+pass "SIGINT: checkpoint saved, exit 75, the last line and metrics.jsonl say SIGINT (and the peak memory)"
 
 # A second SIGINT does not wait for the save: exit 130 at once, and the previous checkpoint
 # (step 10, of --checkpoint-every) still resumes.

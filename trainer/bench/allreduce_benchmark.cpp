@@ -10,12 +10,13 @@
 
 namespace trellis::bench {
 
-int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
+int run_allreduce(const BenchOptions& options, comm::Transport& transport, Results& results) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank();
     auto allreduce = comm::make_allreduce(transport, options.algorithm, options.compress);
     const auto algorithm = comm::allreduce_algorithms().name(allreduce->algorithm());
-    if (rank == 0 && !options.json)
+    results.begin(&transport, algorithm);
+    if (rank == 0 && results.table())
         // The header and units rows as nccl-tests prints them, so that their readers find theirs.
         std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n"
                     "#%12s %12s %6s %6s %10s %10s %10s %8s\n#%12s %12s %6s %6s %10s %10s %10s %8s\n",
@@ -50,17 +51,16 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport) {
         double bytes = double(count * sizeof(float));
         double algbw = bytes / median / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
         if (rank != 0) continue;
-        if (options.json)
-            std::printf("{\"benchmark\":\"allreduce\",\"algorithm\":\"%s\",\"transport\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,\"time_us\":%.1f,"
-                        "\"algbw_gbs\":%.3f,\"busbw_gbs\":%.3f,\"wrong\":%ld}\n",
-                        algorithm.c_str(), transport.name().c_str(), n, bytes, median * 1e6, algbw, busbw, wrong);
-        else
+        results.add({{"benchmark", "allreduce"}, {"algorithm", algorithm}, {"transport", transport.name()},
+                     {"ranks", n}, {"bytes", count * sizeof(float)}, {"time_us", rounded(median * 1e6, 1)},
+                     {"algbw_gbs", rounded(algbw, 3)}, {"busbw_gbs", rounded(busbw, 3)}, {"wrong", wrong}});
+        if (results.table())
             std::printf(" %12.0f %12zu %6s %6s %10.1f %10.3f %10.3f %8ld\n", bytes, count, "float", "sum", median * 1e6,
                         algbw, busbw, wrong);
         busbw_sum += busbw;
         std::fflush(stdout);
     }
-    if (rank == 0 && !options.json && !options.sizes.empty())
+    if (rank == 0 && results.table() && !options.sizes.empty())
         std::printf("# Avg bus bandwidth    : %g\n", busbw_sum / double(options.sizes.size()));
     if (failures) std::fprintf(stderr, "trellis-bench: rank %d: allreduce results wrong at %d size(s)\n", rank, failures);
     return failures ? 1 : 0;

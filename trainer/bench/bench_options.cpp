@@ -13,10 +13,13 @@ const cli::Choices<bool>& pixel_kinds() {
 
 }  // namespace
 
-namespace {
+const cli::Choices<Benchmark>& benchmarks() {
+    static const cli::Choices<Benchmark> choices{
+        {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}, {"data", Benchmark::data}}};
+    return choices;
+}
 
-const cli::Choices<Benchmark> benchmarks{
-    {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}, {"data", Benchmark::data}}};
+namespace {
 
 int positive(const std::string& what, const std::string& value) { return cli::parse_int(value, what, 1); }
 
@@ -62,7 +65,9 @@ cli::OptionTable option_table(BenchOptions& o) {
                    o.threads.clear();
                    for (const auto& item : cli::split(v)) o.threads.push_back(cli::parse_int(item, "--threads", 1, 1024));
                })
-        .flag("--json", "one JSON object per size (or thread count) instead of the table", [&] { o.json = true; });
+        .flag("--json", "one JSON object per size (or thread count) instead of the table", [&] { o.json = true; })
+        .value("--log-dir", "DIR", "rank 0 appends a line describing the run, then the --json objects,\nto DIR/bench.jsonl (DIR is created)",
+               [&](auto& v) { o.log_dir = v; });
     return t;
 }
 
@@ -80,7 +85,7 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         rest = table.parse(rest, cli::OptionTable::Rest::command);
         if (rest.empty()) break;
         if (named) throw UsageError("unexpected argument '" + rest.front() + "'");
-        options.benchmark = benchmarks.parse(rest.front(), "the benchmark");
+        options.benchmark = benchmarks().parse(rest.front(), "the benchmark");
         named = true;
         rest.erase(rest.begin());
     }
@@ -93,7 +98,7 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
         for (auto size : options.sizes)
             if (size % 4 != 0)
                 throw UsageError("--sizes: " + std::to_string(size) + " bytes is no whole number of float32 values (" +
-                                 benchmarks.name(options.benchmark) + " moves them, 4 bytes each): give " +
+                                 benchmarks().name(options.benchmark) + " moves them, 4 bytes each): give " +
                                  (size < 4 ? std::string("4") : std::to_string(size / 4 * 4) + " or " +
                                                                     std::to_string(size / 4 * 4 + 4)));
     if (options.sizes.empty())

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "trainer/comm/allreduce.hpp"
 #include "trainer/comm/make_transport.hpp"
 #include "trainer/comm/wire_format.hpp"
@@ -13,6 +14,8 @@
 namespace trellis::bench {
 
 enum class Benchmark { p2p, allreduce, ps, data };
+// Their spellings: p2p, allreduce, ps, data.
+const cli::Choices<Benchmark>& benchmarks();
 
 struct BenchOptions {
     Benchmark benchmark = Benchmark::allreduce;
@@ -27,6 +30,7 @@ struct BenchOptions {
     int tcp_streams = 2;
     int timeout_seconds = 60;
     bool json = false;
+    std::string log_dir;                // rank 0 appends the run and its results to DIR/bench.jsonl
     // data: the input pipeline alone
     std::string data;                   // --data, as trellis-train's
     int image_size = 224;

@@ -3,8 +3,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "trainer/bench/benchmarks.hpp"
 #include "trainer/data/open_dataset.hpp"
 #include "trainer/data/pipeline.hpp"
@@ -38,14 +36,15 @@ double images_per_second(const BenchOptions& options, std::shared_ptr<const data
 
 }  // namespace
 
-int run_data(const BenchOptions& options) {
+int run_data(const BenchOptions& options, Results& results) {
     auto set = data::open_datasets(options.data).train;
     auto counts = options.threads;
     if (counts.empty()) {
         counts = {1};
         if (usable_cpus() > 1) counts.push_back(usable_cpus());
     }
-    if (!options.json)
+    results.begin(nullptr, "");
+    if (results.table())
         std::printf("input pipeline: %s\nbatches of %d, %dx%d %s, training transform, %d timed batches after %d\n"
                     "%8s %14s %18s\n",
                     set->describe().c_str(), options.batch_size, options.image_size, options.image_size,
@@ -53,14 +52,11 @@ int run_data(const BenchOptions& options) {
                     options.iterations, options.warmup, "threads", "images/s", "images/s/thread");
     for (int threads : counts) {
         double rate = images_per_second(options, set, threads);
-        if (options.json)
-            std::printf("%s\n", nlohmann::json{{"benchmark", "data"}, {"threads", threads}, {"images_per_sec", rate},
-                                               {"per_thread", rate / threads}, {"batch", options.batch_size},
-                                               {"image_size", options.image_size},
-                                               {"pixels", options.raw_pixels ? "bytes" : "floats"}}
-                                    .dump()
-                                    .c_str());
-        else
+        // In the order --json has always printed them (a sorted JSON object's).
+        results.add({{"batch", options.batch_size}, {"benchmark", "data"}, {"image_size", options.image_size},
+                     {"images_per_sec", rate}, {"per_thread", rate / threads},
+                     {"pixels", options.raw_pixels ? "bytes" : "floats"}, {"threads", threads}});
+        if (results.table())
             std::printf("%8d %14.1f %18.1f\n", threads, rate, rate / threads);
         std::fflush(stdout);
     }

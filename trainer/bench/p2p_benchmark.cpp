@@ -28,17 +28,18 @@ std::string three_digits(double value) {
 
 }  // namespace
 
-int run_p2p(const BenchOptions& options, comm::Transport& transport) {
+int run_p2p(const BenchOptions& options, comm::Transport& transport, Results& results) {
     if (transport.size() < 2) {
         std::fprintf(stderr, "trellis-bench: p2p needs at least 2 ranks, this job has %d\n", transport.size());
         return 2;
     }
     const int rank = transport.rank();
+    results.begin(&transport, "");
     if (rank > 1) return 0;
     const int peer = 1 - rank;
     auto largest = *std::max_element(options.sizes.begin(), options.sizes.end());
     std::vector<char> buffer(largest, char(rank)), ack(1);
-    if (rank == 0 && !options.json)
+    if (rank == 0 && results.table())
         std::printf("# p2p over %s between rank 0 (%s) and rank 1 (%s)\n#%12s %14s %14s\n", transport.name().c_str(),
                     transport.host_of(0).c_str(), transport.host_of(1).c_str(), "bytes", "latency(us)",
                     "bandwidth(GB/s)");
@@ -73,10 +74,9 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport) {
         transport.exchange({&reply, 1});
         double bandwidth = double(size) * options.iterations / seconds_since(start) / 1e9;
         if (rank != 0) continue;
-        if (options.json)
-            std::printf("{\"benchmark\":\"p2p\",\"transport\":\"%s\",\"bytes\":%zu,\"latency_us\":%.2f,\"bandwidth_gbs\":%s}\n",
-                        transport.name().c_str(), size, latency * 1e6, three_digits(bandwidth).c_str());
-        else
+        results.add({{"benchmark", "p2p"}, {"transport", transport.name()}, {"bytes", size},
+                     {"latency_us", rounded(latency * 1e6, 2)}, {"bandwidth_gbs", std::stod(three_digits(bandwidth))}});
+        if (results.table())
             std::printf(" %12zu %14.2f %14s\n", size, latency * 1e6, three_digits(bandwidth).c_str());
         std::fflush(stdout);
     }

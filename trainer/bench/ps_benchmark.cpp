@@ -12,7 +12,7 @@ namespace trellis::bench {
 // Synchronous push/pull rounds as the parameter server runs them: every worker pushes its
 // slice of a buffer of `size` bytes to each of the K servers (the last K ranks); each server
 // sums the slices it received and sends the result back to every worker.
-int run_ps(const BenchOptions& options, comm::Transport& transport) {
+int run_ps(const BenchOptions& options, comm::Transport& transport, Results& results) {
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank(), servers = options.ps_servers;
     if (servers < 1 || servers >= n)
@@ -20,7 +20,8 @@ int run_ps(const BenchOptions& options, comm::Transport& transport) {
                          std::to_string(servers));
     const int workers = n - servers;
     const bool server = rank >= workers;
-    if (rank == 0 && !options.json)
+    results.begin(&transport, "");
+    if (rank == 0 && results.table())
         std::printf("# ps push/pull over %s: %d %s, %d %s\n#%12s %12s %14s %16s\n", transport.name().c_str(), workers,
                     workers == 1 ? "worker" : "workers", servers, servers == 1 ? "server" : "servers", "bytes",
                     "time(us)", "pushes/s/worker", "aggregate(GB/s)");
@@ -64,11 +65,10 @@ int run_ps(const BenchOptions& options, comm::Transport& transport) {
         double median = times[times.size() / 2], bytes = double(count * 4);
         double aggregate = 2.0 * bytes * workers / median / 1e9;
         if (rank != 0) continue;
-        if (options.json)
-            std::printf("{\"benchmark\":\"ps\",\"transport\":\"%s\",\"workers\":%d,\"servers\":%d,\"bytes\":%.0f,"
-                        "\"time_us\":%.1f,\"pushes_per_sec\":%.1f,\"aggregate_gbs\":%.3f}\n",
-                        transport.name().c_str(), workers, servers, bytes, median * 1e6, 1 / median, aggregate);
-        else
+        results.add({{"benchmark", "ps"}, {"transport", transport.name()}, {"workers", workers}, {"servers", servers},
+                     {"bytes", count * 4}, {"time_us", rounded(median * 1e6, 1)},
+                     {"pushes_per_sec", rounded(1 / median, 1)}, {"aggregate_gbs", rounded(aggregate, 3)}});
+        if (results.table())
             std::printf(" %12.0f %12.1f %14.1f %16.3f\n", bytes, median * 1e6, 1 / median, aggregate);
         std::fflush(stdout);
     }

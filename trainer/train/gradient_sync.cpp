@@ -42,9 +42,21 @@ NcclDecision decide_nccl(const SyncContext& c) {
     return count_nccl_votes(votes, c.identity.rank, why_not_here);
 }
 
-void describe_collective(const SyncContext& c, const std::string& transport, nlohmann::json& run) {
-    run["strategy"] = strategies().name(c.options.strategy);
+// The run record's fields that every path fills, for a report comparing runs: the carrier
+// chosen (never "auto"), the allreduce schedule ("" where none of ours runs: one process,
+// NCCL's own choice, parameter servers), and the bytes of one rank's gradients as they go on
+// the wire each step (f32, or the --compress format).
+void describe_path(const SyncContext& c, const std::string& transport, const std::string& algorithm,
+                   nlohmann::json& run) {
     run["transport"] = transport;
+    run["algorithm"] = algorithm;
+    run["gradient_bytes"] = c.parameters.learned_elements() * std::int64_t(comm::wire_bytes(c.options.compress));
+}
+
+void describe_collective(const SyncContext& c, const std::string& transport, const std::string& algorithm,
+                         nlohmann::json& run) {
+    run["strategy"] = strategies().name(c.options.strategy);
+    describe_path(c, transport, algorithm, run);
     run["bucket_mb"] = c.options.bucket_mb;
 }
 
@@ -53,11 +65,18 @@ std::size_t bucket_bytes(const TrainOptions& options) { return std::size_t(optio
 // One process: its gradients are the update.
 class NoSync : public GradientSync {
 public:
+    explicit NoSync(const SyncContext& c) : context_(c) {}
     Synchronised finish(const StepState& step) override { return {{}, false, false, step.loss}; }
     std::string strategy() const override { return ""; }
-    void describe(nlohmann::json& run) const override { run["strategy"] = "single process"; }
+    void describe(nlohmann::json& run) const override {
+        run["strategy"] = "single process";
+        describe_path(context_, "", "", run);
+    }
     std::string progress_header() const override { return ""; }
     std::string progress(const comm::CommStats&, int) const override { return ""; }
+
+private:
+    const SyncContext& context_;
 };
 
 // The host allreduce of gradient buckets: on the CPU each bucket leaves as soon as the
@@ -93,8 +112,9 @@ public:
                       comm::allreduce_algorithms().name(reducer_.algorithm()).c_str(), wire.c_str());
     }
     void describe(nlohmann::json& run) const override {
-        describe_collective(context_, context_.transport->name(), run);
-        run["allreduce_algorithm"] = comm::allreduce_algorithms().name(reducer_.algorithm());
+        auto algorithm = comm::allreduce_algorithms().name(reducer_.algorithm());
+        describe_collective(context_, context_.transport->name(), algorithm, run);
+        run["allreduce_algorithm"] = algorithm;
         run["compression"] = comm::wire_formats().name(context_.options.compress);
     }
 
@@ -123,7 +143,7 @@ public:
                       over(context_, "nccl (control over " + context_.transport->name() + ")").c_str(),
                       context_.options.bucket_mb);
     }
-    void describe(nlohmann::json& run) const override { describe_collective(context_, "nccl", run); }
+    void describe(nlohmann::json& run) const override { describe_collective(context_, "nccl", "", run); }
 
 private:
     const SyncContext& context_;
@@ -161,7 +181,7 @@ public:
     void describe(nlohmann::json& run) const override {
         run["strategy"] = "ps";
         run["ps_mode"] = ps_modes().name(context_.options.ps_mode);
-        run["transport"] = context_.transport->name();
+        describe_path(context_, context_.transport->name(), "", run);
         run["workers"] = layout_.workers();
         run["servers"] = layout_.servers();
         run["compression"] = comm::wire_formats().name(context_.options.compress);
@@ -195,7 +215,7 @@ std::string GradientSync::progress(const comm::CommStats& comm, int ranks) const
 }
 
 std::unique_ptr<GradientSync> make_gradient_sync(const SyncContext& context, const std::string& device_note) {
-    if (!context.transport) return std::make_unique<NoSync>();
+    if (!context.transport) return std::make_unique<NoSync>(context);
     const auto& o = context.options;
     if (o.transport == Transport::nccl) {
         if (!context.accelerator) throw UsageError("--transport nccl needs a GPU: " + device_note);

@@ -5,10 +5,11 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "common/host.hpp"
+#include "common/log_file.hpp"
 #include "trainer/data/protobuf_wire.hpp"
+#include "trainer/train/run_facts.hpp"
 
 namespace trellis::train {
 
@@ -69,25 +70,24 @@ void TensorBoardWriter::text(std::int64_t step, const std::string& tag, const st
 
 MetricsLog::MetricsLog(const std::string& folder) {
     if (folder.empty()) return;
-    std::error_code error;
-    std::filesystem::create_directories(folder, error);
-    auto path = (std::filesystem::path(folder) / "metrics.jsonl").string();
-    // A run killed mid-line (kill -9) leaves a partial last line; a resumed run starts on a
-    // fresh line so that its records stay parseable.
-    bool cut_line = false;
-    if (std::ifstream existing(path, std::ios::binary | std::ios::ate); existing && existing.tellg() > 0) {
-        existing.seekg(-1, std::ios::end);
-        cut_line = existing.get() != '\n';
-    }
-    jsonl_.open(path, std::ios::app);
-    if (!jsonl_) throw std::runtime_error("--log-dir: cannot write " + path);
-    if (cut_line) jsonl_ << '\n';
+    // A resumed run appends to its first segment's file.
+    jsonl_ = open_log_file(folder, "metrics.jsonl");
     tensorboard_ = std::make_unique<TensorBoardWriter>(folder);
 }
 
 void MetricsLog::record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values) {
+    write(kind, step, values, nlohmann::json::object());
+}
+
+void MetricsLog::finished(std::int64_t step, const std::map<std::string, double>& totals) {
+    write("train", step, totals, {{"peak_rss_bytes", peak_rss_bytes()}});
+}
+
+void MetricsLog::write(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values,
+                       const nlohmann::json& exact) {
     if (!tensorboard_) return;
     nlohmann::json line{{"kind", kind}, {"step", step}, {"time", wall_time()}};
+    line.update(exact);
     std::map<std::string, double> scalars;
     for (const auto& [name, value] : values) {
         line[name] = value;
@@ -111,7 +111,8 @@ void MetricsLog::describe(const nlohmann::json& run) {
 
 void MetricsLog::stopped(std::int64_t step, const std::string& signal) {
     if (!tensorboard_) return;
-    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal}};
+    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal},
+                        {"peak_rss_bytes", peak_rss_bytes()}};
     stamp(line);
     jsonl_ << line.dump() << '\n' << std::flush;
 }

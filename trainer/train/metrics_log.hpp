@@ -44,17 +44,24 @@ public:
     // kind is "train" or "eval"; values become the record's fields and TensorBoard scalars
     // named "<kind>/<name>".
     void record(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values);
+    // The run's last "train" record: its totals (total_images_per_sec, ...) and the process's
+    // peak_rss_bytes.
+    void finished(std::int64_t step, const std::map<std::string, double>& totals);
     // The run's description, the file's first record ("kind": "run"): what the header says,
     // as fields that scripts and tests read instead of the banner text; in TensorBoard, the
     // same fields as the text "run/description".
     void describe(const nlohmann::json& run);
     // The last record of a run stopped by a signal ("kind": "stop"), with the signal's name
     // ("SIGUSR1": what a batch script's own --signal sends), empty when the signal reached
-    // other ranks only.
+    // other ranks only, and the process's peak_rss_bytes.
     void stopped(std::int64_t step, const std::string& signal);
     void flush();
 
 private:
+    // Writes the record to both files; `exact` holds fields kept as JSON wrote them (whole
+    // numbers stay whole), for metrics.jsonl only.
+    void write(const std::string& kind, std::int64_t step, const std::map<std::string, double>& values,
+               const nlohmann::json& exact);
     void stamp(nlohmann::json& line) const;
 
     std::ofstream jsonl_;

@@ -21,6 +21,7 @@ nlohmann::json describe_run(const RunDescription& run) {
                              {"steps", run.total_steps},
                              {"warmup_steps", run.schedule.warmup_steps}};
     run.sync.describe(described);
+    describe_placement(run.placement, described);
     return described;
 }
 

@@ -15,6 +15,7 @@
 #include "trainer/train/data_sources.hpp"
 #include "trainer/train/gradient_sync.hpp"
 #include "trainer/train/options.hpp"
+#include "trainer/train/run_facts.hpp"
 
 namespace trellis::train {
 
@@ -36,6 +37,7 @@ struct RunDescription {
     std::int64_t total_steps = 0;
     double steps_per_epoch = 1;
     const GradientSync& sync;
+    Placement placement;
 };
 
 // On stdout (the caller prints it on rank 0 only).

@@ -188,7 +188,8 @@ void Run::print_header() {
                        .schedule = schedule_->config(),
                        .total_steps = total_steps_,
                        .steps_per_epoch = steps_per_epoch_,
-                       .sync = *sync_};
+                       .sync = *sync_,
+                       .placement = {options_, identity_.host, transport_, accelerator_ != nullptr}};
     auto described = describe_run(run);
     metrics_.describe(described);
     print_run_header(run);
@@ -333,7 +334,7 @@ int Run::execute() {
     }
     std::map<std::string, double> totals{{"total_images_per_sec", meter.total()}};
     if (accelerator_) totals["peak_gpu_memory_mib"] = double(accelerator_->peak_memory_bytes()) / (1 << 20);
-    metrics_.record("train", step_, totals);
+    metrics_.finished(step_, totals);
     // Saved before the final evaluation, which may be long: a preemption then loses nothing.
     if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
     if (evaluated_at_ != step_) {
