@@ -10,3 +10,7 @@ dist_studies_python_predict_DATA = \
 	studies/trellis_studies/predict/schedules.py \
 	studies/trellis_studies/predict/step_model.py \
 	studies/trellis_studies/predict/tables.py
+# The predictor on synthetic timings with answers worked out by hand, and its worked example
+# beside the seeds' figures.
+TESTS += studies/tests/predict_test.py
+EXTRA_DIST += studies/tests/predict_test.py
