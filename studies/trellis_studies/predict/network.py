@@ -2,8 +2,8 @@
 between nodes), a latency and a bandwidth by message size.
 
 A message of s bytes, with `load` bytes crossing the same link in that step, takes
-alpha + load / beta(s): alpha is the one-way latency of the smallest message measured (half
-its ping-pong), beta(s) the streaming bandwidth p2p measured at that size, interpolated
+alpha + load / beta(s): alpha is the smallest one-way latency measured (half a ping-pong; the
+smallest message's, unless a busy machine made it slower than a larger one's), beta(s) the streaming bandwidth p2p measured at that size, interpolated
 linearly in log2(size) between the sizes measured and held flat beyond them. The streaming
 figure, not ping-pong, gives beta because the collectives keep several segments in flight."""
 
@@ -83,7 +83,7 @@ def p2p_results(path):
 
 
 def level_from_results(name, results, source):
-    alpha, smallest, bandwidths = None, None, {}
+    alpha, bandwidths = None, {}
     for number, result in enumerate(results, 1):
         try:
             size, latency_us, gbs = int(result["bytes"]), float(result["latency_us"]), float(result["bandwidth_gbs"])
@@ -92,8 +92,7 @@ def level_from_results(name, results, source):
                              f"{result}") from None
         if size <= 0 or gbs <= 0:
             continue
-        if smallest is None or size < smallest:
-            smallest, alpha = size, latency_us * 1e-6
+        alpha = latency_us * 1e-6 if alpha is None else min(alpha, latency_us * 1e-6)
         # A size measured twice (two files, two rounds) keeps the better figure: a shared
         # machine's noise only ever slows a transfer down.
         bandwidths[size] = max(bandwidths.get(size, 0), gbs * 1e9)
