@@ -84,7 +84,7 @@ class StepModel(unittest.TestCase):
     ring_comm = 2 * 3 * (10 * US + 25 * MB / 1e9)
 
     def test_overlap_zero(self):
-        inputs = Inputs(step_seconds=0.2, batch=32, gradient_bytes=GRADIENT, overlap=0)
+        inputs = Inputs(step_seconds=0.2, batch=32, gradient_bytes=GRADIENT, overlap={"allreduce": 0})
         p = predict(Strategy("ring"), Cluster(4, 1), inputs, NETWORK)
         self.assertAlmostEqual(p.step_seconds, 0.2 + self.ring_comm)
         self.assertAlmostEqual(p.images_per_sec, 4 * 32 / (0.2 + self.ring_comm))
@@ -92,14 +92,17 @@ class StepModel(unittest.TestCase):
 
     def test_overlap_one(self):
         # All of it hidden while the compute lasts longer; what is left over shows.
-        p = predict(Strategy("ring"), Cluster(4, 1), Inputs(0.2, 32, GRADIENT, overlap=1), NETWORK)
+        p = predict(Strategy("ring"), Cluster(4, 1), Inputs(0.2, 32, GRADIENT, overlap={"allreduce": 1}), NETWORK)
         self.assertAlmostEqual(p.step_seconds, 0.2)
         self.assertAlmostEqual(p.scaling_efficiency, 1.0)
-        p = predict(Strategy("ring"), Cluster(4, 1), Inputs(0.1, 32, GRADIENT, overlap=1), NETWORK)
+        p = predict(Strategy("ring"), Cluster(4, 1), Inputs(0.1, 32, GRADIENT, overlap={"allreduce": 1}), NETWORK)
         self.assertAlmostEqual(p.exposed_seconds, self.ring_comm - 0.1)
+        # The allreduce's overlap is not the parameter server's: none measured, none hidden.
+        p = predict(Strategy("ps", 1), Cluster(4, 1), Inputs(0.2, 32, GRADIENT, overlap={"allreduce": 1}), NETWORK)
+        self.assertAlmostEqual(p.exposed_seconds, 2 * (10 * US + 300 * MB / 1e9))
 
     def test_alone_replaces_the_compute_and_ps_counts_workers(self):
-        inputs = Inputs(0.2, 32, GRADIENT, overlap=0.5, alone={4: 0.25})
+        inputs = Inputs(0.2, 32, GRADIENT, overlap={"ps": 0.5}, alone={4: 0.25})
         p = predict(Strategy("ps", 1), Cluster(4, 1), inputs, NETWORK)
         comm = 2 * (10 * US + 300 * MB / 1e9)
         self.assertEqual(p.workers, 3)
@@ -136,6 +139,11 @@ class Readers(unittest.TestCase):
         self.assertAlmostEqual(timing.step_seconds, (0.5 + 0.25) / 2)
         self.assertEqual((timing.batch, timing.gradient_bytes, timing.model), (8, 4000, "resnet50"))
 
+    def test_the_trainers_total_when_present(self):
+        write(self.dir + "/t", "metrics.jsonl", [json.dumps(RUN), train(3, 16), train(4, 32),
+                                                 json.dumps({"kind": "train", "step": 4, "total_images_per_sec": 20})])
+        self.assertAlmostEqual(rank_timing(self.dir + "/t").step_seconds, 8 / 20)
+
     def test_gradient_bytes_when_present(self):
         write(self.dir + "/g", "metrics.jsonl", [json.dumps(dict(RUN, gradient_bytes=2000)), train(3, 8)])
         self.assertEqual(rank_timing(self.dir + "/g").gradient_bytes, 2000)
@@ -155,11 +163,17 @@ class Readers(unittest.TestCase):
             rank_timing(self.dir + "/b")
 
     def test_overlap_measured(self):
-        write(self.dir + "/two", "metrics.jsonl", [json.dumps(dict(RUN, ranks=2)),
+        write(self.dir + "/two", "metrics.jsonl", [json.dumps(dict(RUN, ranks=2, strategy="allreduce")),
                                                    train(3, 8, comm_seconds=0.1, comm_wait_seconds=0.04),
                                                    train(4, 8, comm_seconds=0.3, comm_wait_seconds=0.12)])
-        self.assertAlmostEqual(measured_overlap(self.dir + "/two"), 1 - 0.16 / 0.4)
-        write(self.dir + "/nocomm", "metrics.jsonl", [json.dumps(RUN), train(3, 8)])
+        family, share = measured_overlap(self.dir + "/two")
+        self.assertEqual(family, "allreduce")
+        self.assertAlmostEqual(share, 1 - 0.16 / 0.4)
+        path = write(self.dir + "/one", "metrics.jsonl", [json.dumps(dict(RUN, strategy="single process")),
+                                                          train(3, 8)])
+        with self.assertRaisesRegex(InputError, f"{path}: the run record's strategy is 'single process'"):
+            measured_overlap(self.dir + "/one")
+        write(self.dir + "/nocomm", "metrics.jsonl", [json.dumps(dict(RUN, strategy="ps")), train(3, 8)])
         with self.assertRaisesRegex(InputError, "comm_seconds"):
             measured_overlap(self.dir + "/nocomm")
 
@@ -233,7 +247,7 @@ class SeedsWorkedExample(unittest.TestCase):
 
     def efficiency(self, step, nodes, per_node, shm, link):
         network = {"shm": level_from_numbers("shm", shm), "link": level_from_numbers("link", link)}
-        inputs = Inputs(step, 64, 102.4 * MB, overlap=0)
+        inputs = Inputs(step, 64, 102.4 * MB)
         return predict(Strategy("ring"), Cluster(nodes, per_node), inputs, network)
 
     def test_p100(self):

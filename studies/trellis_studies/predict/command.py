@@ -50,9 +50,11 @@ def parser():
     p.add_argument("--gradient-bytes", type=byte_size, help="the gradient's float32 bytes instead of RUN's")
     p.add_argument("--compress", choices=sorted(WIRE_SHARE), default="none",
                    help="gradient values on the wire, as trellis-train's --compress (default none)")
-    p.add_argument("--overlap-from", metavar="DIR",
-                   help="--log-dir of a run of several ranks: the share of communication it hid")
-    p.add_argument("--overlap", type=float, metavar="FRACTION", help="that share as a number from 0 to 1")
+    p.add_argument("--overlap-from", action="append", default=[], metavar="DIR",
+                   help="--log-dir of a run of several ranks: the share of communication it hid, for the "
+                        "strategies of its kind (allreduce or ps); once per kind")
+    p.add_argument("--overlap", type=float, metavar="FRACTION",
+                   help="that share as a number from 0 to 1, for every strategy")
     p.add_argument("--alone", action="append", default=[], metavar="N=DIR[,DIR...]",
                    help="N ranks trained alone at once: their --log-dirs; their step replaces one rank's "
                         "for jobs of N ranks")
@@ -117,10 +119,19 @@ def inputs(args):
         raise UsageError("give --overlap or --overlap-from, not both")
     if args.overlap is not None and not 0 <= args.overlap <= 1:
         raise UsageError(f"--overlap {args.overlap}: expected a share from 0 to 1")
-    overlap = measured_overlap(args.overlap_from) if args.overlap_from else args.overlap or 0.0
+    overlap, sources = {}, {}
+    if args.overlap is not None:
+        overlap = {"allreduce": args.overlap, "ps": args.overlap}
+        sources = {"allreduce": "given", "ps": "given"}
+    for folder in args.overlap_from:
+        family, share = measured_overlap(folder)
+        if family in overlap:
+            raise UsageError(f"--overlap-from {folder}: a second overlap for the {family} strategies "
+                             f"(the first from {sources[family]})")
+        overlap[family], sources[family] = share, folder
     described = {"run": args.run, "model": timing.model if timing else "", "step_seconds": step, "batch": batch,
                  "gradient_bytes": gradient, "compress": args.compress, "overlap": overlap,
-                 "overlap_source": args.overlap_from or ("given" if args.overlap is not None else "none (0)")}
+                 "overlap_source": sources}
     return Inputs(step, batch, gradient * WIRE_SHARE[args.compress], overlap, alone_runs(args)), described
 
 

@@ -19,10 +19,10 @@ def metrics_path(folder):
     return path
 
 
-def run_and_steps(folder):
+def run_and_steps(folder, records=None):
     """The run record and the train records of timed steps (after the warm-up)."""
     path = metrics_path(folder)
-    records = read_records(path)
+    records = read_records(path) if records is None else records
     run = next((r for r in records if r.get("kind") == "run"), None)
     if run is None:
         raise InputError(f"{path}: no run record (a line with \"kind\": \"run\")")
@@ -52,13 +52,20 @@ class RankTiming:
 
 
 def rank_timing(folder):
-    """Step time: the mean over the timed steps of global batch / images_per_sec (so that
-    batch / step is the run's total images/sec); gradient bytes: the run record's
+    """Step time: global batch / the run's total images/sec (the trainer's own figure, after
+    its own --warmup-batches), else, for a run cut short before its last step, the mean over
+    the timed steps of global batch / images_per_sec; gradient bytes: the run record's
     gradient_bytes, else its parameters x 4 (float32)."""
-    path, run, timed = run_and_steps(folder)
+    records = read_records(metrics_path(folder))
+    path, run, timed = run_and_steps(folder, records)
     global_batch = number(run, "global_batch", path)
     workers = run.get("workers") or run.get("ranks") or 1
-    seconds = sum(global_batch / r["images_per_sec"] for r in timed) / len(timed)
+    totals = [r["total_images_per_sec"] for r in records if r.get("kind") == "train"
+              and isinstance(r.get("total_images_per_sec"), (int, float)) and r["total_images_per_sec"] > 0]
+    if totals:
+        seconds = global_batch / totals[-1]
+    else:
+        seconds = sum(global_batch / r["images_per_sec"] for r in timed) / len(timed)
     if isinstance(run.get("gradient_bytes"), (int, float)) and run["gradient_bytes"] > 0:
         gradient = run["gradient_bytes"]
     else:
@@ -68,9 +75,14 @@ def rank_timing(folder):
 
 
 def measured_overlap(folder):
-    """The share of communication hidden behind the backward pass in a run of several ranks:
-    1 - (time the steps waited for it) / (time it took), over the timed steps."""
-    path, _, timed = run_and_steps(folder)
+    """(strategy family, share): the share of communication hidden behind the backward pass in
+    a run of several ranks, 1 - (time the steps waited for it) / (time it took) over the timed
+    steps, and whether the run used an allreduce or a parameter server."""
+    path, run, timed = run_and_steps(folder)
+    family = run.get("strategy")
+    if family not in ("allreduce", "ps"):
+        raise InputError(f"{path}: the run record's strategy is {family!r}; an overlap comes from a run of "
+                         f"several ranks with strategy \"allreduce\" or \"ps\"")
     timed = [r for r in timed if isinstance(r.get("comm_seconds"), (int, float))
              and isinstance(r.get("comm_wait_seconds"), (int, float))]
     total = sum(r["comm_seconds"] for r in timed)
@@ -78,7 +90,7 @@ def measured_overlap(folder):
         raise InputError(f"{path}: no train record with comm_seconds and comm_wait_seconds above 0 "
                          f"(a run of several ranks writes them)")
     waited = sum(r["comm_wait_seconds"] for r in timed)
-    return min(1.0, max(0.0, 1 - waited / total))
+    return family, min(1.0, max(0.0, 1 - waited / total))
 
 
 def alone_step_seconds(folders):

@@ -3,8 +3,8 @@ between nodes), a latency and a bandwidth by message size.
 
 A message of s bytes, with `load` bytes crossing the same link in that step, takes
 alpha + load / beta(s): alpha is the smallest one-way latency measured (half a ping-pong; the
-smallest message's, unless a busy machine made it slower than a larger one's), beta(s) the streaming bandwidth p2p measured at that size, interpolated
-linearly in log2(size) between the sizes measured and held flat beyond them. The streaming
+smallest message's, unless a busy machine made it slower than a larger one's), beta(s) the
+streaming bandwidth p2p measured at that size, interpolated linearly in log2(size) between the sizes measured and held flat beyond them. The streaming
 figure, not ping-pong, gives beta because the collectives keep several segments in flight."""
 
 import bisect

@@ -86,6 +86,11 @@ class Strategy:
         return ranks - self.servers if self.name == "ps" else ranks
 
     @property
+    def family(self):
+        """Whose overlap applies: the allreduces' or the parameter server's."""
+        return "ps" if self.name == "ps" else "allreduce"
+
+    @property
     def label(self):
         return f"ps, {self.servers} server{'s' if self.servers > 1 else ''}" if self.name == "ps" else self.name
 

@@ -8,7 +8,9 @@ not hide.
 compute is one rank's measured step, or where given the step of as many ranks training alone
 at once (ranks that share cores or memory bandwidth compute slower, with or without a
 network); comm is the strategy's schedule on the measured network; overlap is what the
-trainer measured. Communication cannot hide behind more than the step's own compute."""
+trainer measured for that kind of strategy (an allreduce reduces buckets while the backward
+pass runs, the parameter server pushes after it, so one's overlap says nothing of the
+other's). Communication cannot hide behind more than the step's own compute."""
 
 from dataclasses import dataclass, field
 
@@ -21,7 +23,7 @@ class Inputs:
     step_seconds: float  # one rank, alone
     batch: int  # images per worker per step
     gradient_bytes: float  # on the wire: the gradient's bytes x the wire format's share
-    overlap: float = 0.0
+    overlap: dict = field(default_factory=dict)  # "allreduce" | "ps" -> share of communication hidden
     alone: dict = field(default_factory=dict)  # total ranks -> step seconds of that many alone at once
 
 
@@ -50,7 +52,7 @@ def predict(strategy, cluster: Cluster, inputs: Inputs, network):
         return prediction
     compute = inputs.alone.get(ranks, inputs.step_seconds)
     comm = cluster.schedule_seconds(schedule, network)
-    exposed = max(comm * (1 - inputs.overlap), comm - compute)
+    exposed = max(comm * (1 - inputs.overlap.get(strategy.family, 0.0)), comm - compute)
     step = compute + exposed
     images = workers * inputs.batch / step
     one_rank = inputs.batch / inputs.step_seconds

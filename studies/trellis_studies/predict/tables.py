@@ -20,11 +20,15 @@ def network_lines(network):
 
 
 def prediction_table(described, network, model, predictions, jobs):
+    model_name = f", {described['model']}" if described["model"] else ""
     lines = [f"one rank: {described['batch']} images a step in {described['step_seconds'] * 1e3:.1f} ms "
-             f"({described['batch'] / described['step_seconds']:.1f} images/sec)"
-             f"{', ' + described['model'] if described['model'] else ''}; gradient {described['gradient_bytes'] / 1e6:.1f} MB "
-             f"({model.gradient_bytes / 1e6:.1f} MB on the wire, --compress {described['compress']}); overlap "
-             f"{model.overlap:.2f} ({described['overlap_source']})"]
+             f"({described['batch'] / described['step_seconds']:.1f} images/sec){model_name}; "
+             f"gradient {described['gradient_bytes'] / 1e6:.1f} MB "
+             f"({model.gradient_bytes / 1e6:.1f} MB on the wire, --compress {described['compress']})"]
+    for family in ("allreduce", "ps"):
+        share, source = model.overlap.get(family), described["overlap_source"].get(family)
+        measured = f"{share:.2f} ({source})" if source else "0 (not measured: give --overlap-from)"
+        lines.append(f"overlap, {family}: {measured}")
     for ranks, seconds in sorted(model.alone.items()):
         lines.append(f"{ranks} ranks alone at once: {seconds * 1e3:.1f} ms a step")
     lines += ["network:"] + network_lines(network)
@@ -55,7 +59,8 @@ def as_json(described, network, model, predictions):
 
 
 def allreduce_table(rows):
-    lines = [f"  {'algorithm':<17} {'nodes x ranks':>13} {'placement':>9} {'bytes':>10} {'time ms':>9} {'busbw GB/s':>10}"]
+    lines = [f"  {'algorithm':<17} {'nodes x ranks':>13} {'placement':>9} {'bytes':>10} {'time ms':>9} "
+             f"{'busbw GB/s':>10}"]
     for row in rows:
         seconds = row["seconds"]
         ranks = row["nodes"] * row["ranks_per_node"]
