@@ -221,6 +221,7 @@ class Command(unittest.TestCase):
         self.assertEqual(self.run_main("--nodes", "x")[0], 2)
         self.assertEqual(self.run_main("--step-seconds", "1", "--batch-size", "1", "--gradient-bytes", "4",
                                        "--strategies", "bogus")[0], 2)
+        self.assertEqual(self.run_main("--step-seconds", "-1", "--batch-size", "1", "--gradient-bytes", "4")[0], 2)
         status, _, err = self.run_main("/nonexistent-run", "--link", "10:1")
         self.assertEqual(status, 1)
         self.assertIn("/nonexistent-run", err)

@@ -115,6 +115,9 @@ def inputs(args):
     if not (step and batch and gradient):
         raise UsageError("give RUN (a one-rank trellis-train --log-dir), or --step-seconds, --batch-size and "
                          "--gradient-bytes")
+    for option, value in (("--step-seconds", step), ("--batch-size", batch), ("--gradient-bytes", gradient)):
+        if value <= 0:
+            raise UsageError(f"{option} {value}: expected a number above 0")
     if args.overlap is not None and args.overlap_from:
         raise UsageError("give --overlap or --overlap-from, not both")
     if args.overlap is not None and not 0 <= args.overlap <= 1:
