@@ -15,4 +15,3 @@ dist_studies_python_predict_DATA = \
 TESTS += studies/tests/predict_test.py
 EXTRA_DIST += studies/tests/predict_test.py
 # The PREDICT section of trellis-report(1), in roff, which trellis-report.1 takes in.
-EXTRA_DIST += man/trellis-report-predict.txt
