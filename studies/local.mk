@@ -12,7 +12,8 @@ dist_studies_examples_DATA =
 studies_commands = studies/trellis-report studies/trellis-campaign
 bin_SCRIPTS = $(studies_commands)
 CLEANFILES += $(studies_commands)
-EXTRA_DIST += studies/trellis-report.in studies/trellis-campaign.in
+# The README's figure, from the demo's campaign.
+EXTRA_DIST += studies/trellis-report.in studies/trellis-campaign.in studies/demo-scaling.png
 
 $(studies_commands): %: %.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) studies && \
