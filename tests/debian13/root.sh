@@ -105,13 +105,14 @@ debian13_mount() {
 }
 
 # The Slurm 24.11 root's packages: trellis's build dependencies, Slurm, munge, the peers the
-# Slurm suites run (PyTorch 2.6, Open MPI 5 with PMIx 5) and the container and packaging tools.
+# Slurm suites run (PyTorch 2.6, Open MPI 5 with PMIx 5), the container and packaging tools, and
+# matplotlib for trellis-report (train_test draws its campaign's figures).
 debian13_slurm_root=/var/cache/trellis/trixie-slurm
 debian13_slurm_packages="autoconf automake libtool pkg-config g++ make build-essential python3 libhwloc-dev hwloc
     libpmix-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
     zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev slurm-wlm slurmd slurmctld slurm-client munge
     python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
-    squashfs-tools squashfuse fuse-overlayfs debhelper dpkg-dev ca-certificates"
+    squashfs-tools squashfuse fuse-overlayfs debhelper dpkg-dev ca-certificates python3-matplotlib"
 
 # debian13_enter ROOT COMMAND...: COMMAND with ROOT as its "/", after debian13_mount. Not by
 # chroot: a chrooted process may not make a user namespace (the kernel refuses CLONE_NEWUSER

@@ -91,9 +91,7 @@ build_trellis() {
         echo "FAIL: trellis's packages do not build against $(in_root slurmd -V) in the root (the build's output ends above)"
         return 1
     fi
-    # trellis-studies (Python and matplotlib, no Slurm or C++ in it) is checked on Debian 12 only.
-    debs=$(cd "$work" && ls trellis-*_*.deb slurm-spank-trellis_*.deb | grep -v -- -dbgsym_ | grep -v '^trellis-studies_' |
-        sed "s|^|$inside/|")
+    debs=$(cd "$work" && ls trellis-*_*.deb slurm-spank-trellis_*.deb | grep -v -- -dbgsym_ | sed "s|^|$inside/|")
     # shellcheck disable=SC2086  # the list is words
     in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $debs >"$work/install.log" 2>&1 ||
         { tail -n 20 "$work/install.log"; echo "FAIL: the packages do not install in the root"; return 1; }
