@@ -200,6 +200,10 @@ class Decisions(unittest.TestCase):
             reason = decide.failure_reason(run, None, ["7"], "CANCELLED")
             self.assertIn("no exit status", reason)
             self.assertIn("JOB 7 ON n1 CANCELLED", reason)
+            # A rank's last words after Slurm's verdict (the order slurm-7.out may have) do not hide it.
+            with open(os.path.join(run, "slurm-7.out"), "a") as stream:
+                stream.write("[rank 3] received signal 15 (SIGTERM) at step 3: saving a checkpoint and stopping\n")
+            self.assertIn("JOB 7 ON n1 CANCELLED", decide.failure_reason(run, None, ["7"], "CANCELLED"))
             os.makedirs(os.path.join(run, "log"))
             with open(os.path.join(run, "log", "metrics.jsonl"), "w") as stream:
                 stream.write('{"kind":"run"}\n{"kind":"stop","step":12,"signal":"SIGUSR1"}\n{"kind":"tr')

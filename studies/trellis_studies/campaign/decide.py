@@ -81,12 +81,23 @@ def _stop_record(path):
 ERROR_WORDS = ("error", "cancelled", "killed", "failed", "stopping", "abort", "oom", "exceeded")
 
 
+def _is_slurm_verdict(line):
+    """slurmstepd's word on the whole job or step: "*** JOB 7 ON n1 CANCELLED AT ... ***" (also
+    DUE TO TIME LIMIT, PREEMPTION, NODE FAILURE), "*** STEP 7.0 ON n1 CANCELLED ... ***"."""
+    return ("*** JOB " in line or "*** STEP " in line) and line.endswith("***")
+
+
 def _last_error_line(path, errors_only):
     try:
         with open(path, encoding="utf-8", errors="replace") as stream:
             lines = [line.strip() for line in stream if line.strip()]
     except OSError:
         return None
+    # Slurm's verdict first: the ranks' own last words ("received signal 15 ... stopping") may
+    # reach the file after it, but they say what happened to them, not why.
+    for line in reversed(lines):
+        if _is_slurm_verdict(line):
+            return line[:300]
     for line in reversed(lines):
         if any(word in line.lower() for word in ERROR_WORDS):
             return line[:300]
