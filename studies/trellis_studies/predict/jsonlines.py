@@ -1,7 +1,8 @@
-"""Reading the JSON-lines files that trellis-train and trellis-bench write, as a killed run
-leaves them: a last line cut short is dropped, a broken line elsewhere is an error."""
+"""The predictor's inputs are the JSON-lines files trellis-train and trellis-bench write; they are
+read as trellis-report reads them (report/jsonl.py: a line a kill -9 cut short is dropped, also
+before a resumed segment), and a file that cannot be read is the predictor's InputError."""
 
-import json
+from trellis_studies.report.jsonl import UnreadableRun, read_jsonl
 
 
 class InputError(Exception):
@@ -11,23 +12,7 @@ class InputError(Exception):
 def read_records(path):
     """The JSON objects of PATH, one per line, in order."""
     try:
-        with open(path, encoding="utf-8") as stream:
-            lines = stream.read().split("\n")
-    except OSError as error:
-        raise InputError(f"{path}: cannot read it ({error.strerror})") from None
-    while lines and not lines[-1].strip():
-        lines.pop()
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == len(lines):
-                break  # the line a kill -9 cut short
-            raise InputError(f"{path}:{number}: not a JSON object: {line[:60]!r}") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{number}: not a JSON object: {line[:60]!r}")
-        records.append(record)
+        records, _dropped = read_jsonl(path)
+    except UnreadableRun as error:
+        raise InputError(str(error)) from None
     return records
