@@ -21,6 +21,7 @@ trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/layer_parameters.cpp trainer/nn/layer_parameters.hpp \
 	trainer/nn/parameter_store.cpp trainer/nn/parameter_store.hpp \
 	trainer/nn/residual_block.cpp trainer/nn/residual_block.hpp \
+	trainer/nn/normalized_join.cpp trainer/nn/normalized_join.hpp \
 	trainer/nn/sequential.cpp trainer/nn/sequential.hpp \
 	trainer/nn/softmax_cross_entropy.cpp trainer/nn/softmax_cross_entropy.hpp \
 	trainer/nn/window.cpp trainer/nn/window.hpp \
@@ -102,6 +103,7 @@ trainer_libtrellis_train_la_SOURCES = \
 	trainer/gpu/cuda_libraries.cpp trainer/gpu/cuda_libraries.hpp \
 	trainer/gpu/elf_dynamic.cpp trainer/gpu/elf_dynamic.hpp \
 	trainer/gpu/speedups.cpp trainer/gpu/speedups.hpp \
+	trainer/gpu/loss_scaler.hpp \
 	trainer/gpu/precision.cpp trainer/gpu/precision.hpp \
 	trainer/train/data_sources.cpp trainer/train/data_sources.hpp \
 	trainer/train/evaluation.cpp trainer/train/evaluation.hpp \

@@ -5,7 +5,8 @@
 # says "no GPU" in nvidia-smi's words, logs.tar.gz is there, OUT is honoured, exit 1), and,
 # with a fake nvidia-smi that reports an H100 and fake bundle programs, the plumbing the
 # device call depends on: the budget, a skip of layers_test counted as a failure, a bf16
-# pair measured from fake runs, and a SIGTERM that still leaves the summary. A few seconds.
+# pair measured from fake runs, the speedups and fp16 sections alone, and a SIGTERM that still
+# leaves the summary. A few seconds.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 check=$(cd "$here/../.." && pwd)/scripts/gpu-check
@@ -40,7 +41,7 @@ cat >"$bundle/bin/trellis-train" <<'EOF'
 # metrics.jsonl records per step; SIGTERM stops after the step with status 75.
 steps=100 log=.
 while [ $# -gt 0 ]; do case $1 in --steps) steps=$2 ;; --log-dir) log=$2 ;; esac; shift; done
-echo "Device:      cuda:0 NVIDIA H100 80GB HBM3 (fake)"
+echo "Device:      cuda:0 NVIDIA H100 80GB HBM3 (fake); speed items: ${TRELLIS_CUDA_SPEEDUPS:-none}"
 stop=0
 trap 'stop=1' TERM
 mkdir -p "$log"
@@ -116,7 +117,7 @@ says() {  # NAME FILE TEXT: FILE of that run holds TEXT
 # --- the command line --------------------------------------------------------------------
 run help "$work/no-driver" -- --help
 expect help 0 "--help" && grep -q "^usage: scripts/gpu-check BUNDLE" "$work/help/output" &&
-    grep -q "versions.*layers.*bf16.*fp32.*speedups.*profile.*learns.*data" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
+    grep -q "versions.*layers.*bf16.*fp32.*speedups.*profile.*learns.*data.*fp16" <<<"$(tr '\n' ' ' <"$work/help/output")" &&
     pass "--help: the usage and every section, exit 0"
 run no-bundle "$work/no-driver" -- --budget 10
 expect no-bundle 2 "no BUNDLE" && says no-bundle output "name the BUNDLE" && pass "no BUNDLE: exit 2, asks for it"
@@ -128,7 +129,7 @@ expect missing 2 "a missing bundle" && says missing output "'$work/nowhere.tar.x
     pass "a missing bundle: exit 2 naming it"
 run nosuch "$work/no-driver" -- "$bundle" --only layers,nosuch
 expect nosuch 2 "--only nosuch" && says nosuch output "unknown section 'nosuch'" &&
-    says nosuch output "versions,layers,bf16,fp32,speedups,profile,learns,data" && pass "--only nosuch: exit 2 naming the sections"
+    says nosuch output "versions,layers,bf16,fp32,speedups,profile,learns,data,fp16" && pass "--only nosuch: exit 2 naming the sections"
 run bad-budget "$work/no-driver" -- "$bundle" --budget soon
 expect bad-budget 2 "--budget soon" && says bad-budget output "--budget takes a whole number" &&
     pass "--budget soon: exit 2 naming the option"
@@ -185,10 +186,10 @@ fi
 run budget "$work/gpu" -- "$work/bundle.tar.xz" --budget 0 --venv "$work/venv"
 if expect budget 1 "--budget 0"; then
     skipped=$(grep -c "^== [a-z0-9]*: not run: budget" "$work/budget/out/summary.txt")
-    if [ "$skipped" -eq 8 ] && says budget out/summary.txt "result: FAIL"; then
+    if [ "$skipped" -eq 9 ] && says budget out/summary.txt "result: FAIL"; then
         pass "--budget 0 (unpacking the .tar.xz): every section \"not run: budget\", exit 1"
     else
-        fail "--budget 0: $skipped of 8 sections \"not run: budget\":"
+        fail "--budget 0: $skipped of 9 sections \"not run: budget\":"
         cat "$work/budget/out/summary.txt"
     fi
 fi
@@ -240,6 +241,10 @@ section_alone profile "the profile section: GPU time by kind of work and the wal
 # over the window.
 section_alone speedups "the speedups section alone: trellis timed without and with TRELLIS_CUDA_SPEEDUPS=all" \
     "without the speed items: " "with TRELLIS_CUDA_SPEEDUPS=all: "
+# fp16 without, then with, the overflow flag read a step late; the second run was given the item.
+section_alone fp16 "the fp16 section: trellis fp16 timed without and with TRELLIS_CUDA_SPEEDUPS=overflow-on-device" \
+    "trellis fp16 batch 256: " "with TRELLIS_CUDA_SPEEDUPS=overflow-on-device: " "(without: " \
+    "speed items: overflow-on-device"
 
 # A SIGTERM (the device call's time running out) still leaves the summary and the logs.
 mkdir -p "$work/term"

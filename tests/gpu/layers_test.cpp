@@ -1,6 +1,7 @@
 // Every CUDA layer against the CPU backend on the same inputs and weights: the forward
 // output, the input gradient and the parameter gradients, in fp32 (plain FMA, TF32 off),
-// bf16 and fp16; the ResNets' layers and those of tf_cnn_benchmarks' other models. Exits 77 (skip) with the reason where no GPU can be used.
+// bf16 and fp16; the ResNets' layers and blocks (with the fused norm join too) and those of
+// tf_cnn_benchmarks' other models. Exits 77 (skip) with the reason where no GPU can be used.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/nn/concat.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
+#include "trainer/nn/residual_block.hpp"
 
 using namespace trellis;
 
@@ -23,6 +25,7 @@ struct Case {
     tensor::Shape input;
     std::function<nn::LayerPtr(nn::Backend&)> make;
     bool optimizer = false;  // also compare an SGD step on the layer's gradients
+    gpu::Speedups speedups{};  // the GPU side's
 };
 
 std::vector<float> random_values(std::size_t n, std::mt19937_64& rng) {
@@ -70,6 +73,28 @@ nn::LayerPtr concat_with_fork(nn::Backend& b) {
     return std::make_unique<nn::Concat>(std::move(branches), b.channel_concat("module"));
 }
 
+// A residual block with a projection shortcut (in != out) or the identity: the main branch's
+// last norm is the join's, which the fused-norm-join speed item runs in one cuDNN call.
+nn::LayerPtr residual_block(nn::Backend& b, int in, int out) {
+    auto main = std::make_unique<nn::Sequential>();
+    main->add(b.convolution({"a", in, out, nn::Window::square(3, 1, 1)}));
+    main->add(b.batch_norm({"a_bn", out, true, 1}));
+    main->add(b.convolution({"b", out, out, nn::Window::square(3, 1, 1)}));
+    auto shortcut = std::make_unique<nn::Sequential>();
+    if (in != out) {
+        shortcut->add(b.convolution({"proj", in, out, nn::Window::square(1, 1, 0)}));
+        shortcut->add(b.batch_norm({"proj_bn", out, false, 1}));
+    }
+    return std::make_unique<nn::ResidualBlock>(std::move(main), std::move(shortcut),
+                                               b.normalized_join({"b_bn", out, false, 1}, "join"));
+}
+
+gpu::Speedups fused_norm_join() {
+    gpu::Speedups speedups;
+    speedups.fused_norm_join = true;
+    return speedups;
+}
+
 void report(const std::string& what, double diff, double tolerance) {
     bool ok = diff <= tolerance;
     std::printf("%s %s: relative difference %.2e (tolerance %.0e)\n", ok ? "ok:  " : "FAIL:", what.c_str(), diff,
@@ -81,11 +106,12 @@ void run_case(const Case& c, const std::string& precision, double tolerance) {
     gpu::AcceleratorOptions options;
     options.precision = trellis::gpu::precisions().parse(precision, "precision");
     options.deterministic = true;  // plain f32 math on both sides
+    options.speedups = c.speedups;
     auto gpu = gpu::open_cuda(options);
     nn::cpu::CpuBackend cpu_backend;
     auto& gpu_backend = gpu->backend();
 
-    Side cpu{c.make(cpu_backend)}, dev{c.make(gpu_backend)};
+    Side cpu{c.make(cpu_backend), {}, {}, {}}, dev{c.make(gpu_backend), {}, {}, {}};
     bool four_d = c.input.rank() == 4;
     cpu.input_spec = {c.input, nullptr};
     dev.input_spec = four_d ? gpu_backend.nhwc_spec(c.input) : nn::TensorSpec{c.input, nullptr};
@@ -291,6 +317,13 @@ int main() {
         {"fully connected over images", tensor::Shape{2, 8, 3, 3},
          [](nn::Backend& b) { return b.linear({"fci", 0, 10}); }},
         {"concatenation with a fork", tensor::Shape{2, 8, 5, 5}, [](nn::Backend& b) { return concat_with_fork(b); }},
+        // The ResNets' block: its last norm then the join, and the two fused (a speed item).
+        {"residual block, projection", tensor::Shape{4, 16, 8, 8},
+         [](nn::Backend& b) { return residual_block(b, 16, 32); }},
+        {"residual block, projection, fused norm join", tensor::Shape{4, 16, 8, 8},
+         [](nn::Backend& b) { return residual_block(b, 16, 32); }, false, fused_norm_join()},
+        {"residual block, identity, fused norm join", tensor::Shape{4, 32, 8, 8},
+         [](nn::Backend& b) { return residual_block(b, 32, 32); }, false, fused_norm_join()},
     };
     // bf16 keeps 8 bits of mantissa, fp16 11: the tolerances follow.
     for (auto [precision, tolerance] : {std::pair{"fp32", 1e-4}, {"fp16", 5e-3}, {"bf16", 3e-2}}) {

@@ -1,7 +1,8 @@
 #!/bin/bash
-# On the GPU: a small ResNet learns the generated dataset in fp32, bf16 and fp16 (top-1 above
-# the CPU test's threshold within 300 steps), a checkpoint written on the GPU resumes on the
-# CPU, and peak GPU memory is reported. Skips (77) with the reason where no GPU is usable.
+# On the GPU: a small ResNet learns the generated dataset in fp32, bf16 and fp16, and in fp16
+# with every speed item not yet measured (overflow-on-device and fused-norm-join among them)
+# (top-1 above the CPU test's threshold within 300 steps), a checkpoint written on the GPU
+# resumes on the CPU, and peak GPU memory is reported. Skips (77) with the reason where no GPU is usable.
 # Runs the build tree's programs, or a bundle's (scripts/gpu-bundle) with TRELLIS_BIN=BUNDLE/bin.
 . "$(dirname "$0")/../train/lib.sh"
 # Only "no GPU:" (or a build without the CUDA module) is a skip: a library that does not
@@ -17,19 +18,23 @@ case $? in
 esac
 make_learnable_dataset "$work/data"
 threshold=0.90
-for precision in fp32 bf16 fp16; do
-    out="$work/$precision.txt"
-    "$TRAIN" --device cuda --precision "$precision" --model resnet8 --image-size 32 --batch-size 32 \
-        --data "$work/data/folder" --steps 300 --lr 0.8 --lr-schedule cosine --warmup-epochs 1 --weight-decay 5e-4 \
-        --display-every 50 --checkpoint-dir "$work/ckpt-$precision" >"$out" 2>&1 ||
-        { cat "$out"; fail "training in $precision failed"; }
+for run in fp32 bf16 fp16 fp16:all; do
+    precision=${run%%:*} speed_items=none
+    [ "$run" = "$precision" ] || speed_items=${run#*:}
+    out="$work/$run.txt"
+    TRELLIS_CUDA_SPEEDUPS=$speed_items "$TRAIN" --device cuda --precision "$precision" --model resnet8 --image-size 32 \
+        --batch-size 32 --data "$work/data/folder" --steps 300 --lr 0.8 --lr-schedule cosine --warmup-epochs 1 \
+        --weight-decay 5e-4 --display-every 50 --checkpoint-dir "$work/ckpt-$run" >"$out" 2>&1 ||
+        { cat "$out"; fail "training in $run failed"; }
     cat "$out"
-    grep -q "^Device: .*$precision" "$out" || fail "$precision: the device line does not name the precision"
-    grep -q "^peak GPU memory: [0-9]* MiB" "$out" || fail "$precision: no peak GPU memory line"
+    grep -q "^Device: .*$precision" "$out" || fail "$run: the device line does not name the precision"
+    [ "$speed_items" = none ] || grep -q "^Device: .*speed items: [a-z]" "$out" ||
+        fail "$run: the device line does not name the speed items"
+    grep -q "^peak GPU memory: [0-9]* MiB" "$out" || fail "$run: no peak GPU memory line"
     top1=$(sed -n 's/^Accuracy @ 1 = \([0-9.]*\).*/\1/p' "$out" | tail -n 1)
     "$PYTHON3" -c "import sys; sys.exit(0 if ${top1:-0} >= $threshold else 1)" ||
-        fail "$precision: top-1 ${top1:-none} is below $threshold"
-    pass "$precision: top-1 $top1 >= $threshold after 300 steps on the GPU"
+        fail "$run: top-1 ${top1:-none} is below $threshold"
+    pass "$run: top-1 $top1 >= $threshold after 300 steps on the GPU (speed items: $speed_items)"
 done
 # The checkpoint layout is the same on both backends: the GPU's fp32 run goes on on the CPU.
 "$TRAIN" --device cpu --model resnet8 --image-size 32 --batch-size 32 --data "$work/data/folder" --steps 310 \

@@ -15,6 +15,7 @@
 #include "trainer/gpu/algorithm_choice.hpp"
 #include "trainer/gpu/cuda_libraries.hpp"
 #include "trainer/gpu/elf_dynamic.hpp"
+#include "trainer/gpu/loss_scaler.hpp"
 #include "trainer/gpu/padded_layout.hpp"
 #include "trainer/gpu/speedups.hpp"
 
@@ -150,10 +151,15 @@ TEST_CASE("the device's parameters start on multiples of 64 elements, the gaps z
 TEST_CASE("the GPU speed items are chosen by name, all or none, and an unknown one is refused naming them") {
     CHECK(gpu::describe(gpu::parse_speedups("")) == "none");
     CHECK(gpu::describe(gpu::parse_speedups("none")) == "none");
-    CHECK(gpu::describe(gpu::parse_speedups("all")) == "synthetic-on-device,workspace-cache,vector-kernels");
+    CHECK(gpu::describe(gpu::parse_speedups("all")) == "synthetic-on-device,workspace-cache,vector-kernels,fused-norm-join,overflow-on-device");
     auto one = gpu::parse_speedups("workspace-cache");
     CHECK(one.workspace_cache);
     CHECK_FALSE(one.synthetic_on_device);
+    auto two = gpu::parse_speedups("overflow-on-device,fused-norm-join");
+    CHECK(two.overflow_on_device);
+    CHECK(two.fused_norm_join);
+    CHECK_FALSE(two.vector_kernels);
+    CHECK(gpu::describe(two) == "fused-norm-join,overflow-on-device");
     try {
         gpu::parse_speedups("workspace-cache,warp-drive");
         FAIL("no error");
@@ -163,4 +169,31 @@ TEST_CASE("the GPU speed items are chosen by name, all or none, and an unknown o
         CHECK(message.find("'warp-drive'") != std::string::npos);
         CHECK(message.find("synthetic-on-device") != std::string::npos);
     }
+}
+
+TEST_CASE("fp16's loss scale halves on overflow, doubles after a run of finite steps, and stays in bounds") {
+    gpu::LossScaler scaler;
+    CHECK(scaler.scale() == 65536.0f);
+    scaler.record(true);
+    CHECK(scaler.scale() == 32768.0f);
+    for (int i = 0; i < gpu::LossScaler::growth_interval - 1; ++i) scaler.record(false);
+    CHECK(scaler.scale() == 32768.0f);
+    CHECK(scaler.state().finite_steps == gpu::LossScaler::growth_interval - 1);
+    scaler.record(false);
+    CHECK(scaler.scale() == 65536.0f);
+    // An overflow starts the run again.
+    for (int i = 0; i < 10; ++i) scaler.record(false);
+    scaler.record(true);
+    CHECK(scaler.state().finite_steps == 0);
+    for (int i = 0; i < 40; ++i) scaler.record(true);
+    CHECK(scaler.scale() == 1.0f);
+    // A checkpoint's scale is clamped; none saved (0) changes nothing.
+    scaler.restore({1e9f, 7});
+    CHECK(scaler.scale() == gpu::LossScaler::max_scale);
+    CHECK(scaler.state().finite_steps == 7);
+    scaler.restore({0, 3});
+    CHECK(scaler.state().finite_steps == 7);
+    scaler.restore({gpu::LossScaler::max_scale, gpu::LossScaler::growth_interval - 1});
+    scaler.record(false);
+    CHECK(scaler.scale() == gpu::LossScaler::max_scale);
 }

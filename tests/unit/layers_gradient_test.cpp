@@ -176,13 +176,14 @@ TEST_CASE("residual block with projection shortcut and with identity") {
         main->add(backend.convolution({"a", in, out, nn::Window::square(3, stride, 1)}));
         main->add(backend.batch_norm({"a_bn", out, true, 1.0f}));
         main->add(backend.convolution({"b", out, out, nn::Window::square(3, 1, 1)}));
-        main->add(backend.batch_norm({"b_bn", out, false, 1.0f}));
         auto shortcut = std::make_unique<nn::Sequential>();
         if (stride != 1 || in != out) {
             shortcut->add(backend.convolution({"proj", in, out, nn::Window::square(1, stride, 0)}));
             shortcut->add(backend.batch_norm({"proj_bn", out, false, 1.0f}));
         }
-        return nn::ResidualBlock(std::move(main), std::move(shortcut), backend.residual_join("join"));
+        // The main branch's last norm is the join's.
+        return nn::ResidualBlock(std::move(main), std::move(shortcut),
+                                 backend.normalized_join({"b_bn", out, false, 1.0f}, "join"));
     };
     auto projection = block(8, 16, 2);
     expect_gradients_match(projection, images(2, 8, 6, 6));

@@ -83,6 +83,27 @@ TEST_CASE("ResNet-50 v1 and v1.5: the same parameters, the published multiply-ac
     CHECK(std::isfinite(b.evaluate(image, label, 1, loss).loss));
 }
 
+TEST_CASE("a residual block's last norm, held by its join, keeps its place among the parameters") {
+    // Checkpoints and gradient buckets follow the order of registration: the main branch, its
+    // last norm, then the projection shortcut.
+    nn::cpu::CpuBackend backend;
+    models::Model model(backend, models::find_architecture("resnet8"), {10, true}, 1, 32, 1);
+    std::vector<std::string> names;
+    for (const auto* p : model.parameters().learned()) names.push_back(p->name);
+    auto at = [&](const std::string& name) {
+        return std::find(names.begin(), names.end(), name) - names.begin();
+    };
+    REQUIRE(at("layer2.0.2.bn.weight") < std::ptrdiff_t(names.size()));
+    CHECK(at("layer2.0.2.conv.weight") < at("layer2.0.2.bn.weight"));
+    CHECK(at("layer2.0.2.bn.weight") < at("layer2.0.downsample.conv.weight"));
+    CHECK(at("layer2.0.downsample.bn.bias") < at("layer3.0.1.conv.weight"));
+    // --zero-init-residual: gamma 0 for the join's norm only.
+    for (const auto* p : model.parameters().learned()) {
+        if (p->name == "layer2.0.2.bn.weight") CHECK(p->value[0] == 0.0f);
+        if (p->name == "layer2.0.1.bn.weight" || p->name == "layer2.0.downsample.bn.weight") CHECK(p->value[0] == 1.0f);
+    }
+}
+
 TEST_CASE("a batch of bytes trains as the same pixels normalised into floats") {
     nn::cpu::CpuBackend backend;
     const auto& config = models::find_architecture("resnet8");

@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "trainer/gpu/accelerator.hpp"
+#include "trainer/gpu/loss_scaler.hpp"
 #include "trainer/cuda/cuda_backend.hpp"
 #include "trainer/cuda/cuda_check.hpp"
 #include "trainer/cuda/device_optimizer.hpp"
@@ -26,12 +29,6 @@ tensor::DType precision_type(gpu::Precision precision) {
     return tensor::DType::f32;
 }
 
-// fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a
-// run of finite steps.
-constexpr float initial_loss_scale = 65536.0f;
-constexpr int growth_interval = 2000;
-constexpr float max_loss_scale = 16777216.0f;  // 2^24
-
 class CudaAccelerator : public gpu::Accelerator {
 public:
     explicit CudaAccelerator(const gpu::AcceleratorOptions& options)
@@ -42,9 +39,13 @@ public:
         check(cudaGetDevice(&device_), "cudaGetDevice");
         check(cudaGetDeviceProperties(&properties_, device_), "cudaGetDeviceProperties");
         nonfinite_ = static_cast<int*>(device_allocate(sizeof(int), "the overflow flag"));
-        if (context_.compute_type() == tensor::DType::f16) context_.loss_scale = initial_loss_scale;
+        if (context_.compute_type() == tensor::DType::f16) context_.loss_scale = scaler_.scale();
     }
-    ~CudaAccelerator() override { cudaFree(nonfinite_); }
+    ~CudaAccelerator() override {
+        cudaFree(nonfinite_);
+        if (late_flag_) cudaFreeHost(late_flag_);
+        if (late_ready_) cudaEventDestroy(late_ready_);
+    }
 
     // The libraries are those loaded, with the versions they report at run time.
     std::string description() const override {
@@ -67,39 +68,57 @@ public:
     void download_grads() override { context_.parameters().download_grads(); }
     void upload_grads() override { context_.parameters().upload_grads(); }
 
-    bool finish_gradients() override {
+    bool finish_gradients(std::int64_t step) override {
         context_.profile().step_done();
         if (context_.compute_type() != tensor::DType::f16) return true;
         auto stream = context_.stream();
+        // The scale this step's backward pass multiplied by: a late verdict below changes the
+        // next step's, not this one's.
+        float used = scaler_.scale();
         check(cudaMemsetAsync(nonfinite_, 0, sizeof(int), stream), "cudaMemsetAsync");
         auto& params = context_.parameters();
-        kernels::scale_and_check(params.grads(), params.learned_elements(), 1.0f / context_.loss_scale, nonfinite_,
-                                 stream);
+        kernels::scale_and_check(params.grads(), params.learned_elements(), 1.0f / used, nonfinite_, stream);
+        if (device_skips_) {
+            // The optimizer kernel skips an overflowed step by the flag itself; the host reads
+            // it a step late, from a copy long finished by then, and nothing waits here.
+            settle_late_verdict();
+            check(cudaMemcpyAsync(late_flag_, nonfinite_, sizeof(int), cudaMemcpyDeviceToHost, stream),
+                  "copying the overflow flag");
+            check(cudaEventRecord(late_ready_, stream), "cudaEventRecord");
+            late_step_ = step;
+            return true;
+        }
         int overflow = 0;
         check(cudaMemcpyAsync(&overflow, nonfinite_, sizeof overflow, cudaMemcpyDeviceToHost, stream),
               "reading the overflow flag");
         context_.synchronize("reading the overflow flag");
-        if (overflow) {
-            context_.loss_scale = std::max(context_.loss_scale / 2, 1.0f);
-            finite_steps_ = 0;
-            return false;
-        }
-        if (++finite_steps_ % growth_interval == 0) context_.loss_scale = std::min(context_.loss_scale * 2, max_loss_scale);
-        return true;
+        record(overflow != 0);
+        return !overflow;
     }
-    gpu::LossScale loss_scale() const override {
+    std::vector<gpu::LateOverflow> late_overflows() override { return std::exchange(late_overflows_, {}); }
+    gpu::LossScale loss_scale() override {
         if (context_.compute_type() != tensor::DType::f16) return {};
-        return {context_.loss_scale, finite_steps_};
+        settle_late_verdict();  // a checkpoint holds the scale after the last step's verdict
+        return scaler_.state();
     }
     void restore_loss_scale(gpu::LossScale state) override {
-        if (context_.compute_type() != tensor::DType::f16 || state.scale <= 0) return;
-        context_.loss_scale = std::clamp(state.scale, 1.0f, max_loss_scale);
-        finite_steps_ = state.finite_steps;
+        if (context_.compute_type() != tensor::DType::f16) return;
+        scaler_.restore(state);
+        context_.loss_scale = scaler_.scale();
     }
 
     std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
                                                        ParameterStore& store) override {
-        return std::make_unique<DeviceOptimizer>(config, store, context_);  // every kind runs on the GPU
+        auto optimizer = std::make_unique<DeviceOptimizer>(config, store, context_);  // every kind runs on the GPU
+        if (context_.compute_type() == tensor::DType::f16 && options_.speedups.overflow_on_device) {
+            void* pinned = nullptr;
+            check(cudaMallocHost(&pinned, sizeof(int)), "cudaMallocHost (the overflow flag's copy)");
+            late_flag_ = static_cast<int*>(pinned);
+            check(cudaEventCreateWithFlags(&late_ready_, cudaEventDisableTiming), "cudaEventCreate");
+            optimizer->skip_when_set(nonfinite_);
+            device_skips_ = true;
+        }
+        return optimizer;
     }
 
     std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity, const ShareFromRank0& from_rank0,
@@ -132,13 +151,33 @@ public:
     }
 
 private:
+    void record(bool overflowed) {
+        scaler_.record(overflowed);
+        context_.loss_scale = scaler_.scale();
+    }
+    // The verdict of the step whose flag was copied last, taken in once.
+    void settle_late_verdict() {
+        if (late_step_ < 0) return;
+        check(cudaEventSynchronize(late_ready_), "reading the overflow flag");
+        record(*late_flag_ != 0);
+        if (*late_flag_) late_overflows_.push_back({late_step_, scaler_.scale()});
+        late_step_ = -1;
+    }
+
     gpu::AcceleratorOptions options_;
     int device_ = 0;
     cudaDeviceProp properties_{};
     CudaContext context_;
     CudaBackend backend_;
     int* nonfinite_ = nullptr;
-    std::int64_t finite_steps_ = 0;
+    // fp16's loss scale; with the overflow-on-device speed item, the flag's pinned host copy,
+    // the event after it, the step it belongs to (-1: taken in) and the overflows found late.
+    gpu::LossScaler scaler_;
+    bool device_skips_ = false;
+    int* late_flag_ = nullptr;
+    cudaEvent_t late_ready_ = nullptr;
+    std::int64_t late_step_ = -1;
+    std::vector<gpu::LateOverflow> late_overflows_;
 };
 
 }  // namespace

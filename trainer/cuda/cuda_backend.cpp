@@ -8,6 +8,7 @@
 #include "trainer/cuda/channel_concat.hpp"
 #include "trainer/cuda/convolution.hpp"
 #include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/fused_norm_join.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/linear.hpp"
 #include "trainer/cuda/pooling.hpp"
@@ -71,6 +72,11 @@ LayerPtr CudaBackend::linear(const LinearSpec& spec) {
 
 std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& name) {
     return std::make_unique<ResidualJoin>(context_, name);
+}
+
+std::unique_ptr<nn::NormalizedJoin> CudaBackend::normalized_join(const BatchNormSpec& norm, const std::string& name) {
+    if (!context_.speedups().fused_norm_join) return Backend::normalized_join(norm, name);
+    return std::make_unique<FusedNormJoin>(context_, norm, name);
 }
 
 LayerPtr CudaBackend::relu(const std::string& name) { return std::make_unique<Relu>(context_, name); }

@@ -24,6 +24,7 @@ public:
     LayerPtr relu(const std::string& name) override;
     LayerPtr dropout(const std::string& name, float keep, const DropoutDraw& draw) override;
     std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;
+    std::unique_ptr<nn::NormalizedJoin> normalized_join(const BatchNormSpec& norm, const std::string& name) override;
     std::unique_ptr<nn::ChannelConcat> channel_concat(const std::string& name) override;
     TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
     std::vector<float> to_plain(const tensor::Tensor& t) override;

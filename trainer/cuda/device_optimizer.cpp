@@ -104,7 +104,7 @@ void DeviceOptimizer::step(float lr) {
     }
     if (kind_ == kernels::OptimizerKind::lars) update_trust_ratios();
     kernels::OptimizerStep step{kind_, lr, config_.momentum, config_.nesterov, config_.rmsprop_decay,
-                                config_.rmsprop_epsilon};
+                                config_.rmsprop_epsilon, skip_when_set_};
     kernels::optimizer_step(params.values(), params.grads(), velocity_, mean_square_, table_,
                             params.mixed() ? params.low_values() : nullptr, params.low_type(),
                             params.learned_elements(), step, context_.stream());

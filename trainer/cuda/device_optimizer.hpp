@@ -21,6 +21,9 @@ public:
     std::string name() const override;
     void step(float learning_rate) override;
     std::vector<optim::StateSlot> state() override;
+    // fp16 with the overflow-on-device speed item: every step reads this device flag and
+    // changes nothing when it is set.
+    void skip_when_set(const int* flag) { skip_when_set_ = flag; }
 
 private:
     void update_trust_ratios();
@@ -37,6 +40,7 @@ private:
     float* mean_square_ = nullptr; // device, RMSProp only
     std::vector<float> host_velocity_, host_mean_square_;
     bool host_is_newer_ = false;   // state() was called: the mirrors may have been written
+    const int* skip_when_set_ = nullptr;
 };
 
 }  // namespace trellis::nn::cuda

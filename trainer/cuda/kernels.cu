@@ -296,6 +296,7 @@ __device__ inline int parameter_of(const ParameterTable& table, std::int64_t i) 
 
 __global__ void optimizer_kernel(float* w, const float* g, float* v, float* second, ParameterTable table, void* low,
                                  DType low_type, std::size_t n, OptimizerStep step) {
+    if (step.skip_when_set && *step.skip_when_set) return;
     FOR_EACH(i, n) {
         int p = parameter_of(table, std::int64_t(i));
         float d = g[i] + table.decay[p] * w[i];

@@ -80,6 +80,8 @@ struct OptimizerStep {
     float lr, momentum;
     bool nesterov;
     float rho, epsilon;  // RMSProp
+    // A device flag: when it is non-zero (fp16 gradients overflowed) the step changes nothing.
+    const int* skip_when_set = nullptr;
 };
 // sgd:     d = g + wd w; v = m v + d; w -= lr (nesterov ? d + m v : v)
 // rmsprop: d = g + wd w; s = rho s + (1 - rho) d^2; v = m v + lr d / sqrt(s + eps); w -= v

@@ -23,7 +23,7 @@ cuda_sources = \
 	trainer/cuda/nccl_allreduce.cpp trainer/cuda/nccl_allreduce.hpp \
 	trainer/cuda/nccl_library.cpp trainer/cuda/nccl_library.hpp \
 	trainer/cuda/pooling.cpp trainer/cuda/pooling.hpp \
-	trainer/cuda/residual_join.cpp trainer/cuda/residual_join.hpp
+	trainer/cuda/residual_join.cpp trainer/cuda/residual_join.hpp trainer/cuda/fused_norm_join.hpp
 
 if HAVE_CUDA
 pkglib_LTLIBRARIES = trellis-cuda.la

@@ -69,6 +69,12 @@ struct LossScale {
     std::int64_t finite_steps = 0;   // since the scale last changed
 };
 
+// An fp16 step the GPU skipped, as the host learnt of it a step later.
+struct LateOverflow {
+    std::int64_t step = 0;
+    float scale_after = 0;
+};
+
 class Accelerator {
 public:
     virtual ~Accelerator() = default;
@@ -89,13 +95,19 @@ public:
     // Before the store's memory goes: lets go of anything it holds of it.
     virtual void unbind() = 0;
 
-    // Mixed precision: after the gradients are complete (and reduced), divides them by the
-    // loss scale and says whether they are finite. A step with overflowed fp16 gradients is
-    // skipped and the scale halved; the scale grows again after a run of finite steps.
-    virtual bool finish_gradients() = 0;
+    // Mixed precision: after the gradients of `step` are complete (and reduced), divides them
+    // by the loss scale and says whether the host may apply them. A step with overflowed fp16
+    // gradients is skipped and the scale halved; the scale grows again after a run of finite
+    // steps. With the overflow-on-device speed item the GPU's optimizer skips such a step
+    // itself, this returns true, and late_overflows() names the step a step later.
+    virtual bool finish_gradients(std::int64_t step) = 0;
+    // The steps skipped on the GPU that the host has learnt of since the last call (it waits
+    // for nothing), each with the loss scale it left.
+    virtual std::vector<LateOverflow> late_overflows() { return {}; }
     // The scale and the finite steps since it last changed: checkpoints hold them, so that a
-    // resumed fp16 run continues as the uninterrupted one would (scale 0 without fp16).
-    virtual LossScale loss_scale() const = 0;
+    // resumed fp16 run continues as the uninterrupted one would (scale 0 without fp16). It
+    // takes in the last step's verdict first.
+    virtual LossScale loss_scale() = 0;
     virtual void restore_loss_scale(LossScale state) = 0;
 
     // An optimizer stepping the device copies; its state() reads and writes host mirrors.

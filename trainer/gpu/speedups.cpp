@@ -18,6 +18,8 @@ const std::vector<std::pair<const char*, bool Speedups::*>>& named() {
         {"synthetic-on-device", &Speedups::synthetic_on_device},
         {"workspace-cache", &Speedups::workspace_cache},
         {"vector-kernels", &Speedups::vector_kernels},
+        {"fused-norm-join", &Speedups::fused_norm_join},
+        {"overflow-on-device", &Speedups::overflow_on_device},
     };
     return items;
 }

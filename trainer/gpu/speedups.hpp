@@ -18,6 +18,12 @@ struct Speedups {
     // Element-wise kernels (ReLU, the residual join, gradient sums) in 16-byte vectors, one
     // kernel per type, instead of 2-byte accesses behind a type switch (gpu.md B11).
     bool vector_kernels = false;
+    // A residual block's last batch norm, the shortcut's sum and the ReLU in one cuDNN call
+    // (BN_ADD_ACTIVATION) each way, saving a read and a write of the block's output (gpu.md B10).
+    bool fused_norm_join = false;
+    // fp16: the optimizer kernel skips an overflowed step itself and the host reads the flag a
+    // step late, so no step waits for the GPU to finish its backward pass (gpu.md B7).
+    bool overflow_on_device = false;
 };
 
 // Throws UsageError naming the variable, the unknown name and the accepted ones.

@@ -32,28 +32,39 @@ public:
         : backend_(backend), options_(options), stride_on_first_(stride_on_first) {}
 
     void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride,
-                   bool relu, bool last_of_branch = false) {
-        into.add(backend_.convolution({name + ".conv", in, out, nn::Window::square(kernel, stride, kernel / 2)}));
-        float gamma = last_of_branch && options_.zero_init_residual ? 0.0f : 1.0f;
-        into.add(backend_.batch_norm({name + ".bn", out, relu, gamma}));
+                   bool relu) {
+        into.add(convolution(name, in, out, kernel, stride));
+        into.add(backend_.batch_norm({name + ".bn", out, relu}));
+    }
+
+    nn::LayerPtr convolution(const std::string& name, int in, int out, int kernel, int stride) {
+        return backend_.convolution({name + ".conv", in, out, nn::Window::square(kernel, stride, kernel / 2)});
+    }
+
+    // The main branch's last convolution; its norm goes to the join (`last_norm`).
+    nn::BatchNormSpec last_conv(nn::Sequential& into, const std::string& name, int in, int out, int kernel) {
+        into.add(convolution(name, in, out, kernel, 1));
+        float gamma = options_.zero_init_residual ? 0.0f : 1.0f;
+        return {name + ".bn", out, false, gamma};
     }
 
     nn::LayerPtr block(const std::string& name, bool bottleneck, int in, int width, int stride) {
         int out = bottleneck ? width * 4 : width;
         auto main = std::make_unique<nn::Sequential>();
+        nn::BatchNormSpec last_norm;
         if (bottleneck) {
             int first = stride_on_first_ ? stride : 1;  // v1 strides on the 1x1, v1.5 on the 3x3
             conv_norm(*main, name + ".1", in, width, 1, first, true);
             conv_norm(*main, name + ".2", width, width, 3, stride / first, true);
-            conv_norm(*main, name + ".3", width, out, 1, 1, false, true);
+            last_norm = last_conv(*main, name + ".3", width, out, 1);
         } else {
             conv_norm(*main, name + ".1", in, width, 3, stride, true);
-            conv_norm(*main, name + ".2", width, out, 3, 1, false, true);
+            last_norm = last_conv(*main, name + ".2", width, out, 3);
         }
         auto shortcut = std::make_unique<nn::Sequential>();
         if (stride != 1 || in != out) conv_norm(*shortcut, name + ".downsample", in, out, 1, stride, false);
         return std::make_unique<nn::ResidualBlock>(std::move(main), std::move(shortcut),
-                                                   backend_.residual_join(name + ".join"));
+                                                   backend_.normalized_join(last_norm, name + ".join"));
     }
 
 private:

@@ -81,6 +81,26 @@ public:
     virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
 };
 
+// y = relu(norm(a) + b): a residual block's join with its main branch's last batch norm, so
+// that a backend can run the three as one (cuDNN's BN_ADD_ACTIVATION). Its parameters are the
+// norm's, collected where the norm stood: at the end of the main branch, before the shortcut's.
+class NormalizedJoin {
+public:
+    struct Gradients {
+        tensor::Tensor a;  // through the norm, for the main branch
+        tensor::Tensor b;  // relu's backward of dy, for the shortcut
+    };
+
+    virtual ~NormalizedJoin() = default;
+    virtual TensorSpec setup(const TensorSpec& a, const TensorSpec& b) = 0;
+    virtual void collect(ParameterStore& store) = 0;
+    virtual void initialize(std::mt19937_64& rng) = 0;
+    virtual tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) = 0;
+    virtual Gradients backward(const tensor::Tensor& output_grad) = 0;
+    // target += addend, converting the addend's layout when it differs.
+    virtual void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) = 0;
+};
+
 // Branch outputs side by side along the channels (the Inception modules), and the output's
 // gradient split back into the branches.
 class ChannelConcat {
@@ -126,6 +146,8 @@ public:
     // drawn from `draw` as it is at each forward pass (dropout_mask.hpp).
     virtual LayerPtr dropout(const std::string& name, float keep, const DropoutDraw& draw) = 0;
     virtual std::unique_ptr<ResidualJoin> residual_join(const std::string& name) = 0;
+    // By default the norm is a layer of its own before residual_join (normalized_join.cpp).
+    virtual std::unique_ptr<NormalizedJoin> normalized_join(const BatchNormSpec& norm, const std::string& name);
     virtual std::unique_ptr<ChannelConcat> channel_concat(const std::string& name) = 0;
 
     // The spec of an image batch stored N x H x W x C (as the data pipeline delivers it).

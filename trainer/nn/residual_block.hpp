@@ -1,5 +1,6 @@
-// A residual block: y = relu(main(x) + shortcut(x)), where the shortcut is the identity or a
-// projection (1x1 convolution and batch norm) when the shape changes.
+// A residual block: y = relu(norm(main(x)) + shortcut(x)), where the shortcut is the identity
+// or a projection (1x1 convolution and batch norm) when the shape changes, and `norm` is the
+// main branch's last batch norm, held by the join so that a backend may fuse the two.
 #pragma once
 
 #include "trainer/nn/backend.hpp"
@@ -10,7 +11,7 @@ namespace trellis::nn {
 class ResidualBlock : public Layer {
 public:
     ResidualBlock(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
-                  std::unique_ptr<ResidualJoin> join);
+                  std::unique_ptr<NormalizedJoin> join);
 
     TensorSpec setup(const TensorSpec& input, bool input_grad) override;
     void collect(ParameterStore& store) override;
@@ -23,7 +24,7 @@ public:
 
 private:
     std::unique_ptr<Sequential> main_, shortcut_;
-    std::unique_ptr<ResidualJoin> join_;
+    std::unique_ptr<NormalizedJoin> join_;
     bool input_grad_ = true;
 };
 

@@ -132,12 +132,17 @@ void Run::open_device() {
 // or on the host copies for optimizers without a device kernel. Overflowed fp16 gradients
 // skip the step.
 void Run::apply_gradients(float lr) {
-    if (accelerator_ && !accelerator_->finish_gradients()) {
+    if (accelerator_ && !accelerator_->finish_gradients(step_ + 1)) {
         if (identity_.rank == 0)
             std::printf("step %lld: fp16 gradients overflowed, step skipped, loss scale now %g\n",
                         static_cast<long long>(step_ + 1), double(accelerator_->loss_scale().scale));
         return;
     }
+    if (accelerator_)
+        for (const auto& late : accelerator_->late_overflows())
+            if (identity_.rank == 0)
+                std::printf("step %lld: fp16 gradients overflowed, the GPU skipped the step, loss scale now %g\n",
+                            static_cast<long long>(late.step), double(late.scale_after));
     if (optimizer_on_host_) accelerator_->download_grads();
     optimizer_->step(lr);
     if (optimizer_on_host_) accelerator_->upload_learned_values();

@@ -1,0 +1,45 @@
+// fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a
+// run of finite steps, kept within [1, 2^24]. Host arithmetic only: the CUDA module keeps one
+// and feeds it each step's verdict, at once or a step late (the overflow-on-device speed item).
+// Inline, so that the module needs no symbol of the program for it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "trainer/gpu/accelerator.hpp"
+
+namespace trellis::gpu {
+
+class LossScaler {
+public:
+    static constexpr float initial_scale = 65536.0f;
+    static constexpr float max_scale = 16777216.0f;  // 2^24
+    static constexpr int growth_interval = 2000;
+
+    // What the next backward pass multiplies the loss gradient by.
+    float scale() const { return scale_; }
+    // One step's verdict: an overflow halves the scale; a run of growth_interval finite steps
+    // doubles it.
+    void record(bool overflowed) {
+        if (overflowed) {
+            scale_ = std::max(scale_ / 2, 1.0f);
+            finite_steps_ = 0;
+        } else if (++finite_steps_ % growth_interval == 0) {
+            scale_ = std::min(scale_ * 2, max_scale);
+        }
+    }
+    LossScale state() const { return {scale_, finite_steps_}; }
+    // A checkpoint's state, the scale clamped to the bounds; a scale of 0 (none saved) is ignored.
+    void restore(LossScale state) {
+        if (state.scale <= 0) return;
+        scale_ = std::clamp(state.scale, 1.0f, max_scale);
+        finite_steps_ = state.finite_steps;
+    }
+
+private:
+    float scale_ = initial_scale;
+    std::int64_t finite_steps_ = 0;
+};
+
+}  // namespace trellis::gpu
