@@ -204,6 +204,24 @@ ls "$work/kill-ckpt"/.checkpoint-* >/dev/null 2>&1 && echo "note: a temporary fi
     { cat "$work/kill-resume.out"; fail "resume after kill -9 failed"; }
 check_same_losses kill
 
+# Resumed once more, the run is at its last step: nothing is trained, timed or saved again, and
+# metrics.jsonl gets no total of 0 images/sec that a report would take as the run's.
+final_checkpoint=$work/kill-ckpt/checkpoint-$steps.trellis
+saved=$(stat -c %y "$final_checkpoint") || fail "no checkpoint of step $steps"
+"$TRAIN" "${common[@]}" --log-dir "$work/kill" --checkpoint-dir "$work/kill-ckpt" --resume >"$work/again.out" 2>&1 ||
+    { cat "$work/again.out"; fail "resuming a finished run failed"; }
+grep -q "^nothing left to train: the checkpoint is at step $steps of $steps" "$work/again.out" ||
+    { cat "$work/again.out"; fail "a finished run resumed without saying that nothing is left"; }
+! grep -q "total images/sec" "$work/again.out" || fail "a finished run resumed printed a total images/sec"
+[ "$(stat -c %y "$final_checkpoint")" = "$saved" ] || fail "a finished run resumed wrote its checkpoint again"
+"$PYTHON3" - "$work/kill/metrics.jsonl" <<'PY' || fail "a finished run resumed logged a total of 0 images/sec"
+import json, sys
+totals = [r["total_images_per_sec"] for r in map(json.loads, open(sys.argv[1]))
+          if r.get("kind") == "train" and "total_images_per_sec" in r]
+sys.exit(0 if totals and totals[-1] > 0 else 1)
+PY
+pass "a finished run resumed: nothing left to train, no total, no checkpoint written again"
+
 # A new run (no --resume) must not mix its checkpoints into another run's folder.
 "$TRAIN" "${common[@]}" --steps 2 --checkpoint-dir "$work/kill-ckpt" >"$work/mix.out" 2>&1
 [ $? -eq 1 ] && grep -q "already holds checkpoints.*--resume" "$work/mix.out" ||

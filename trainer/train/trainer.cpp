@@ -273,6 +273,8 @@ void Run::evaluate_towards_target() {
 
 int Run::execute() {
     print_header();
+    // Resumed from the last step's checkpoint: no step to time, nothing to save again.
+    const bool steps_left = step_ < total_steps_;
     ThroughputMeter meter(options_.warmup_batches);
     bool stop_agreed = false;
     using clock = std::chrono::steady_clock;
@@ -327,7 +329,10 @@ int Run::execute() {
         if (eval_every_steps_ > 0 && step_ % eval_every_steps_ == 0 && step_ < total_steps_) evaluate_towards_target();
         if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) checkpoint(step_);
     }
-    if (identity_.rank == 0) {
+    if (!steps_left) {
+        say("nothing left to train: the checkpoint is at step %lld of %lld\n", static_cast<long long>(step_),
+            static_cast<long long>(total_steps_));
+    } else if (identity_.rank == 0) {
         std::printf("----------------------------------------------------------------\n");
         std::printf("total images/sec: %.2f\n", meter.total());
         if (accelerator_) {
@@ -337,11 +342,13 @@ int Run::execute() {
         std::printf("----------------------------------------------------------------\n");
         std::fflush(stdout);
     }
-    std::map<std::string, double> totals{{"total_images_per_sec", meter.total()}};
-    if (accelerator_) totals["peak_gpu_memory_mib"] = double(accelerator_->peak_memory_bytes()) / (1 << 20);
-    metrics_.finished(step_, totals);
-    // Saved before the final evaluation, which may be long: a preemption then loses nothing.
-    if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
+    if (steps_left) {
+        std::map<std::string, double> totals{{"total_images_per_sec", meter.total()}};
+        if (accelerator_) totals["peak_gpu_memory_mib"] = double(accelerator_->peak_memory_bytes()) / (1 << 20);
+        metrics_.finished(step_, totals);
+        // Saved before the final evaluation, which may be long: a preemption then loses nothing.
+        if (options_.checkpoint_every == 0 || step_ % options_.checkpoint_every != 0) checkpoint(step_);
+    }
     if (evaluated_at_ != step_) {
         evaluate();
         // A signal during the final evaluation: the checkpoint says it is still to be done.
