@@ -174,18 +174,18 @@ TEST_CASE("the GPU speed items are chosen by name, all or none, and an unknown o
 TEST_CASE("fp16's loss scale halves on overflow, doubles after a run of finite steps, and stays in bounds") {
     gpu::LossScaler scaler;
     CHECK(scaler.scale() == 65536.0f);
-    scaler.record(true);
+    scaler.record(true, scaler.scale());
     CHECK(scaler.scale() == 32768.0f);
-    for (int i = 0; i < gpu::LossScaler::growth_interval - 1; ++i) scaler.record(false);
+    for (int i = 0; i < gpu::LossScaler::growth_interval - 1; ++i) scaler.record(false, scaler.scale());
     CHECK(scaler.scale() == 32768.0f);
     CHECK(scaler.state().finite_steps == gpu::LossScaler::growth_interval - 1);
-    scaler.record(false);
+    scaler.record(false, scaler.scale());
     CHECK(scaler.scale() == 65536.0f);
     // An overflow starts the run again.
-    for (int i = 0; i < 10; ++i) scaler.record(false);
-    scaler.record(true);
+    for (int i = 0; i < 10; ++i) scaler.record(false, scaler.scale());
+    scaler.record(true, scaler.scale());
     CHECK(scaler.state().finite_steps == 0);
-    for (int i = 0; i < 40; ++i) scaler.record(true);
+    for (int i = 0; i < 40; ++i) scaler.record(true, scaler.scale());
     CHECK(scaler.scale() == 1.0f);
     // A checkpoint's scale is clamped; none saved (0) changes nothing.
     scaler.restore({1e9f, 7});
@@ -193,7 +193,15 @@ TEST_CASE("fp16's loss scale halves on overflow, doubles after a run of finite s
     CHECK(scaler.state().finite_steps == 7);
     scaler.restore({0, 3});
     CHECK(scaler.state().finite_steps == 7);
+    // A verdict taken in a step late: the step after an overflow ran at the same scale and
+    // overflowed too; the scale is halved once, not twice.
+    scaler.restore({1024.0f, 0});
+    scaler.record(true, 1024.0f);
+    scaler.record(true, 1024.0f);
+    CHECK(scaler.scale() == 512.0f);
+    scaler.record(true, 512.0f);
+    CHECK(scaler.scale() == 256.0f);
     scaler.restore({gpu::LossScaler::max_scale, gpu::LossScaler::growth_interval - 1});
-    scaler.record(false);
+    scaler.record(false, scaler.scale());
     CHECK(scaler.scale() == gpu::LossScaler::max_scale);
 }

@@ -171,7 +171,8 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
                                std::size_t(shape_.elements()), context_.stream());
     }
     auto input_grad = context_.allocate(shape_, type_);
-    run_backward(norm_grad, input_grad, {});
+    check(run_backward(norm_grad, input_grad, {}), name_ + ": backward");
+    forget();
     return input_grad;
 }
 
@@ -181,17 +182,33 @@ NormalizedJoin::Gradients BatchNorm::backward_joined(const tensor::Tensor& outpu
     auto addend_grad = context_.allocate(shape_, type_);
     auto input_grad = context_.allocate(shape_, type_);
     if (fused_join_) {
-        run_backward(output_grad, input_grad, addend_grad);
-    } else {
-        kernels::relu_backward(output_.data(), output_grad.data(), addend_grad.data(), type_,
-                               std::size_t(shape_.elements()), context_.stream());
-        run_backward(addend_grad, input_grad, {});
+        auto status = run_backward(output_grad, input_grad, addend_grad);
+        if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) {
+            check(status, name_ + ": backward");
+            forget();
+            return {input_grad, addend_grad};
+        }
+        // Refused after a fused forward: the plain kernels take the saved mean and inverse
+        // deviation that forward wrote (not its reserve space), now and from the next step on.
+        fused_join_ = false;
+        mode_ = CUDNN_BATCHNORM_SPATIAL;
+        reserve_ = {};
+        std::fprintf(stderr,
+                     "%s: cuDNN refused the backward pass of its fused batch norm, sum and ReLU in %s; using the "
+                     "spatial kernels, the shortcut's sum and the ReLU apart\n",
+                     name_.c_str(), std::string(tensor::name(type_)).c_str());
     }
+    kernels::relu_backward(output_.data(), output_grad.data(), addend_grad.data(), type_,
+                           std::size_t(shape_.elements()), context_.stream());
+    check(run_backward(addend_grad, input_grad, {}), name_ + ": backward");
+    forget();
     return {input_grad, addend_grad};
 }
 
-void BatchNorm::run_backward(const tensor::Tensor& norm_grad, const tensor::Tensor& input_grad,
-                             const tensor::Tensor& addend_grad) {
+void BatchNorm::forget() { input_ = output_ = saved_mean_ = saved_inverse_std_ = reserve_ = {}; }
+
+cudnnStatus_t BatchNorm::run_backward(const tensor::Tensor& norm_grad, const tensor::Tensor& input_grad,
+                                      const tensor::Tensor& addend_grad) {
     auto& params = context_.parameters();
     bool learnt = parameters_.spec.learn_scale;
     auto cudnn = context_.cudnn();
@@ -202,21 +219,19 @@ void BatchNorm::run_backward(const tensor::Tensor& norm_grad, const tensor::Tens
         ops == CUDNN_BATCHNORM_OPS_BN ? nullptr : static_cast<cudnnTensorDescriptor_t>(data_desc_);
     cudnnTensorDescriptor_t dz_desc = fused_join_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr;
     std::size_t work_bytes = 0;
-    check(cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, mode_, ops, data_desc_, y_desc, data_desc_,
-                                                            dz_desc, data_desc_, channel_desc_, activation,
-                                                            &work_bytes),
-          name_ + ": backward workspace");
+    auto status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, mode_, ops, data_desc_, y_desc, data_desc_,
+                                                                   dz_desc, data_desc_, channel_desc_, activation,
+                                                                   &work_bytes);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
     std::size_t reserve_bytes = reserve_.empty() ? 0 : reserve_.bytes();
-    check(cudnnBatchNormalizationBackwardEx(
-              cudnn, mode_, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
-              y_desc ? output_.data() : nullptr, data_desc_, norm_grad.data(), dz_desc,
-              dz_desc ? addend_grad.data() : nullptr, data_desc_, input_grad.data(), channel_desc_,
-              learnt ? params.value(parameters_.scale) : ones_.data(), params.value(parameters_.shift),
-              learnt ? params.grad(parameters_.scale) : scale_grad_.data(), params.grad(parameters_.shift),
-              parameters_.spec.epsilon, saved_mean_.data(), saved_inverse_std_.data(), activation,
-              context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr, reserve_bytes),
-          name_ + ": backward");
-    input_ = output_ = saved_mean_ = saved_inverse_std_ = reserve_ = {};
+    return cudnnBatchNormalizationBackwardEx(
+        cudnn, mode_, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
+        y_desc ? output_.data() : nullptr, data_desc_, norm_grad.data(), dz_desc, dz_desc ? addend_grad.data() : nullptr,
+        data_desc_, input_grad.data(), channel_desc_, learnt ? params.value(parameters_.scale) : ones_.data(),
+        params.value(parameters_.shift), learnt ? params.grad(parameters_.scale) : scale_grad_.data(),
+        params.grad(parameters_.shift), parameters_.spec.epsilon, saved_mean_.data(), saved_inverse_std_.data(),
+        activation, context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr,
+        reserve_bytes);
 }
 
 }  // namespace trellis::nn::cuda

@@ -43,9 +43,12 @@ private:
     bool fall_back();
     tensor::Tensor train_forward(const tensor::Tensor& input, const tensor::Tensor& addend);
     tensor::Tensor inference(const tensor::Tensor& input);
-    // Writes the input's gradient, and the addend's where the sum is fused.
-    void run_backward(const tensor::Tensor& norm_grad, const tensor::Tensor& input_grad,
-                      const tensor::Tensor& addend_grad);
+    // Writes the input's gradient, and the addend's where the sum is fused; cuDNN's status,
+    // not checked.
+    cudnnStatus_t run_backward(const tensor::Tensor& norm_grad, const tensor::Tensor& input_grad,
+                               const tensor::Tensor& addend_grad);
+    // Lets go of what the forward pass kept for the backward pass.
+    void forget();
     void apply_relu(const tensor::Tensor& output);
 
     CudaContext& context_;

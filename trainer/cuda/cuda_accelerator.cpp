@@ -42,6 +42,7 @@ public:
         if (context_.compute_type() == tensor::DType::f16) context_.loss_scale = scaler_.scale();
     }
     ~CudaAccelerator() override {
+        if (late_step_ >= 0) cudaEventSynchronize(late_ready_);  // the last copy into late_flag_
         cudaFree(nonfinite_);
         if (late_flag_) cudaFreeHost(late_flag_);
         if (late_ready_) cudaEventDestroy(late_ready_);
@@ -86,13 +87,14 @@ public:
                   "copying the overflow flag");
             check(cudaEventRecord(late_ready_, stream), "cudaEventRecord");
             late_step_ = step;
+            late_used_ = used;
             return true;
         }
         int overflow = 0;
         check(cudaMemcpyAsync(&overflow, nonfinite_, sizeof overflow, cudaMemcpyDeviceToHost, stream),
               "reading the overflow flag");
         context_.synchronize("reading the overflow flag");
-        record(overflow != 0);
+        record(overflow != 0, used);
         return !overflow;
     }
     std::vector<gpu::LateOverflow> late_overflows() override { return std::exchange(late_overflows_, {}); }
@@ -111,10 +113,12 @@ public:
                                                        ParameterStore& store) override {
         auto optimizer = std::make_unique<DeviceOptimizer>(config, store, context_);  // every kind runs on the GPU
         if (context_.compute_type() == tensor::DType::f16 && options_.speedups.overflow_on_device) {
-            void* pinned = nullptr;
-            check(cudaMallocHost(&pinned, sizeof(int)), "cudaMallocHost (the overflow flag's copy)");
-            late_flag_ = static_cast<int*>(pinned);
-            check(cudaEventCreateWithFlags(&late_ready_, cudaEventDisableTiming), "cudaEventCreate");
+            if (!late_flag_) {
+                void* pinned = nullptr;
+                check(cudaMallocHost(&pinned, sizeof(int)), "cudaMallocHost (the overflow flag's copy)");
+                late_flag_ = static_cast<int*>(pinned);
+                check(cudaEventCreateWithFlags(&late_ready_, cudaEventDisableTiming), "cudaEventCreate");
+            }
             optimizer->skip_when_set(nonfinite_);
             device_skips_ = true;
         }
@@ -151,15 +155,15 @@ public:
     }
 
 private:
-    void record(bool overflowed) {
-        scaler_.record(overflowed);
+    void record(bool overflowed, float used) {
+        scaler_.record(overflowed, used);
         context_.loss_scale = scaler_.scale();
     }
     // The verdict of the step whose flag was copied last, taken in once.
     void settle_late_verdict() {
         if (late_step_ < 0) return;
         check(cudaEventSynchronize(late_ready_), "reading the overflow flag");
-        record(*late_flag_ != 0);
+        record(*late_flag_ != 0, late_used_);
         if (*late_flag_) late_overflows_.push_back({late_step_, scaler_.scale()});
         late_step_ = -1;
     }
@@ -177,6 +181,7 @@ private:
     int* late_flag_ = nullptr;
     cudaEvent_t late_ready_ = nullptr;
     std::int64_t late_step_ = -1;
+    float late_used_ = 0;  // the scale that step's backward pass used
     std::vector<gpu::LateOverflow> late_overflows_;
 };
 

@@ -19,11 +19,13 @@ public:
 
     // What the next backward pass multiplies the loss gradient by.
     float scale() const { return scale_; }
-    // One step's verdict: an overflow halves the scale; a run of growth_interval finite steps
-    // doubles it.
-    void record(bool overflowed) {
+    // One step's verdict, `used` the scale its backward pass multiplied by: an overflow halves
+    // that scale; a run of growth_interval finite steps doubles it. A verdict taken in a step
+    // late may find the scale already halved by the step before, whose backward pass ran at the
+    // same scale: it is not halved again.
+    void record(bool overflowed, float used) {
         if (overflowed) {
-            scale_ = std::max(scale_ / 2, 1.0f);
+            scale_ = std::max(std::min(scale_, used / 2), 1.0f);
             finite_steps_ = 0;
         } else if (++finite_steps_ % growth_interval == 0) {
             scale_ = std::min(scale_ * 2, max_scale);

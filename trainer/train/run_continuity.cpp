@@ -137,6 +137,9 @@ void Run::agree_statistics() {
 void Run::checkpoint(std::int64_t step) {
     if (!checkpointing_) return;
     agree_statistics();
+    // The checkpoint holds the loss scale after this step's verdict, which a GPU reading it a
+    // step late takes in here: on every rank, so that all of them scale the next step alike.
+    if (accelerator_) accelerator_->loss_scale();
     if (!checkpoints_) return;  // ranks other than 0
     if (accelerator_) accelerator_->download_values();
     auto begun = std::chrono::steady_clock::now();
