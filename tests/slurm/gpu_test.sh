@@ -61,6 +61,16 @@ gpu_batch() {
     cat "$dir/user/$name".task-* >"$dir/$name.out" 2>/dev/null
     cat "$dir/user/$name.batch" "$dir/user/$name".errors-* >>"$dir/$name.err" 2>/dev/null
 }
+# gpu_alloc NAME SALLOC-OPTIONS...: the same from salloc, which runs a plain srun as a user's
+# interactive session would (salloc runs the command it is given: no terminal here).
+gpu_alloc() {
+    local name=$1
+    shift
+    runs=$((runs + 1))
+    inside=(salloc "$@")
+    as_user_srun "$name" "${probe[@]}" || fail "$name: salloc $*: status $?: $(tail -n 5 "$dir/$name.err")"
+    inside=()
+}
 field() {  # NAME PYTHON-EXPRESSION over the list `tasks`: prints its value
     "$python" -c "import json,sys; tasks=[json.loads(l) for l in open(sys.argv[1])]; print($2)" "$dir/$1.out"
 }
@@ -160,6 +170,14 @@ if since 23.11 "sbatch --tres-bind"; then
     gpu_batch batch_tres_bind_single -N1 -w n2 -n2 --gres=gpu:2 --tres-bind=gres/gpu:single:1 --trellis-verbose
     slurm_decides batch_tres_bind_single "sbatch --tres-bind=gres/gpu:single:1, then srun"
 fi
+
+# 1d. The same from salloc, then srun: Slurm hands salloc's GPU options on as sbatch's.
+gpu_alloc alloc_per_task -N1 -w n2 -n2 --gpus-per-task=1
+oracle alloc_per_task "salloc --gpus-per-task=1, then srun" --gpus 1
+gpu_alloc alloc_map -N1 -w n2 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0
+oracle alloc_map "salloc --gpu-bind=map_gpu:1,0, then srun" --gpus 1
+gpu_alloc alloc_gres -N1 -w n1 -n1 --gres=gpu:3
+oracle alloc_gres "salloc --gres=gpu:3, then srun" --gpus 3
 
 # 2. Two jobs on one node: the second gets other GPUs, and each task sees its own.
 as_user srun -N1 -w n2 -n1 --gres=gpu:3 bash -c '"$0" "$1" >"$2"; sleep 6' "${probe[@]}" "$dir/user/first.out" \

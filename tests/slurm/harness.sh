@@ -44,11 +44,15 @@ as_user() {  # the time limit is $user_timeout seconds (default 120)
     (cd "$dir/user" && timeout "${user_timeout:-120}" runuser -u "$job_user" -- env SLURM_CONF="$SLURM_CONF" "$@")
 }
 
+# as_user_srun NAME SRUN-ARGS...: srun as the job user, each task's output and errors gathered
+# into $dir/NAME.out and .err; inside the allocation of the command in the array `inside`
+# (salloc and its options) when it is set.
+inside=()
 as_user_srun() {
     local name=$1 status
     shift
     rm -f "$dir/user/$name".task-* "$dir/user/$name".errors-*
-    as_user srun -o "$dir/user/$name.task-%t" -e "$dir/user/$name.errors-%t" "$@" 2>"$dir/$name.err"
+    as_user "${inside[@]}" srun -o "$dir/user/$name.task-%t" -e "$dir/user/$name.errors-%t" "$@" 2>"$dir/$name.err"
     status=$?
     cat "$dir/user/$name".task-* >"$dir/$name.out" 2>/dev/null
     cat "$dir/user/$name".errors-* >>"$dir/$name.err" 2>/dev/null

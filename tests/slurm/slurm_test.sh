@@ -20,6 +20,17 @@ run() {
     as_user "$@" >"$dir/$name.out" 2>"$dir/$name.err"
     rc=$?
 }
+# run_tasks NAME srun SRUN-ARGS...: as run, each task's output and errors in files of their own,
+# gathered into $dir/NAME.out and .err. Slurm forwards output in pieces of at most 1024 bytes, so two tasks' long
+# lines (the task report) could interleave on srun's own output.
+run_tasks() {
+    local name=$1
+    shift
+    rm -f "$dir/user/$name".task-* "$dir/user/$name".errors-*
+    run "$name" "$1" -o "$dir/user/$name.task-%t" -e "$dir/user/$name.errors-%t" "${@:2}"
+    cat "$dir/user/$name".task-* >"$dir/$name.out" 2>/dev/null
+    cat "$dir/user/$name".errors-* >>"$dir/$name.err" 2>/dev/null
+}
 expect_ok() { [ "$rc" -eq 0 ] || fail "$1: exit status $rc: $(tail -n 5 "$dir/$1.err")"; }
 expect_in() { grep -qF -- "$3" "$dir/$1.$2" && pass "$1" || fail "$1: $2 lacks '$3': $(tail -n 8 "$dir/$1.$2")"; }
 expect_refused() {
@@ -35,9 +46,9 @@ task_report='import json,os; print(json.dumps({"node": os.environ.get("SLURMD_NO
 
 # 1. Each task's environment equals trellis-topo's plan for its node (n2: fixture with all
 #    8 GPUs of its gres, n1: live).
-run env_n1 srun -N1 -w n1 -n2 "$python" -c "$task_report"
+run_tasks env_n1 srun -N1 -w n1 -n2 "$python" -c "$task_report"
 expect_ok env_n1
-run env_n2 srun -N1 -w n2 -n2 --gres=gpu:8 "$python" -c "$task_report"
+run_tasks env_n2 srun -N1 -w n2 -n2 --gres=gpu:8 "$python" -c "$task_report"
 expect_ok env_n2
 cat "$dir/env_n1.out" "$dir/env_n2.out" >"$dir/env_matches_plan.out"
 "$topo" plan --tasks 2 --xml "$fixture" --json >"$dir/plan-n2.json"
@@ -69,7 +80,7 @@ sys.exit(0 if ok else 1)
 PY
 
 # 2. Two tasks on the real node get disjoint CPUs, the ones the plan names.
-run disjoint_cpus srun -N1 -n2 -w n1 "$python" -c "$task_report"
+run_tasks disjoint_cpus srun -N1 -n2 -w n1 "$python" -c "$task_report"
 expect_ok disjoint_cpus
 "$python" - "$dir/disjoint_cpus.out" "$(nproc)" <<'PY' && pass "disjoint CPUs on n1" || fail "CPUs on n1 not disjoint"
 import json, sys
@@ -90,12 +101,12 @@ sys.exit(0 if ok else 1)
 PY
 
 # 3. Options and their environment variables.
-run bind_none srun -N1 -n2 -w n2 --trellis-bind=none "$python" -c "$task_report"
+run_tasks bind_none srun -N1 -n2 -w n2 --trellis-bind=none "$python" -c "$task_report"
 expect_ok bind_none
 grep -q CUDA_VISIBLE_DEVICES "$dir/bind_none.out" && fail "bind_none: CUDA_VISIBLE_DEVICES set" || pass "--trellis-bind=none exports nothing"
 TRELLIS_BIND=none run bind_none_env srun -N1 -n1 -w n2 "$python" -c "$task_report"
 grep -q CUDA_VISIBLE_DEVICES "$dir/bind_none_env.out" && fail "TRELLIS_BIND=none: CUDA_VISIBLE_DEVICES set" || pass "TRELLIS_BIND=none"
-run hca_option srun -N1 -n2 -w n2 --trellis-hca=mlx5_3 "$python" -c "$task_report"
+run_tasks hca_option srun -N1 -n2 -w n2 --trellis-hca=mlx5_3 "$python" -c "$task_report"
 expect_ok hca_option
 [ "$(grep -c '"NCCL_IB_HCA": "=mlx5_3:1"' "$dir/hca_option.out")" -eq 2 ] && pass "--trellis-hca" || fail "--trellis-hca: $(cat "$dir/hca_option.out")"
 TRELLIS_HCA=mlx5_5:1 run hca_env srun -N1 -n1 -w n2 "$python" -c "$task_report"
@@ -122,6 +133,8 @@ TRELLIS_VERBOSE=loud run bad_verbose_env srun -N1 touch "$dir/user/launched"
 expect_refused bad_verbose_env "accepted: 1, yes, true, on"
 run bad_sbatch sbatch --trellis-bind=bogus --wrap "touch $dir/user/launched"
 expect_refused bad_sbatch "'bogus' is not a binding"
+run bad_salloc salloc -N1 --trellis-bind=bogus touch "$dir/user/launched"
+expect_refused bad_salloc "'bogus' is not a binding"
 [ ! -e "$dir/user/launched" ] && pass "nothing launched on bad values" || fail "a refused job ran"
 
 # 5. A user error found on the node is held in user_init and shown from task_init.
@@ -171,7 +184,7 @@ grep -q '"TRELLIS_CPUS"' "$dir/optional_broken.out" && fail "optional with a bro
     pass "optional with a broken configuration: the job ran without trellis"
 
 # 7. Slurm's own --cpu-bind wins, with a warning.
-run cpu_bind srun -N1 -n2 -w n1 --cpu-bind=map_cpu:1,0 --trellis-verbose "$python" -c "$task_report"
+run_tasks cpu_bind srun -N1 -n2 -w n1 --cpu-bind=map_cpu:1,0 --trellis-verbose "$python" -c "$task_report"
 expect_ok cpu_bind
 expect_in cpu_bind err "srun --cpu-bind was given: Slurm's CPU binding is used instead"
 if [ "$(nproc)" -ge 2 ]; then
@@ -198,6 +211,15 @@ cp "$dir/user/job.out" "$dir/job.out"
 expect_in job out "trellis binding on n2: policy closest, 1 task"
 expect_in job out "task 1 on n2 CUDA="
 grep -q "task 1 on n2 CUDA=$" "$dir/job.out" && pass "a job without GPUs is shown none" || fail "job: $(cat "$dir/job.out")"
+
+# 8a. salloc (an interactive session; without a terminal it runs the command it is given): its
+#     trellis options reach the steps srun starts in the allocation, as sbatch's do.
+run salloc salloc -N1 -n1 -w n2 --trellis-bind=closest,verbose --trellis-hca=mlx5_3 \
+    srun "$python" -c "$task_report"
+expect_ok salloc
+expect_in salloc err "trellis binding on n2: policy closest, 1 task"
+[ "$(grep -c '"NCCL_IB_HCA": "=mlx5_3:1"' "$dir/salloc.out")" -eq 1 ] &&
+    pass "salloc's --trellis-hca reaches the step on n2" || fail "salloc: $(cat "$dir/salloc.out" "$dir/salloc.err")"
 
 # 8b. trellis-agent launch under srun says when its ranks share CPUs (Slurm gave the one
 #     agent task a single CPU of n1, the real node), once for all the ranks concerned.
