@@ -47,6 +47,19 @@ class Rules(unittest.TestCase):
         self.refused("[run]\n[runs]\n", "'runs'", "matrix")
         self.refused("[matrix]\nextra_args = [['--x']]\n", "'extra_args'")
 
+    def test_relative_data_paths_are_the_study_files_folders(self):
+        # Each job starts in its run's folder: a relative path is made absolute when read.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "s.toml")
+            with open(path, "w") as stream:
+                stream.write('[matrix]\ndata = ["synthetic", "imagenet", "idx:../mnist", "tfrecord:tf/*.rec", '
+                             '"/abs/x", "idx:/abs/y"]\n')
+            got = [run["data"] for run in study.read(path, "s").runs]
+            self.assertEqual(got, ["synthetic", f"{folder}/imagenet", f"idx:{os.path.dirname(folder)}/mnist",
+                                   f"tfrecord:{folder}/tf/*.rec", "/abs/x", "idx:/abs/y"])
+            # A built-in study's are the current folder's (submit passes it).
+            self.assertEqual(study.read(path, "s", relative_to="/work/here").runs[1]["data"], "/work/here/imagenet")
+
     def test_types_and_values_are_checked(self):
         self.refused("[run]\nbatch_size = '32'\n", "batch_size = '32'", "positive")
         self.refused("[run]\nbatch_size = 0\n", "batch_size = 0")
@@ -142,7 +155,7 @@ class Quoting(unittest.TestCase):
             os.chmod(os.path.join(folder, "srun"), 0o755)
             loaded = read(f"""
                 [run]
-                data = {json.dumps(HOSTILE)}
+                data = {json.dumps("/data/" + HOSTILE)}
                 container = {json.dumps("/images/a'b;c.sif")}
                 extra_args = ["--seed", {json.dumps(HOSTILE)}, "$HOME"]
                 [slurm]
@@ -162,7 +175,7 @@ class Quoting(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(folder, "PWNED")))
             self.assertEqual(argv[:4], ["--mpi=pmix", "--cpus-per-task=1", "--trellis-image=/images/a'b;c.sif",
                                         "/opt/my trainer/trellis-train;"])
-            self.assertEqual(argv[argv.index("--data") + 1], HOSTILE)
+            self.assertEqual(argv[argv.index("--data") + 1], "/data/" + HOSTILE)
             self.assertEqual(argv[argv.index("--seed") + 1], HOSTILE)
             self.assertIn("$HOME", argv)
             self.assertEqual(argv[argv.index("--log-dir") + 1], f"{run}/log")

@@ -72,7 +72,9 @@ def _study_path(name):
 def submit(arguments):
     path = _study_path(arguments.study)
     default_name = os.path.splitext(os.path.basename(path))[0]
-    study = studies.read(path, default_name, slurm.partition_nodes)
+    # A file's relative data paths are its folder's; a built-in study's, the current folder's.
+    relative_to = None if os.path.exists(arguments.study) else os.getcwd()
+    study = studies.read(path, default_name, slurm.partition_nodes, relative_to)
     folder = CampaignFolder(arguments.dir or f"campaign-{study.name}")
     previous = folder.read_campaign()
     if previous is not None and previous.get("name") != study.name:

@@ -5,6 +5,7 @@ value of the wrong type or a newline anywhere is an error naming the file, the k
 accepted, before any script is written."""
 
 import itertools
+import os
 import re
 import tomllib
 
@@ -39,9 +40,10 @@ class Study:
         self.programs = programs
 
 
-def read(path, name=None, partition_nodes=None):
+def read(path, name=None, partition_nodes=None, relative_to=None):
     """The study in the TOML file PATH. PARTITION_NODES(partition) gives the partition's node
-    count for nodes = "powers-of-2" (called only then)."""
+    count for nodes = "powers-of-2" (called only then). A relative data path is taken from
+    RELATIVE_TO (default: the folder of PATH)."""
     try:
         with open(path, "rb") as stream:
             document = tomllib.load(stream)
@@ -49,10 +51,10 @@ def read(path, name=None, partition_nodes=None):
         raise StudyError(f"{path}: cannot be read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise StudyError(f"{path}: not valid TOML: {error}") from None
-    return from_document(path, document, name, partition_nodes)
+    return from_document(path, document, name, partition_nodes, relative_to)
 
 
-def from_document(path, document, name=None, partition_nodes=None):
+def from_document(path, document, name=None, partition_nodes=None, relative_to=None):
     _refuse_unknown(path, "the study", document, TOP_LEVEL)
     for table in TABLES:
         if not isinstance(document.get(table, {}), dict):
@@ -69,7 +71,20 @@ def from_document(path, document, name=None, partition_nodes=None):
     defaults, repetitions = _run_table(path, document.get("run", {}))
     matrix = _matrix_table(path, document.get("matrix", {}), slurm, partition_nodes)
     runs = expand(path, defaults, matrix, repetitions)
+    base = relative_to or os.path.dirname(os.path.abspath(path))
+    for settings in runs:
+        settings["data"] = absolute_data(settings["data"], base)
     return Study(path, name, description, document, runs, slurm, programs)
+
+
+def absolute_data(data, base):
+    """DATA with its path made absolute against BASE: each job starts in its run's folder,
+    where a relative path would name nothing the user meant."""
+    if data == "synthetic":
+        return data
+    prefix = next((p for p in ("tfrecord:", "idx:") if data.startswith(p)), "")
+    where = data[len(prefix):]
+    return prefix + (where if os.path.isabs(where) else os.path.normpath(os.path.join(base, where)))
 
 
 def expand(path, defaults, matrix, repetitions):
