@@ -211,8 +211,10 @@ void join_case(const std::string& precision, double tolerance, bool vector_kerne
     std::mt19937_64 rng(5);
     auto a = random_values(std::size_t(shape.elements()), rng), b = random_values(std::size_t(shape.elements()), rng);
     auto dy = random_values(std::size_t(shape.elements()), rng);
-    auto y_cpu = cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec));
-    auto y_dev = dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec));
+    auto y_cpu = cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec),
+                                   nn::Mode::train);
+    auto y_dev = dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec),
+                                   nn::Mode::train);
     report(name + precision + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)),
            tolerance);
     auto g_cpu = cpu_join->backward(cpu_backend.from_plain(dy, cpu_out));

@@ -131,8 +131,9 @@ tensor::Tensor CudaBackend::from_plain(const std::vector<float>& values, const T
 // converts staged_[i] on the compute stream, then records consumed_[i].
 int CudaBackend::stage_copy(const void* host, std::size_t bytes) {
     if (bytes > staged_bytes_) {
-        cudaStreamSynchronize(copy_stream_);
-        cudaStreamSynchronize(context_.stream());
+        // The old buffers may still be read by a copy or a conversion: both streams drain first.
+        check(cudaStreamSynchronize(copy_stream_), "waiting for the input copies");
+        check(cudaStreamSynchronize(context_.stream()), "waiting for the GPU before larger input buffers");
         for (int i = 0; i < 2; ++i) {
             if (pinned_[i]) cudaFreeHost(pinned_[i]);
             pinned_[i] = nullptr;

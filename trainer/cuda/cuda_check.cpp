@@ -1,11 +1,16 @@
 #include "trainer/cuda/cuda_check.hpp"
 
+#include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/nccl_library.hpp"
 
 namespace trellis::nn::cuda {
 
 void check(cudaError_t status, const std::string& what) {
     if (status != cudaSuccess) throw CudaError("CUDA: " + what + ": " + cudaGetErrorString(status));
+}
+
+void kernels::launch_failed(const char* kernel, cudaError_t status) {
+    throw CudaError(std::string("CUDA: launching ") + kernel + ": " + cudaGetErrorString(status));
 }
 
 void check(cudnnStatus_t status, const std::string& what) {

@@ -43,6 +43,16 @@ CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, boo
       deterministic_(deterministic),
       speedups_(speedups),
       profile_(profile) {
+    try {
+        make_handles();
+    } catch (...) {
+        release();  // a constructor that throws runs no destructor
+        throw;
+    }
+    kernels::use_vector_kernels(speedups.vector_kernels);
+}
+
+void CudaContext::make_handles() {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudnnCreate(&cudnn_), "cudnnCreate");
     check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
@@ -50,9 +60,8 @@ CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, boo
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
     // The f32 head may use TF32 tensor cores, as the issue allows and PyTorch does with
     // allow_tf32; deterministic runs keep plain f32.
-    if (!deterministic) check(cublasSetMathMode(cublas_, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+    if (!deterministic_) check(cublasSetMathMode(cublas_, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
     check(cudaEventCreateWithFlags(&synchronized_, cudaEventDisableTiming), "cudaEventCreate");
-    kernels::use_vector_kernels(speedups.vector_kernels);
 }
 
 void CudaContext::wait(cudaEvent_t event, const std::string& what) {
@@ -74,7 +83,9 @@ void CudaContext::synchronize(const std::string& what) {
     wait(synchronized_, what);
 }
 
-CudaContext::~CudaContext() {
+CudaContext::~CudaContext() { release(); }
+
+void CudaContext::release() {
     if (stream_) cudaStreamSynchronize(stream_);
     if (synchronized_) cudaEventDestroy(synchronized_);
     workspace_.reset();
@@ -82,6 +93,7 @@ CudaContext::~CudaContext() {
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
     if (stream_) cudaStreamDestroy(stream_);
+    synchronized_ = nullptr, cublas_ = nullptr, cudnn_ = nullptr, stream_ = nullptr;
 }
 
 tensor::Tensor CudaContext::allocate(const tensor::Shape& shape, tensor::DType type) {

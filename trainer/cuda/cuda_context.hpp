@@ -94,6 +94,9 @@ public:
     float loss_scale = 1.0f;
 
 private:
+    void make_handles();
+    void release();  // what make_handles made, whatever of it there is
+
     tensor::DType compute_;
     std::size_t workspace_limit_;
     bool deterministic_;

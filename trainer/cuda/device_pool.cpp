@@ -36,13 +36,13 @@ std::shared_ptr<std::byte> DevicePool::acquire(std::size_t bytes) {
     bytes = rounded(bytes);
     std::byte* memory = nullptr;
     {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(state_->mutex);
         // The smallest cached block that fits, if it wastes at most a quarter.
-        auto found = free_.lower_bound(bytes);
-        if (found != free_.end() && found->first <= bytes + bytes / 4) {
+        auto found = state_->free.lower_bound(bytes);
+        if (found != state_->free.end() && found->first <= bytes + bytes / 4) {
             bytes = found->first;
             memory = found->second;
-            free_.erase(found);
+            state_->free.erase(found);
         }
     }
     if (!memory) {
@@ -63,35 +63,38 @@ std::shared_ptr<std::byte> DevicePool::acquire(std::size_t bytes) {
                               " MiB; a smaller --batch-size or --cudnn-workspace-mb may fit)");
         }
         memory = static_cast<std::byte*>(allocated);
-        std::lock_guard lock(mutex_);
-        held_ += bytes;
-        peak_ = std::max(peak_, held_);
+        std::lock_guard lock(state_->mutex);
+        state_->held += bytes;
+        state_->peak = std::max(state_->peak, state_->held);
     }
-    return {memory, [this, bytes](std::byte* p) { give_back(p, bytes); }};
-}
-
-void DevicePool::give_back(std::byte* memory, std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    free_.emplace(bytes, memory);
+    // A tensor may outlive its pool: its block then goes straight back to CUDA.
+    return {memory, [pool = std::weak_ptr<State>(state_), bytes](std::byte* p) {
+                if (auto state = pool.lock()) {
+                    std::lock_guard lock(state->mutex);
+                    state->free.emplace(bytes, p);
+                } else {
+                    cudaFree(p);
+                }
+            }};
 }
 
 std::size_t DevicePool::bytes_held() const {
-    std::lock_guard lock(mutex_);
-    return held_;
+    std::lock_guard lock(state_->mutex);
+    return state_->held;
 }
 
 std::size_t DevicePool::peak_bytes() const {
-    std::lock_guard lock(mutex_);
-    return peak_;
+    std::lock_guard lock(state_->mutex);
+    return state_->peak;
 }
 
 void DevicePool::release_free() {
-    std::lock_guard lock(mutex_);
-    for (auto& [bytes, memory] : free_) {
+    std::lock_guard lock(state_->mutex);
+    for (auto& [bytes, memory] : state_->free) {
         cudaFree(memory);
-        held_ -= bytes;
+        state_->held -= bytes;
     }
-    free_.clear();
+    state_->free.clear();
 }
 
 }  // namespace trellis::nn::cuda

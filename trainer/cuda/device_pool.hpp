@@ -24,11 +24,14 @@ public:
     void release_free();
 
 private:
-    void give_back(std::byte* memory, std::size_t bytes);
-
-    mutable std::mutex mutex_;
-    std::multimap<std::size_t, std::byte*> free_;
-    std::size_t held_ = 0, peak_ = 0;
+    // Shared with the blocks handed out, which hold it weakly: a block given back after the
+    // pool has gone is freed, not cached in a pool that no longer exists.
+    struct State {
+        std::mutex mutex;
+        std::multimap<std::size_t, std::byte*> free;
+        std::size_t held = 0, peak = 0;
+    };
+    std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // Long-lived device memory outside the pool (parameters, gradients, optimizer state), counted

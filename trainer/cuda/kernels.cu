@@ -16,11 +16,10 @@ namespace {
 constexpr int threads = 256;
 
 // A launch that failed (bad configuration, no kernel image for this GPU) is reported at once,
-// not by whatever CUDA call comes next.
+// not by whatever CUDA call comes next, as every CUDA error is (CudaError, cuda_check.cpp).
 void launched(const char* kernel) {
     cudaError_t status = cudaGetLastError();
-    if (status != cudaSuccess)
-        throw std::runtime_error(std::string("CUDA: launching ") + kernel + ": " + cudaGetErrorString(status));
+    if (status != cudaSuccess) launch_failed(kernel, status);
 }
 
 unsigned blocks_for(std::size_t n) {
@@ -464,7 +463,8 @@ void optimizer_step(float* w, const float* g, float* v, float* second, Parameter
 }
 
 void parameter_norms(const float* w, const float* g, ParameterTable table, double* sums, cudaStream_t stream) {
-    cudaMemsetAsync(sums, 0, sizeof(double) * 2 * std::size_t(table.count), stream);
+    cudaError_t cleared = cudaMemsetAsync(sums, 0, sizeof(double) * 2 * std::size_t(table.count), stream);
+    if (cleared != cudaSuccess) launch_failed("cudaMemsetAsync (the LARS norms)", cleared);
     dim3 grid(64, unsigned(table.count));
     parameter_norms_kernel<<<grid, threads, 0, stream>>>(w, g, table, sums);
     launched("parameter_norms_kernel");

@@ -16,6 +16,10 @@ namespace trellis::nn::cuda::kernels {
 
 using tensor::DType;
 
+// Throws CudaError naming the kernel (or call) and CUDA's reason (cuda_check.cpp): the .cu
+// files do not include the project's error types.
+[[noreturn]] void launch_failed(const char* kernel, cudaError_t status);
+
 // dst[i] = src[i] * scale, converting the element type.
 void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream);
 // Bytes of N x H x W x 3 pixels (0..255) to `to`: channel c as value * gain[c] + bias[c].

@@ -13,11 +13,12 @@ TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
     return context_.spec(shape_, type_);
 }
 
-tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b) {
+tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) {
     auto timed = context_.profile().time("element-wise", context_.stream());
-    output_ = context_.allocate(shape_, type_);
-    kernels::add_relu(a.data(), b.data(), output_.data(), type_, std::size_t(shape_.elements()), context_.stream());
-    return output_;
+    auto output = context_.allocate(shape_, type_);
+    kernels::add_relu(a.data(), b.data(), output.data(), type_, std::size_t(shape_.elements()), context_.stream());
+    if (mode == Mode::train) output_ = output;  // the ReLU's backward reads it
+    return output;
 }
 
 tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {

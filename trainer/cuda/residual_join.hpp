@@ -11,7 +11,7 @@ public:
     ResidualJoin(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
 
     TensorSpec setup(const TensorSpec& a, const TensorSpec& b) override;
-    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b) override;
+    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) override;
 

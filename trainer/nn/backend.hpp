@@ -74,7 +74,8 @@ class ResidualJoin {
 public:
     virtual ~ResidualJoin() = default;
     virtual TensorSpec setup(const TensorSpec& a, const TensorSpec& b) = 0;
-    virtual tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b) = 0;
+    // In training the output is kept for the backward pass; in evaluation nothing is.
+    virtual tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) = 0;
     // The gradient reaching both a and b (relu's backward of dy), in a's layout.
     virtual tensor::Tensor backward(const tensor::Tensor& output_grad) = 0;
     // target += addend, converting the addend's layout when it differs.

@@ -12,7 +12,7 @@ TensorSpec NormThenJoin::setup(const TensorSpec& a, const TensorSpec& b) {
 }
 
 tensor::Tensor NormThenJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) {
-    return join_->forward(norm_->forward(a, mode), b);
+    return join_->forward(norm_->forward(a, mode), b, mode);
 }
 
 NormalizedJoin::Gradients NormThenJoin::backward(const tensor::Tensor& output_grad) {

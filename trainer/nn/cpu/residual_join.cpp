@@ -19,14 +19,15 @@ TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
     return spec_of(data_, shape_);
 }
 
-tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b) {
+tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) {
     auto a_in = reordered(a, data_), b_in = reordered(b, data_);
-    output_ = allocate(data_, shape_);
+    auto output = allocate(data_, shape_);
     add_relu_.execute(stream(), {{DNNL_ARG_SRC_0, memory_of(a_in)},
                                  {DNNL_ARG_SRC_1, memory_of(b_in)},
-                                 {DNNL_ARG_DST, memory_of(output_)},
+                                 {DNNL_ARG_DST, memory_of(output)},
                                  {DNNL_ARG_SCRATCHPAD, scratchpad(add_relu_pd_.scratchpad_desc())}});
-    return output_;
+    if (mode == Mode::train) output_ = output;  // the ReLU's backward reads it
+    return output;
 }
 
 tensor::Tensor ResidualJoin::backward(const tensor::Tensor& output_grad) {
