@@ -142,11 +142,14 @@ cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const ten
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, mode_, ops, activation, data_desc_,
                                                                       &reserve_bytes);
-    // The fused sum's backward is asked for too, while the chain can still fall back.
-    if (status == CUDNN_STATUS_SUCCESS && fused_join_)
+    // The fused sum's backward is asked for too, while the chain can still fall back: once,
+    // the shapes being the layer's for good (each call costs host time at every step).
+    if (status == CUDNN_STATUS_SUCCESS && fused_join_ && !fused_join_accepted_) {
         status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, mode_, ops, data_desc_, data_desc_,
                                                                    data_desc_, z_desc, data_desc_, channel_desc_,
                                                                    activation, &backward_bytes);
+        fused_join_accepted_ = status == CUDNN_STATUS_SUCCESS;
+    }
     if (status != CUDNN_STATUS_SUCCESS) return status;
     saved_mean_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
     saved_inverse_std_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);

@@ -66,6 +66,7 @@ private:
     bool fused_ = false;       // the ReLU inside cuDNN's batch norm
     bool joined_;
     bool fused_join_ = false;  // the addend and its ReLU inside cuDNN's batch norm
+    bool fused_join_accepted_ = false;  // cuDNN took its backward pass's workspace query
     tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
 };
 
