@@ -74,6 +74,9 @@ inline constexpr Variable cuda_profile{"TRELLIS_CUDA_PROFILE", "unset: no profil
                                        "1: GPU time per step by kind of work, printed at the end (costs host time)"};
 inline constexpr Variable cuda_speedups{"TRELLIS_CUDA_SPEEDUPS", "none",
                                         "the GPU speed items to use before they are measured: all, or a list"};
+inline constexpr Variable test_convolution_probe{"TRELLIS_TEST_CONVOLUTION_PROBE", "unset: the probe asks oneDNN",
+                                                 "test hook: sigfpe or sigsegv, the signal the CPU backend's "
+                                                 "convolution probe dies of before it asks oneDNN"};
 
 // Written for the user's frameworks and libraries.
 inline constexpr Variable cuda_visible_devices{"CUDA_VISIBLE_DEVICES", "Slurm's", "the task's NVIDIA GPUs"};

@@ -29,6 +29,7 @@ trainer_libtrellis_nn_la_SOURCES = \
 	trainer/nn/cpu/channel_concat.cpp trainer/nn/cpu/channel_concat.hpp \
 	trainer/nn/cpu/channel_statistics.cpp trainer/nn/cpu/channel_statistics.hpp \
 	trainer/nn/cpu/convolution.cpp trainer/nn/cpu/convolution.hpp \
+	trainer/nn/cpu/convolution_probe.cpp trainer/nn/cpu/convolution_probe.hpp \
 	trainer/nn/cpu/cpu_backend.cpp trainer/nn/cpu/cpu_backend.hpp \
 	trainer/nn/cpu/dnnl_context.cpp trainer/nn/cpu/dnnl_context.hpp \
 	trainer/nn/cpu/dnnl_version.cpp trainer/nn/cpu/dnnl_version.hpp \

@@ -13,6 +13,13 @@ set -u
 [ -x "$build/trellis-train" ] || { echo "SKIP: trellis-train is not built (configure --without-trainer)"; exit 77; }
 train=$build/trellis-train
 python=${PYTHON3:-python3}
+# A oneDNN that dies making convolutions on this CPU (Debian 13's 3.7.2 on some AMD EPYC
+# machines) has trellis-train refuse every run with one line: the suite skips with that line.
+. "$here/../train/onednn_fault.sh"
+if refusal=$(onednn_fault_refusal "$train"); then
+    echo "SKIP: the trainer is refused on this CPU: $refusal"
+    exit 77
+fi
 
 make_cluster_dir trellis-slurm-train
 start_cluster

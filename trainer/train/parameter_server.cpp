@@ -6,6 +6,7 @@
 
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/models/model.hpp"
+#include "trainer/nn/cpu/convolution_probe.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/ps/server.hpp"
 #include "trainer/train/run_start.hpp"
@@ -24,6 +25,9 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     install_stop_handlers();
     const auto& architecture = models::find_architecture(options.model);
     int image_size = options.image_size.value_or(architecture.default_image_size);
+    // The model below is made on the CPU, as a worker's: a oneDNN that dies making a
+    // convolution here refuses this rank at once, as it refuses the workers.
+    nn::cpu::require_working_convolutions();
     DatasetShape dataset;
     share_dataset_shape(transport, dataset);
     int classes = int(dataset.classes);

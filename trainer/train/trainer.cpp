@@ -19,6 +19,7 @@
 #include "trainer/data/batch_plan.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/models/model.hpp"
+#include "trainer/nn/cpu/convolution_probe.hpp"
 #include "trainer/nn/cpu/cpu_backend.hpp"
 #include "trainer/optim/schedule.hpp"
 #include "trainer/train/data_sources.hpp"
@@ -126,6 +127,9 @@ void Run::open_device() {
     auto opened = train::open_device(options_, identity_.local_rank);
     accelerator_ = std::move(opened.accelerator);
     device_note_ = opened.note;
+    // Before the model's layers ask oneDNN for theirs: a library that dies making a
+    // convolution on this CPU refuses the run with its name instead of killing it.
+    if (!accelerator_) nn::cpu::require_working_convolutions();
 }
 
 // After the backward pass (and the gradient allreduce): the optimizer step on the device,

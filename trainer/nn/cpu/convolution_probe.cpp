@@ -1,0 +1,127 @@
+#include "trainer/nn/cpu/convolution_probe.hpp"
+
+#include <dlfcn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "common/environment.hpp"
+#include "common/error.hpp"
+#include "trainer/nn/cpu/dnnl_context.hpp"
+#include "trainer/nn/cpu/dnnl_version.hpp"
+
+namespace trellis::nn::cpu {
+
+namespace {
+
+// The hook's values: the signal the child dies of before it asks oneDNN anything.
+int hooked_signal() {
+    const char* hook = std::getenv(env::test_convolution_probe.name);
+    if (!hook || !*hook) return 0;
+    std::string value = hook;
+    if (value == "sigfpe") return SIGFPE;
+    if (value == "sigsegv") return SIGSEGV;
+    throw UsageError(std::string(env::test_convolution_probe.name) + "=" + value + ": not a test hook (accepted: sigfpe, sigsegv)");
+}
+
+// The convolution oneDNN 3.7.2 was seen dying on: ResNet-50's first 1x1 convolution of 256 to
+// 1024 channels on 14x14 maps, batch 16, in PyTorch's channels-last layout and in the layouts
+// oneDNN chooses for trellis's own layers (format any), each way of a training step. Only the
+// primitive descriptors are made: nothing is allocated or run.
+void make_the_convolution() {
+    using tag = memory::format_tag;
+    const memory::dims src{16, 256, 14, 14}, weights{1024, 256, 1, 1}, dst{16, 1024, 14, 14};
+    const WindowSteps window{{1, 1}, {0, 0}, {0, 0}};
+    auto f32 = memory::data_type::f32;
+    for (auto layout : {tag::nhwc, tag::any}) {
+        memory::desc s{src, f32, layout}, w{weights, f32, tag::any}, d{dst, f32, layout};
+        auto forward = convolution_forward_pd(s, w, memory::desc(), d, window, attributes());
+        convolution_backward_data_pd(s, w, d, window, forward, attributes());
+        convolution_backward_weights_pd(s, w, memory::desc(), d, window, forward, attributes());
+    }
+}
+
+[[noreturn]] void probe_in_child(int hook) {
+    // The death looked for leaves no core file in the run's folder.
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::signal(SIGFPE, SIG_DFL);
+    std::signal(SIGSEGV, SIG_DFL);
+    if (hook) raise(hook);
+    try {
+        make_the_convolution();
+    } catch (const dnnl::error&) {
+        // A convolution oneDNN declines is not the fault looked for: the run's own layers say
+        // what they cannot make.
+    }
+    _exit(0);
+}
+
+std::string cpu_model() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("model name", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+        }
+    return "a CPU that /proc/cpuinfo does not name";
+}
+
+std::string signal_name(int signal) {
+    const char* abbreviation = sigabbrev_np(signal);
+    return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
+}
+
+// What a user can do about it, by the library's version.
+std::string way_out(const dnnl_version_t& version) {
+    if (version.major == 3 && version.minor == 7)
+        return "no setting of oneDNN 3.7 avoids it (ONEDNN_MAX_CPU_ISA=AVX2 and one thread do not): train on a GPU "
+               "(--device cuda) or on nodes with another oneDNN (Debian 12's 2.6 makes it)";
+    return "train on a GPU (--device cuda) or on nodes with another version of oneDNN";
+}
+
+}  // namespace
+
+std::string onednn_library() {
+    const auto* version = dnnl_version();
+    std::string text = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+                       std::to_string(version->patch);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&dnnl_version), &info) && info.dli_fname) text += std::string(" (") + info.dli_fname + ")";
+    return text;
+}
+
+void require_working_convolutions() {
+    static bool probed = false;
+    if (probed) return;
+    int hook = hooked_signal();
+    // Nothing buffered is written twice: the child leaves by _exit, which flushes nothing.
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) throw Error("cannot start the oneDNN convolution probe (fork): " + std::string(std::strerror(errno)));
+    if (child == 0) probe_in_child(hook);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) throw Error("cannot wait for the oneDNN convolution probe: " + std::string(std::strerror(errno)));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        probed = true;
+        return;
+    }
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGFPE)
+        throw Refused(onednn_library() + " dies of SIGFPE (an integer division by zero) when it makes a convolution on this CPU (" +
+                      cpu_model() + "), so the CPU backend cannot run here; " + way_out(*dnnl_version()));
+    throw Error(onednn_library() + ": the convolution probe (a child process making one convolution) " +
+                (WIFSIGNALED(status) ? "died of " + signal_name(WTERMSIG(status))
+                                     : "exited with status " + std::to_string(WEXITSTATUS(status))) +
+                " on this CPU (" + cpu_model() + "), so the CPU backend cannot be trusted here");
+}
+
+}  // namespace trellis::nn::cpu

@@ -1,0 +1,22 @@
+// Whether this process's oneDNN can make a convolution here, asked of a forked child before a
+// run. oneDNN 3.7.2 (Debian 13) dies of SIGFPE, an integer division by zero, while it chooses
+// the implementation of a 1x1 convolution of 256 to 1024 channels on some CPUs (AMD EPYC
+// virtual machines): a run on such a machine would die in its model's setup with nothing but
+// "Floating point exception". The child takes that blow instead, and the run is refused with
+// a line that names the library and what to do.
+#pragma once
+
+#include <string>
+
+namespace trellis::nn::cpu {
+
+// The library as loaded: its version and file, e.g. "oneDNN 3.7.2 (/usr/lib/.../libdnnl.so.3.6)".
+std::string onednn_library();
+
+// Runs the probe once per process (later calls return at once). Throws Refused, naming the
+// library, the CPU and the way out, when the child dies of SIGFPE; Error when it dies of
+// anything else. TRELLIS_TEST_CONVOLUTION_PROBE=sigfpe (or sigsegv) makes the child die so
+// before it asks oneDNN, so that the refusal is tested on every CPU.
+void require_working_convolutions();
+
+}  // namespace trellis::nn::cpu
