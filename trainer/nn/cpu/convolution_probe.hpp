@@ -1,9 +1,10 @@
 // Whether this process's oneDNN can make a convolution here, asked of a forked child before a
 // run. oneDNN 3.7.2 (Debian 13) dies of SIGFPE, an integer division by zero, while it chooses
 // the implementation of a 1x1 convolution of 256 to 1024 channels on some CPUs (AMD EPYC
-// virtual machines): a run on such a machine would die in its model's setup with nothing but
-// "Floating point exception". The child takes that blow instead, and the run is refused with
-// a line that names the library and what to do.
+// virtual machines whose CPUID reports no cache sizes, so that oneDNN takes the L1 cache for a
+// byte): a run that met it would die in its model's setup with nothing but "Floating point
+// exception". The child takes that blow instead, and the run is refused with a line that names
+// the library and what to do.
 #pragma once
 
 #include <string>
