@@ -71,7 +71,9 @@ EXTRA_DIST += tests/packaging/debian_test.sh
 # tests/debian13/root, kept in /var/cache/trellis), on this machine's cgroup v1, then in a qemu
 # guest on cgroup v2. Skips without root, debootstrap or, for a root not yet made, the network.
 TESTS += tests/debian13/slurm2411_test.sh
-EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian13/root.sh
+EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian13/root.sh \
+	tests/debian13/onednn_sigfpe/report.md tests/debian13/onednn_sigfpe/reproducer.cpp \
+	tests/debian13/onednn_sigfpe/tiny_l1_cache.cpp
 
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh

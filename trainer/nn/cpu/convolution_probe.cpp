@@ -78,12 +78,14 @@ std::string signal_name(int signal) {
     return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
 }
 
-// What a user can do about it, by the library's version.
+// What a user can do about it, by the library's version. oneDNN 3.7 divides by zero while it
+// sizes the blocks of its brgemm convolutions, which need AVX2: capped below, it never gets there.
 std::string way_out(const dnnl_version_t& version) {
+    std::string elsewhere = "train on a GPU (--device cuda) or on nodes with another version of oneDNN";
     if (version.major == 3 && version.minor == 7)
-        return "no setting of oneDNN 3.7 avoids it (ONEDNN_MAX_CPU_ISA=AVX2 and one thread do not): train on a GPU "
-               "(--device cuda) or on nodes with another oneDNN (Debian 12's 2.6 makes it)";
-    return "train on a GPU (--device cuda) or on nodes with another version of oneDNN";
+        return "ONEDNN_MAX_CPU_ISA=SSE41 keeps oneDNN 3.7 off the kernels that do, at a large cost in speed (AVX2 "
+               "does not); or " + elsewhere;
+    return elsewhere;
 }
 
 }  // namespace
