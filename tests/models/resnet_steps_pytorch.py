@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+from zoo_pytorch import reader
 
 torch.set_num_threads(2)
 BLOCKS = {"resnet8": 1, "resnet20": 3, "resnet32": 5, "resnet56": 9}
@@ -48,15 +49,7 @@ def network(params, stats, blocks):
 def run(meta, raw, dtype):
     """The steps in PyTorch at `dtype`: (losses, evaluation loss and hits, parameters, statistics
     after), and `take`, which reads on from where the steps' inputs end."""
-    at = 0
-
-    def take(shape):
-        nonlocal at
-        count = int(np.prod(shape))
-        values = torch.from_numpy(raw[at:at + count].copy()).reshape(shape).to(dtype)
-        at += count
-        return values
-
+    take = reader(raw, dtype)
     n, size = meta["batch"], meta["image_size"]
     params = {p["name"]: take(p["shape"]).requires_grad_() for p in meta["parameters"]}
     stats = {s["name"]: take(s["shape"]) for s in meta["statistics"]}

@@ -276,8 +276,8 @@ MODELS = {"alexnet": (alexnet, False), "vgg16": (vgg16, False), "googlenet": (go
           "inception3": (inception3, True), "inception4": (inception4, True)}
 
 
-def step(meta, raw, dtype):
-    """One training step in PyTorch at `dtype`: (loss, gradients, running statistics after)."""
+def reader(raw, dtype):
+    """take(shape): the next tensor of that shape from zoo_export's raw floats, at `dtype`."""
     at = 0
 
     def take(shape):
@@ -287,6 +287,12 @@ def step(meta, raw, dtype):
         at += count
         return values
 
+    return take
+
+
+def step(meta, raw, dtype):
+    """One training step in PyTorch at `dtype`: (loss, gradients, running statistics after)."""
+    take = reader(raw, dtype)
     n, size, classes = meta["batch"], meta["image_size"], meta["classes"]
     images = take((n, size, size, 3)).permute(0, 3, 1, 2).contiguous()  # trellis feeds NHWC
     params = Loaded({p["name"]: take(p["shape"]).requires_grad_() for p in meta["parameters"]})
