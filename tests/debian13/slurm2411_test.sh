@@ -11,7 +11,9 @@
 # never meet the ones the other tests start on this machine: each has its own munged and ports.
 # Then tests/cgroup2/slurm_v2_test.sh boots the same root, packages installed, in a guest with
 # cgroup v1 off and runs the GPU matrix and the CPU allocation there on Slurm's cgroup/v2. The
-# packages are purged from the root at the end.
+# packages are purged from the root at the end. Before the suites, the oneDNN 3.7.2 fault that
+# trellis-train's probe guards against is brought about on this CPU (tests/debian13/onednn_sigfpe)
+# and the installed trainer must train through it.
 #   TRELLIS_DEBIAN13_ROOT    another root (default /var/cache/trellis/trixie-slurm)
 #   TRELLIS_DEBIAN13_SUITES  the suites to run (default: all of those below)
 #   TRELLIS_DEBIAN13_CGROUP2 0 leaves out the cgroup v2 guest
@@ -104,6 +106,33 @@ build_trellis() {
          "$(in_root dpkg-query -W -f '${Depends}' slurm-spank-trellis | grep -o 'slurm-wlm-basic-plugins[^,]*' | paste -sd' ' -)"
 }
 build_trellis || exit 1
+
+# oneDNN 3.7.2's SIGFPE (tests/debian13/onednn_sigfpe), on every CPU: the root's oneDNN made to
+# read its L1 cache as 1 byte, as it reads it on the AMD EPYC virtual machines where it dies.
+# PyTorch's channels-last convolution must die of it (else the stand-in no longer reaches the
+# fault and the rest would prove nothing); the installed trellis-train, whose layers take the
+# layouts oneDNN chooses, must then pass its probe and train ResNet-50 (whose 1x1 convolutions of
+# 256 to 1024 channels are the ones that die) under it.
+onednn_fault() {
+    local began=$SECONDS status stand_in=/tmp/tiny_l1_cache.so
+    in_root g++ -shared -fPIC -O1 "$inside/src/tests/debian13/onednn_sigfpe/tiny_l1_cache.cpp" -o "$stand_in" ||
+        { echo "FAIL: cannot build the oneDNN cache stand-in in the root"; return 1; }
+    in_root env LD_PRELOAD="$stand_in" python3 -c 'import torch
+c = torch.nn.Conv2d(256, 1024, 1).to(memory_format=torch.channels_last)
+c(torch.randn(16, 256, 14, 14).to(memory_format=torch.channels_last))' >"$work/onednn_fault.torch" 2>&1
+    status=$?
+    if [ $status -ne 136 ]; then  # 128 + SIGFPE
+        echo "note: PyTorch's channels-last convolution under a 1-byte L1 ended with status $status, not SIGFPE," \
+             "with $(in_root dpkg-query -W -f '${Package} ${Version}' 'libdnnl3*' 2>/dev/null): the fault is not reached; trellis not judged on it"
+        return 0
+    fi
+    in_root env LD_PRELOAD="$stand_in" trellis-train --model resnet50 --batch-size 16 --steps 1 --threads 2 \
+        >"$work/onednn_fault.out" 2>&1 && grep -q "^total images/sec" "$work/onednn_fault.out" ||
+        { tail -n 5 "$work/onednn_fault.out"; echo "FAIL: trellis-train under the oneDNN fault's 1-byte L1 (PyTorch dies of it)"; return 1; }
+    echo "ok: oneDNN's L1 read as 1 byte: PyTorch's channels-last 1x1 convolution dies of SIGFPE, trellis-train's" \
+         "probe passes and ResNet-50 trains ($((SECONDS - began)) s)"
+}
+onednn_fault || exit 1
 
 failed=() passed=() skipped=()
 for suite in $suites; do
