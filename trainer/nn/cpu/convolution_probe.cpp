@@ -15,7 +15,6 @@
 #include "common/environment.hpp"
 #include "common/error.hpp"
 #include "trainer/nn/cpu/convolution.hpp"
-#include "trainer/nn/cpu/dnnl_context.hpp"
 #include "trainer/nn/cpu/dnnl_version.hpp"
 
 namespace trellis::nn::cpu {
@@ -68,7 +67,8 @@ std::string cpu_model() {
     while (std::getline(cpuinfo, line))
         if (line.rfind("model name", 0) == 0) {
             auto colon = line.find(':');
-            if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+            auto value = colon == std::string::npos ? colon : line.find_first_not_of(" \t", colon + 1);
+            if (value != std::string::npos) return line.substr(value);
         }
     return "a CPU that /proc/cpuinfo does not name";
 }
