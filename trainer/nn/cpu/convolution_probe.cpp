@@ -28,7 +28,8 @@ int hooked_signal() {
     std::string value = hook;
     if (value == "sigfpe") return SIGFPE;
     if (value == "sigsegv") return SIGSEGV;
-    throw UsageError(std::string(env::test_convolution_probe.name) + "=" + value + ": not a test hook (accepted: sigfpe, sigsegv)");
+    throw UsageError(std::string(env::test_convolution_probe.name) + "=" + value +
+                     ": not a test hook (accepted: sigfpe, sigsegv)");
 }
 
 // The convolution oneDNN 3.7.2 was seen dying on (ResNet-50's 1x1 convolution of 256 to 1024
@@ -88,16 +89,18 @@ std::string way_out(const dnnl_version_t& version) {
     return elsewhere;
 }
 
-}  // namespace
-
+// The library as loaded: its version and file, e.g. "oneDNN 3.7.2 (/usr/lib/.../libdnnl.so.3.6)".
 std::string onednn_library() {
     const auto* version = dnnl_version();
     std::string text = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
                        std::to_string(version->patch);
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&dnnl_version), &info) && info.dli_fname) text += std::string(" (") + info.dli_fname + ")";
+    if (dladdr(reinterpret_cast<void*>(&dnnl_version), &info) && info.dli_fname)
+        text += std::string(" (") + info.dli_fname + ")";
     return text;
 }
+
+}  // namespace
 
 void require_working_convolutions() {
     static bool probed = false;
@@ -106,17 +109,20 @@ void require_working_convolutions() {
     // Nothing buffered is written twice: the child leaves by _exit, which flushes nothing.
     std::fflush(nullptr);
     pid_t child = fork();
-    if (child < 0) throw Error("cannot start the oneDNN convolution probe (fork): " + std::string(std::strerror(errno)));
+    if (child < 0)
+        throw Error("cannot start the oneDNN convolution probe (fork): " + std::string(std::strerror(errno)));
     if (child == 0) probe_in_child(hook);
     int status = 0;
     while (waitpid(child, &status, 0) < 0)
-        if (errno != EINTR) throw Error("cannot wait for the oneDNN convolution probe: " + std::string(std::strerror(errno)));
+        if (errno != EINTR)
+            throw Error("cannot wait for the oneDNN convolution probe: " + std::string(std::strerror(errno)));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         probed = true;
         return;
     }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGFPE)
-        throw Refused(onednn_library() + " dies of SIGFPE (an integer division by zero) when it makes a convolution on this CPU (" +
+        throw Refused(onednn_library() +
+                      " dies of SIGFPE (an integer division by zero) when it makes a convolution on this CPU (" +
                       cpu_model() + "), so the CPU backend cannot run here; " + way_out(*dnnl_version()));
     throw Error(onednn_library() + ": the convolution probe (a child process making one convolution) " +
                 (WIFSIGNALED(status) ? "died of " + signal_name(WTERMSIG(status))

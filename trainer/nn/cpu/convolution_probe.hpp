@@ -7,12 +7,7 @@
 // the library and what to do.
 #pragma once
 
-#include <string>
-
 namespace trellis::nn::cpu {
-
-// The library as loaded: its version and file, e.g. "oneDNN 3.7.2 (/usr/lib/.../libdnnl.so.3.6)".
-std::string onednn_library();
 
 // Runs the probe once per process (later calls return at once). Throws Refused, naming the
 // library, the CPU and the way out, when the child dies of SIGFPE; Error when it dies of
