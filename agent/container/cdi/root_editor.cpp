@@ -116,7 +116,8 @@ void MountedRoot::bind(const BindMount& mount) {
     Fd target{open_in_root(root_fd_, relative, O_PATH | O_NOFOLLOW)};
     if (target.fd < 0)
         throw Error("CDI: cannot open " + mount.container_path + " in the container: " + std::strerror(errno));
-    unsigned long bind_flags = MS_BIND | (mount.recursive ? MS_REC : 0);
+    unsigned long bind_flags = MS_BIND;
+    if (mount.recursive) bind_flags |= MS_REC;
     if (::mount(mount.host_path.c_str(), fd_path(target.fd).c_str(), nullptr, bind_flags, nullptr) != 0)
         throw Error("CDI: cannot bind " + mount.host_path + " on " + mount.container_path + " in the container: " +
                     std::strerror(errno));
