@@ -12,7 +12,7 @@ Architecture vgg16() {
     return {"vgg16", "", 224, 32, [](const BuildContext& build) {
                 LayerColumn net(build, {}, 3);
                 const int groups[][2] = {{64, 2}, {128, 2}, {256, 3}, {512, 3}, {512, 3}};
-                for (auto [channels, convolutions] : groups) {
+                for (const auto& [channels, convolutions] : groups) {
                     for (int i = 0; i < convolutions; ++i) net.conv(channels, 3, 3);
                     net.max_pool(2, 2);
                 }

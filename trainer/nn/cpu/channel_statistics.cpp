@@ -1,6 +1,7 @@
 #include "trainer/nn/cpu/channel_statistics.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
