@@ -3,7 +3,8 @@
 # PCI address from the node's topology, which minors the task's device cgroup allows, and how
 # CUDA numbers the GPUs it can open (in PCI order, as CUDA_DEVICE_ORDER=PCI_BUS_ID asks), and
 # whether the task's NUMA node (its memory's and CPUs') is its first GPU's.
-#   gpu_oracle.py CLUSTER_DIR TOPO PROBE_OUTPUT [--gpus N] [--no-gpus] [--shared] [--slurm-visibility]
+#   gpu_oracle.py CLUSTER_DIR TOPO PROBE_OUTPUT [--gpus N] [--allowed N] [--no-gpus] [--shared] [--slurm-visibility]
+# --gpus: the GPUs trellis tells each task of; --allowed: those its device cgroup lets it open.
 # Exits 1 naming every task that is wrong; else prints what each task saw.
 import json
 import os
@@ -13,6 +14,7 @@ import sys
 cluster, topo, output = sys.argv[1:4]
 flags = sys.argv[4:]
 want_gpus = int(flags[flags.index("--gpus") + 1]) if "--gpus" in flags else None
+want_allowed = int(flags[flags.index("--allowed") + 1]) if "--allowed" in flags else None
 
 
 def node_facts(node):
@@ -49,6 +51,8 @@ for task in tasks:
         continue
     if want_gpus is not None and len(own) != want_gpus:
         problems.append(f"{who}: {len(own)} GPUs {own}, wanted {want_gpus}")
+    if want_allowed is not None and len(allowed) != want_allowed:
+        problems.append(f"{who}: its cgroup allows {len(allowed)} GPUs (minors {allowed}), wanted {want_allowed}")
     if not set(own_minors) <= set(allowed):
         problems.append(f"{who}: told GPUs {own} (minors {own_minors}), but its cgroup allows minors {allowed}")
     # Its memory (and CPUs) follow its first GPU: TRELLIS_NUMA names that GPU's NUMA node.

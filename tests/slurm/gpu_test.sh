@@ -142,6 +142,28 @@ if since 23.11.4 "--gres-flags=allow-task-sharing"; then
     oracle task_sharing "--gpus-per-task=1 --gres-flags=allow-task-sharing" --gpus 1
     distinct task_sharing "allow-task-sharing"
 fi
+# A step of one task on a node: slurmstepd ignored --tres-bind there until Slurm 25.11, which
+# binds it as it binds several: the task may open one GPU of the step's two, not both. trellis
+# tells it of one either way, the binding's first.
+one_task_gpus=2
+at_least 25.11 && one_task_gpus=1
+gpu_run tres_bind_one_task -N1 -w n2 -n1 --gres=gpu:2 --gpu-bind=per_task:1
+oracle tres_bind_one_task "--gpu-bind=per_task:1, 1 task and 2 GPUs on n2 (Slurm $slurm_version lets it open $one_task_gpus)" \
+    --gpus 1 --allowed $one_task_gpus
+gpu_run gpus_per_node -N1 -w n2 -n2 --gpus-per-node=2
+oracle gpus_per_node "--gpus-per-node=2, 2 tasks on n2" --gpus 1
+# Since 26.05 srun refuses --gres=gpu:N beside --gpus-per-node, which earlier Slurms took
+# together: the refusal is Slurm's, and nothing of the step runs.
+if since 26.05 "--gres=gpu:N with --gpus-per-node refused"; then
+    runs=$((runs + 1))
+    if as_user_srun gres_and_gpus_per_node -N1 -w n2 -n1 --gres=gpu:2 --gpus-per-node=2 "${probe[@]}"; then
+        fail "--gres=gpu:2 --gpus-per-node=2: Slurm $slurm_version ran the step"
+    elif [ -s "$dir/gres_and_gpus_per_node.out" ]; then
+        fail "--gres=gpu:2 --gpus-per-node=2: a task ran: $(head -c 300 "$dir/gres_and_gpus_per_node.out")"
+    else
+        pass "--gres=gpu:2 --gpus-per-node=2: refused by srun: $(grep -m 1 . "$dir/gres_and_gpus_per_node.err")"
+    fi
+fi
 
 # 1c. sbatch's GPU options, then a plain srun in the batch script: 22.05 hands them on as
 #     SLURM_GPUS_PER_TASK and SLURM_GPU_BIND, 23.11 as SLURM_TRES_PER_TASK and SLURM_TRES_BIND.
