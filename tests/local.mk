@@ -66,21 +66,24 @@ EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/sl
 TESTS += tests/packaging/debian_test.sh
 EXTRA_DIST += tests/packaging/debian_test.sh
 
-# The Slurm suites above against Slurm 24.11, on cgroup v1 and v2: trellis's packages built and
-# installed and the suites run in a Debian 13 root (made once from the network by
-# tests/debian13/root, kept in /var/cache/trellis), on this machine's cgroup v1, then in a qemu
-# guest on cgroup v2. Skips without root, debootstrap or, for a root not yet made, the network.
-TESTS += tests/debian13/slurm2411_test.sh
-EXTRA_DIST += tests/debian13/slurm2411_test.sh tests/debian13/root tests/debian13/root.sh \
-	tests/debian13/onednn_sigfpe/report.md tests/debian13/onednn_sigfpe/reproducer.cpp \
-	tests/debian13/onednn_sigfpe/tiny_l1_cache.cpp
+# The Slurm suites above against newer Slurms, each in a root of the Debian release that ships
+# it (made once from the network by tests/debian/root, kept in /var/cache/trellis): trellis's
+# packages built and installed and the suites run there, on this machine's cgroup v1. Slurm
+# 24.11 (Debian 13) runs every suite, then the GPU matrix and the CPU allocation again in a qemu
+# guest on cgroup v2; Slurm 26.05 (unstable) the GPU matrix, the CPU allocation and the plugin's
+# own suite. Skip without root, debootstrap, or, for a root not yet made, the network.
+TESTS += tests/debian/slurm2411_test.sh tests/debian/slurm2605_test.sh
+EXTRA_DIST += tests/debian/slurm2411_test.sh tests/debian/slurm2605_test.sh tests/debian/slurm_release.sh \
+	tests/debian/root tests/debian/root.sh \
+	tests/debian/onednn_sigfpe/report.md tests/debian/onednn_sigfpe/reproducer.cpp \
+	tests/debian/onednn_sigfpe/tiny_l1_cache.cpp
 
 # InfiniBand verbs over soft-RoCE in a qemu VM (skips where qemu or the kernel are missing).
 TESTS += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh
 EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm tests/rdma/rxe_setup.sh tests/vm/qemu
 
 # Slurm 24.11 on cgroup v2 in a qemu guest booting a Debian 13 root: the GPU matrix and the CPU
-# allocation of tests/slurm. Run by tests/debian13/slurm2411_test.sh, on its root and packages.
+# allocation of tests/slurm. Run by tests/debian/slurm2411_test.sh, on its root and packages.
 EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/vm
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root

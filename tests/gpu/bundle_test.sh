@@ -37,10 +37,10 @@ size=$(stat -c %s "$work/trellis-gpu.tar.xz")
 [ "$size" -le $limit ] || fail "the bundle is $size bytes, over $limit"
 pass "the bundle is $size bytes (at most $limit), made in $((SECONDS - start)) s"
 
-# The root, made once (tests/debian13/root.sh: debootstrap, renamed into place when whole,
+# The root, made once (tests/debian/root.sh: debootstrap, renamed into place when whole,
 # flock'd so that tests side by side share it).
-. "$src/tests/debian13/root.sh"
-debian13_root "$root" "$work/debootstrap.out" || fail "cannot make the Debian 13 root $root"
+. "$src/tests/debian/root.sh"
+debian_root trixie "$root" "$work/debootstrap.out" || fail "cannot make the Debian 13 root $root"
 
 unpacked=$(mktemp -d "$root/opt/trellis-bundle-test.XXXXXX") || fail "cannot make a folder in $root/opt"
 mkdir "$unpacked/bundle" "$unpacked/run"

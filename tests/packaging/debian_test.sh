@@ -9,7 +9,7 @@
 #   TRELLIS_DEBS_DIR   a folder of already-built trellis .deb files
 #   TRELLIS_DEB_PROFILES  the build profiles (default notrainer: the plugin, the agent and
 #                      trellis-topo, 4 minutes here rather than 12 with the trainer, whose
-#                      packages tests/debian13 builds and tests; "" builds them all)
+#                      packages tests/debian builds and tests; "" builds them all)
 #   TRELLIS_BUILD      the build tree (tests/slurm/harness.sh)
 set -u
 skip() { echo "SKIP: $*"; exit 77; }

@@ -1,0 +1,214 @@
+# Sourced by the tests that run in a root of another Debian release (tests/gpu/bundle_test.sh,
+# tests/debian/slurm_release_test.sh) and by tests/debian/root. A root is made once, from the
+# network, and kept under /var/cache/trellis for later runs:
+#   debian_root RELEASE ROOT LOG [PACKAGE...]
+#       makes ROOT unless a whole one of RELEASE (trixie, sid...) is there: debootstrap
+#       --variant=minbase RELEASE into a new folder beside it, then apt-get install
+#       --no-install-recommends PACKAGE... in it, then a rename into place, so that a half-made
+#       root (a test killed, the network gone) is never taken for a whole one; the next call
+#       removes what a killed one left. A PACKAGE may pin a version, as apt-get takes it
+#       (slurm-wlm=26.05.*): when the mirror has no such version, nothing is installed and the
+#       status is 2, with a line naming the versions it has. One caller at a time makes it
+#       (flock on ROOT.lock); the others wait and share it. The tools' output goes to LOG; on
+#       failure its end is printed and the status is 1.
+#   debian_mount ROOT
+#       mounts what programs in the root need: /proc, /sys (with this machine's cgroup
+#       hierarchies under /sys/fs/cgroup), a /dev of its own (the usual nodes, /dev/fuse, a
+#       devpts instance and /dev/shm: device nodes made there, such as the test cluster's
+#       /dev/nvidiaN, stay there), tmpfs on /tmp and /run, and this machine's /etc/hosts. Call
+#       it only in a mount namespace of its own (unshare --mount --propagation private), so that
+#       all of it goes away with the caller and is never seen by the rest of the machine.
+#   debian_enter ROOT COMMAND...
+#       COMMAND with ROOT as its "/", after debian_mount (below).
+# The mirror is TRELLIS_DEBIAN_MIRROR, else the one this machine's own apt sources name for
+# its release (debian_host_mirror).
+debian_complete=.trellis-root-complete
+
+# debian_host_mirror: the URI of the first Debian archive in this machine's apt sources
+# (deb822 .sources files, then one-line sources.list files) that serves its own release, not
+# its security updates: the mirror a site has chosen, and the one known to be reachable.
+debian_host_mirror() {
+    local codename
+    codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+    [ -n "$codename" ] || return 1
+    {
+        awk -v want="$codename" '
+            function flush() { if (deb && uris != "" && index(" " suites " ", " " want " ")) { split(uris, u, " "); print u[1] } deb = 0; uris = suites = "" }
+            /^[[:space:]]*$/ { flush(); next }
+            /^Types:/ { deb = index(" " substr($0, 7) " ", " deb ") > 0 }
+            /^URIs:/ { uris = substr($0, 6) }
+            /^Suites:/ { suites = substr($0, 8) }
+            END { flush() }' /etc/apt/sources.list.d/*.sources 2>/dev/null
+        # one-line form: deb [options] URI SUITE COMPONENT...
+        sed -E -n 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+([^[:space:]]+).*/\2 \3/p' \
+            /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk -v want="$codename" '$2 == want { print $1 }'
+    } | sed 's|/*$||' | grep -m 1 -v '^$'
+}
+debian_mirror=${TRELLIS_DEBIAN_MIRROR:-$(debian_host_mirror)}
+
+# debian_mirror_reachable: the mirror's host answers on its port within 10 s.
+debian_mirror_reachable() {
+    local scheme=${debian_mirror%%://*} host=${debian_mirror#*://} port
+    host=${host%%/*} port=80
+    [ "$scheme" = https ] && port=443
+    [[ $host == *:* ]] && port=${host##*:} host=${host%:*}
+    [ -n "$host" ] && timeout 10 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null
+}
+
+debian_root() {
+    local release=$1 root=$2 log=$3
+    shift 3
+    [ -n "$debian_mirror" ] || { echo "no Debian mirror: this machine's apt sources name none for its release; set TRELLIS_DEBIAN_MIRROR"; return 1; }
+    mkdir -p "$(dirname "$root")" || { echo "cannot make $(dirname "$root")"; return 1; }
+    (
+        flock 9 || { echo "cannot lock $root.lock"; exit 1; }
+        debian_has "$release" "$root" "$@" && exit 0
+        debian_make "$release" "$root" "$log" "$@"
+    ) 9>"$root.lock"
+}
+
+# debian_has RELEASE ROOT [PACKAGE...]: ROOT is a whole root of RELEASE, made with every
+# PACKAGE (a root made before a package joined the list is made again).
+debian_has() {
+    local release=$1 root=$2 package made
+    [ -f "$root/$debian_complete" ] || return 1
+    made=$(cat "$root/$debian_complete")
+    [[ $made == "debootstrap --variant=minbase $release,"* ]] || return 1
+    made=" ${made#*; packages: } "
+    shift 2
+    for package in "$@"; do
+        [[ $made == *" $package "* ]] || return 1
+    done
+}
+
+# debian_release_expired ROOT RELEASE: the Release file debootstrap fetched into ROOT has a
+# Valid-Until in the past (a frozen snapshot of testing or unstable; stable has none).
+debian_release_expired() {
+    local until
+    until=$(sed -n 's/^Valid-Until: //p' "$1"/var/lib/apt/lists/*_dists_"$2"_Release 2>/dev/null | head -n 1)
+    [ -n "$until" ] && [ "$(date -d "$until" +%s 2>/dev/null || echo 0)" -lt "$(date +%s)" ]
+}
+
+debian_make() {
+    local release=$1 root=$2 log=$3 new began=$SECONDS status
+    shift 3
+    rm -rf --one-file-system "$root" "$root".new.*
+    new=$(mktemp -d "$root.new.XXXXXX") || { echo "cannot make a folder beside $root"; return 1; }
+    chmod 755 "$new"
+    if ! debootstrap --variant=minbase "$release" "$new" "$debian_mirror" >"$log" 2>&1; then
+        tail -n 20 "$log"
+        [ -f "$new/debootstrap/debootstrap.log" ] && tail -n 20 "$new/debootstrap/debootstrap.log"
+        rm -rf --one-file-system "$new"
+        echo "debootstrap of Debian $release from $debian_mirror into $new failed (its output ends above)"
+        return 1
+    fi
+    echo "ok: debootstrap --variant=minbase $release in $((SECONDS - began)) s"
+    case $release in
+    testing|unstable|sid|forky)
+        # Only a testing or unstable Release carries a Valid-Until; a frozen mirror's has passed
+        # it, and apt would refuse the whole archive.
+        if debian_release_expired "$new" "$release"; then
+            echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/99trellis-frozen-mirror"
+            echo "note: the mirror's $release Release file has expired (a frozen snapshot): apt in the root does not check its date"
+        fi ;;
+    esac
+    if [ $# -gt 0 ]; then
+        # No daemon a package installs (munge, slurmd) is started in the root.
+        printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d" && chmod 755 "$new/usr/sbin/policy-rc.d"
+        unshare --mount --propagation private bash -c '
+                new=$2
+                . "$1" && debian_mount "$new" && shift 2 || exit 1
+                in_new() { chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"; }
+                in_new apt-get update -q || exit 1
+                missing=()
+                for package in "$@"; do
+                    [[ $package == *=* ]] || continue
+                    name=${package%%=*} want=${package#*=}
+                    have=$(in_new apt-cache madison "$name" | awk -F"|" "{ gsub(/ /, \"\", \$2); print \$2 }" | sort -u | paste -sd" " -)
+                    for version in $have; do
+                        # shellcheck disable=SC2053  # the pin is a glob
+                        [[ $version == $want ]] && continue 2
+                    done
+                    missing+=("$name $want (the mirror has: ${have:-none})")
+                done
+                [ ${#missing[@]} -eq 0 ] || { (IFS=";"; echo "pinned versions missing: ${missing[*]}"); exit 2; }
+                in_new apt-get install -y -q --no-install-recommends "$@"
+            ' debian "${BASH_SOURCE[0]}" "$new" "$@" >>"$log" 2>&1
+        status=$?
+        if [ $status -ne 0 ]; then
+            rm -rf --one-file-system "$new"
+            if [ $status -eq 2 ]; then
+                grep '^pinned versions missing: ' "$log" | sed "s/^/Debian $release: /"
+                return 2
+            fi
+            tail -n 30 "$log"
+            echo "apt-get install in the Debian $release root $new failed (its output ends above)"
+            return 1
+        fi
+        rm -f "$new/usr/sbin/policy-rc.d"
+        chroot "$new" apt-get clean
+    fi
+    echo "debootstrap --variant=minbase $release, $(date -u '+%Y-%m-%d %H:%M UTC'); packages: ${*:-none}" >"$new/$debian_complete"
+    mv "$new" "$root" || { echo "cannot rename $new to $root"; return 1; }
+    echo "ok: made the Debian $release root $root in $((SECONDS - began)) s"
+}
+
+debian_mount() {
+    local root=$1 node
+    # The root a mount point of its own: in it, `unshare --propagation private` (each test
+    # cluster's slurmd) changes the propagation of "/", which must be a mount.
+    mount --bind "$root" "$root" &&
+        mount -t proc proc "$root/proc" &&
+        mount --rbind /sys "$root/sys" &&
+        mount -t tmpfs -o mode=755,size=64m tmpfs "$root/dev" &&
+        mount -t tmpfs -o mode=1777 tmpfs "$root/tmp" &&
+        mount -t tmpfs -o mode=755 tmpfs "$root/run" || { echo "cannot mount $root, /proc, /sys, /dev, /tmp or /run in it"; return 1; }
+    for node in null zero full random urandom tty fuse; do
+        [ -e "/dev/$node" ] || continue
+        touch "$root/dev/$node" && mount --bind "/dev/$node" "$root/dev/$node" || { echo "cannot bind /dev/$node into $root"; return 1; }
+    done
+    # This machine's name as this machine resolves it (munged and Slurm look it up).
+    # A minbase root has no /etc/hosts to bind over: it gets an empty one first.
+    if [ -f /etc/hosts ]; then
+        [ -e "$root/etc/hosts" ] || : >"$root/etc/hosts"
+        mount --bind /etc/hosts "$root/etc/hosts" || { echo "cannot bind /etc/hosts into $root"; return 1; }
+    fi
+    mkdir -p "$root/dev/pts" "$root/dev/shm" "$root/run/lock"
+    mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts" && ln -s pts/ptmx "$root/dev/ptmx" &&
+        mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || { echo "cannot mount /dev/pts or /dev/shm in $root"; return 1; }
+    ln -s /proc/self/fd "$root/dev/fd" && ln -s /proc/self/fd/0 "$root/dev/stdin" &&
+        ln -s /proc/self/fd/1 "$root/dev/stdout" && ln -s /proc/self/fd/2 "$root/dev/stderr"
+}
+
+# The Slurm roots (tests/debian/slurm_release_test.sh), one per release, and their packages:
+# trellis's build dependencies, Slurm (pinned to the major.minor the suites are written for),
+# munge, and what the suites run there.
+debian_slurm_root() { echo "/var/cache/trellis/$1-slurm"; }
+debian_build_packages="autoconf automake libtool pkg-config g++ make build-essential python3 libhwloc-dev hwloc
+    libpmix-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
+    zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev debhelper dpkg-dev"
+debian_slurm_packages() {
+    case $1 in
+    # Slurm 24.11 with every suite's peers: PyTorch 2.6, Open MPI 5 with PMIx 5, the container
+    # and image tools, and matplotlib for trellis-report (train_test draws its campaign's figures).
+    trixie) echo "$debian_build_packages slurm-wlm=24.11.* slurmd slurmctld slurm-client munge
+        python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
+        squashfs-tools squashfuse fuse-overlayfs ca-certificates python3-matplotlib" ;;
+    # Slurm 26.05 for the GPU matrix, the CPU allocation and the plugin's own suite (busybox
+    # fills the image of the containerised launch's cost).
+    sid) echo "$debian_build_packages slurm-wlm=26.05.* slurmd slurmctld slurm-client munge
+        time util-linux busybox-static iproute2 procps jq ca-certificates" ;;
+    *) return 1 ;;
+    esac
+}
+
+# debian_enter ROOT COMMAND...: not by chroot: a chrooted process may not make a user namespace
+# (the kernel refuses CLONE_NEWUSER to it), and the container steps' tasks make theirs. ROOT
+# becomes the root of a mount namespace of its own (pivot_root), and this machine's tree is
+# unmounted there.
+debian_enter() {
+    local root=$1
+    shift
+    unshare --mount --propagation private sh -c 'cd "$1" && pivot_root . mnt && umount -l /mnt && shift && exec "$@"' \
+        debian "$root" "$@"
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+# The Slurm suites on Slurm 26.05, in a Debian unstable (sid) root (tests/debian/slurm_release.sh).
+exec "$(dirname "$0")/slurm_release.sh" sid
