@@ -160,8 +160,10 @@ if since 26.05 "--gres=gpu:N with --gpus-per-node refused"; then
         fail "--gres=gpu:2 --gpus-per-node=2: Slurm $slurm_version ran the step"
     elif [ -s "$dir/gres_and_gpus_per_node.out" ]; then
         fail "--gres=gpu:2 --gpus-per-node=2: a task ran: $(head -c 300 "$dir/gres_and_gpus_per_node.out")"
+    elif ! refusal=$(grep -m 1 "mutually exclusive" "$dir/gres_and_gpus_per_node.err"); then
+        fail "--gres=gpu:2 --gpus-per-node=2: failed, but not as refused: $(tail -n 3 "$dir/gres_and_gpus_per_node.err")"
     else
-        pass "--gres=gpu:2 --gpus-per-node=2: refused by srun: $(grep -m 1 . "$dir/gres_and_gpus_per_node.err")"
+        pass "--gres=gpu:2 --gpus-per-node=2: refused by srun: $refusal"
     fi
 fi
 
