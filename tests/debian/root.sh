@@ -1,5 +1,5 @@
 # Sourced by the tests that run in a root of another Debian release (tests/gpu/bundle_test.sh,
-# tests/debian/slurm_release_test.sh) and by tests/debian/root. A root is made once, from the
+# tests/debian/slurm_release.sh) and by tests/debian/root. A root is made once, from the
 # network, and kept under /var/cache/trellis for later runs:
 #   debian_root RELEASE ROOT LOG [PACKAGE...]
 #       makes ROOT unless a whole one of RELEASE (trixie, sid...) is there: debootstrap
@@ -26,23 +26,35 @@ debian_complete=.trellis-root-complete
 
 # debian_host_mirror: the URI of the first Debian archive in this machine's apt sources
 # (deb822 .sources files, then one-line sources.list files) that serves its own release, not
-# its security updates: the mirror a site has chosen, and the one known to be reachable.
+# its security updates: the mirror a site has chosen, and the one known to be reachable. A
+# mirror+file: URI is read from the file it names (its first URI). Nothing on a machine that is
+# not Debian: its archive's codename would not be Debian's.
 debian_host_mirror() {
-    local codename
-    codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+    local codename uri
+    codename=$(. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}")
     [ -n "$codename" ] || return 1
-    {
+    uri=$({
         awk -v want="$codename" '
-            function flush() { if (deb && uris != "" && index(" " suites " ", " " want " ")) { split(uris, u, " "); print u[1] } deb = 0; uris = suites = "" }
+            function flush() {
+                if (deb && enabled && uris != "" && index(" " suites " ", " " want " ")) { split(uris, u, " "); print u[1] }
+                deb = 0; enabled = 1; uris = suites = ""
+            }
+            BEGIN { enabled = 1 }
+            FNR == 1 { flush() }
             /^[[:space:]]*$/ { flush(); next }
             /^Types:/ { deb = index(" " substr($0, 7) " ", " deb ") > 0 }
+            /^Enabled:[[:space:]]*no/ { enabled = 0 }
             /^URIs:/ { uris = substr($0, 6) }
             /^Suites:/ { suites = substr($0, 8) }
             END { flush() }' /etc/apt/sources.list.d/*.sources 2>/dev/null
         # one-line form: deb [options] URI SUITE COMPONENT...
         sed -E -n 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+([^[:space:]]+).*/\2 \3/p' \
             /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk -v want="$codename" '$2 == want { print $1 }'
-    } | sed 's|/*$||' | grep -m 1 -v '^$'
+    } | grep -m 1 -v '^$')
+    case $uri in
+    mirror+file:*) uri=$(grep -m 1 -E '^[a-z]+://' "${uri#mirror+file:}" 2>/dev/null | awk '{ print $1 }') ;;
+    esac
+    [ -n "$uri" ] && echo "${uri%/}"
 }
 debian_mirror=${TRELLIS_DEBIAN_MIRROR:-$(debian_host_mirror)}
 
@@ -81,12 +93,19 @@ debian_has() {
     done
 }
 
-# debian_release_expired ROOT RELEASE: the Release file debootstrap fetched into ROOT has a
-# Valid-Until in the past (a frozen snapshot of testing or unstable; stable has none).
-debian_release_expired() {
-    local until
-    until=$(sed -n 's/^Valid-Until: //p' "$1"/var/lib/apt/lists/*_dists_"$2"_Release 2>/dev/null | head -n 1)
-    [ -n "$until" ] && [ "$(date -d "$until" +%s 2>/dev/null || echo 0)" -lt "$(date +%s)" ]
+# debian_frozen ROOT RELEASE: the Release file debootstrap fetched into ROOT is testing's or
+# unstable's (its Suite field: only they carry a Valid-Until) and its Valid-Until has passed (a
+# frozen snapshot). A date that cannot be read is taken as not passed, with a note.
+debian_frozen() {
+    local release_file suite until seconds
+    release_file=$(ls "$1"/var/lib/apt/lists/*_dists_"$2"_Release 2>/dev/null | head -n 1)
+    suite=$(sed -n 's/^Suite: //p' "$release_file" 2>/dev/null)
+    case $suite in testing|unstable) ;; *) return 1 ;; esac
+    until=$(sed -n 's/^Valid-Until: //p' "$release_file")
+    [ -n "$until" ] || return 1
+    seconds=$(date -d "$until" +%s 2>/dev/null) ||
+        { echo "note: cannot read the Valid-Until \"$until\" of $release_file: taken as not passed"; return 1; }
+    [ "$seconds" -lt "$(date +%s)" ]
 }
 
 debian_make() {
@@ -103,15 +122,12 @@ debian_make() {
         return 1
     fi
     echo "ok: debootstrap --variant=minbase $release in $((SECONDS - began)) s"
-    case $release in
-    testing|unstable|sid|forky)
-        # Only a testing or unstable Release carries a Valid-Until; a frozen mirror's has passed
-        # it, and apt would refuse the whole archive.
-        if debian_release_expired "$new" "$release"; then
-            echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/99trellis-frozen-mirror"
-            echo "note: the mirror's $release Release file has expired (a frozen snapshot): apt in the root does not check its date"
-        fi ;;
-    esac
+    # A frozen mirror's testing or unstable Release has passed its Valid-Until, and apt would
+    # refuse the whole archive.
+    if debian_frozen "$new" "$release"; then
+        echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/99trellis-frozen-mirror"
+        echo "note: the mirror's $release Release file has expired (a frozen snapshot): apt in the root does not check its date"
+    fi
     if [ $# -gt 0 ]; then
         # No daemon a package installs (munge, slurmd) is started in the root.
         printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d" && chmod 755 "$new/usr/sbin/policy-rc.d"
@@ -119,12 +135,14 @@ debian_make() {
                 new=$2
                 . "$1" && debian_mount "$new" && shift 2 || exit 1
                 in_new() { chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"; }
+                set -o pipefail
                 in_new apt-get update -q || exit 1
                 missing=()
                 for package in "$@"; do
                     [[ $package == *=* ]] || continue
                     name=${package%%=*} want=${package#*=}
-                    have=$(in_new apt-cache madison "$name" | awk -F"|" "{ gsub(/ /, \"\", \$2); print \$2 }" | sort -u | paste -sd" " -)
+                    have=$(in_new apt-cache madison "$name" | awk -F"|" "{ gsub(/ /, \"\", \$2); print \$2 }" | sort -u | paste -sd" " -) ||
+                        { echo "apt-cache madison $name failed"; exit 1; }
                     for version in $have; do
                         # shellcheck disable=SC2053  # the pin is a glob
                         [[ $version == $want ]] && continue 2
@@ -180,7 +198,7 @@ debian_mount() {
         ln -s /proc/self/fd/1 "$root/dev/stdout" && ln -s /proc/self/fd/2 "$root/dev/stderr"
 }
 
-# The Slurm roots (tests/debian/slurm_release_test.sh), one per release, and their packages:
+# The Slurm roots (tests/debian/slurm_release.sh), one per release, and their packages:
 # trellis's build dependencies, Slurm (pinned to the major.minor the suites are written for),
 # munge, and what the suites run there.
 debian_slurm_root() { echo "/var/cache/trellis/$1-slurm"; }

@@ -5,7 +5,8 @@
 # LD_LIBRARY_PATH, trellis-train trains on the CPU and finds the bundle's CUDA module, and
 # ldd finds every library of the programs and all but CUDA's of the module. The root is made
 # once by debootstrap (from the network) and kept in /var/cache/trellis for later runs.
-# Skips (77) when not root, without debootstrap or chroot, or without the trainer.
+# Skips (77) when not root, without debootstrap or chroot, without the trainer, or when the
+# root must be made and the mirror cannot be reached.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (debootstrap, chroot, mounts)"; exit 77; }
@@ -40,6 +41,8 @@ pass "the bundle is $size bytes (at most $limit), made in $((SECONDS - start)) s
 # The root, made once (tests/debian/root.sh: debootstrap, renamed into place when whole,
 # flock'd so that tests side by side share it).
 . "$src/tests/debian/root.sh"
+debian_has trixie "$root" || debian_mirror_reachable ||
+    { echo "SKIP: no Debian 13 root in $root, and the mirror ${debian_mirror:-(none named by the apt sources here)} cannot be reached to make one"; exit 77; }
 debian_root trixie "$root" "$work/debootstrap.out" || fail "cannot make the Debian 13 root $root"
 
 unpacked=$(mktemp -d "$root/opt/trellis-bundle-test.XXXXXX") || fail "cannot make a folder in $root/opt"
