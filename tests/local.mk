@@ -71,8 +71,8 @@ EXTRA_DIST += tests/packaging/debian_test.sh
 # packages built and installed and the suites run there, on this machine's cgroup v1. Slurm
 # 24.11 (Debian 13) runs every suite, then the GPU matrix and the CPU allocation again in a qemu
 # guest on cgroup v2; Slurm 26.05 (unstable) the GPU matrix, the CPU allocation and the plugin's
-# own suite. Skip without root, debootstrap, or, for a root not yet made, the network.
-TESTS += tests/debian/slurm2411_test.sh tests/debian/slurm2605_test.sh
+# own suite. Skip without root, debootstrap, or, for a root not yet made, the network. (They are
+# in TESTS from the top of Makefile.am: the longest, they start first.)
 EXTRA_DIST += tests/debian/slurm2411_test.sh tests/debian/slurm2605_test.sh tests/debian/slurm_release.sh \
 	tests/debian/root tests/debian/root.sh \
 	tests/debian/onednn_sigfpe/report.md tests/debian/onednn_sigfpe/reproducer.cpp \

@@ -21,21 +21,26 @@
 #   TRELLIS_DEBIAN_SUITES  the suites to run (default: the release's, above)
 #   TRELLIS_DEBIAN_CGROUP2 0 leaves out the cgroup v2 guest
 #   TRELLIS_DEBIAN_LAUNCH_RUNS  runs of tests/perf/slurm_launch there (default 12; 0: none)
+#   TRELLIS_TESTS_END      when the tests must have ended (seconds since the epoch; scripts/test
+#                          sets it): with less time left than the release takes, the test skips
 # Skips (77) when not root, without debootstrap, chroot, unshare or flock, without git (the
-# source tree is copied by its git file list), when the root must be made and the mirror
-# cannot be reached, or when the mirror's Slurm is not the release's (the line names the
-# versions it has).
+# source tree is copied by its git file list), when the tests' time is too short, when the
+# root must be made and the mirror cannot be reached, or when the mirror's Slurm is not the
+# release's (the line names the versions it has).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
 . "$src/tests/debian/root.sh"
 release=${1:-}
 case $release in
-trixie) slurm=24.11 default_suites="gpu_test cpu_alloc_test frameworks_test slurm_test container_test train_test" cgroup2=1 ;;
-sid) slurm=26.05 default_suites="gpu_test cpu_alloc_test slurm_test" cgroup2=0 ;;
+# minutes: what a cold root, the build, the suites (and the guest) took on 2 cores, the two
+# releases side by side in make -j2 check (trixie 3 + 13.5 + 10, sid 3 + 11)
+trixie) slurm=24.11 default_suites="gpu_test cpu_alloc_test frameworks_test slurm_test container_test train_test" cgroup2=1 minutes=30 ;;
+sid) slurm=26.05 default_suites="gpu_test cpu_alloc_test slurm_test" cgroup2=0 minutes=15 ;;
 *) echo "usage: $0 trixie|sid"; exit 2 ;;
 esac
-packages=$(debian_slurm_packages "$release")
+# The package list as words, none taken as a file pattern (slurm-wlm=26.05.* is apt's).
+read -r -d '' -a packages <<<"$(debian_slurm_packages "$release")"
 root=${TRELLIS_DEBIAN_ROOT:-$(debian_slurm_root "$release")}
 # Where the packages are built, inside the root (the cgroup v2 guest takes its test programs there).
 work_path=/opt/trellis-debian
@@ -48,12 +53,17 @@ if [ "${2:-}" != --in-own-mount-namespace ]; then
         command -v "$tool" >/dev/null || skip "$tool is missing (scripts/install-deps installs it)"
     done
     git -C "$src" rev-parse --git-dir >/dev/null 2>&1 || skip "$src is not a git checkout (its files are copied into the root by git ls-files)"
-    # shellcheck disable=SC2086  # the list is words
-    if ! debian_has "$release" "$root" $packages; then
+    # The tests' time (scripts/test sets TRELLIS_TESTS_END, in seconds since the epoch, so that
+    # the benchmarks after make check keep their share): nothing is begun that cannot end in it.
+    if [[ ${TRELLIS_TESTS_END:-} =~ ^[0-9]+$ ]]; then
+        left=$(( (TRELLIS_TESTS_END - $(date +%s)) / 60 ))
+        [ "$left" -ge "$minutes" ] ||
+            skip "$left min left of the tests' time (TRELLIS_TESTS_END), and the Debian $release root, the build and the suites on Slurm $slurm take about $minutes min"
+    fi
+    if ! debian_has "$release" "$root" "${packages[@]}"; then
         debian_mirror_reachable || skip "no Debian $release root in $root, and the mirror ${debian_mirror:-(none named by the apt sources here)} cannot be reached to make one"
         log=$(mktemp /tmp/trellis-debian-root.XXXXXX)
-        # shellcheck disable=SC2086  # the list is words
-        debian_root "$release" "$root" "$log" $packages
+        debian_root "$release" "$root" "$log" "${packages[@]}"
         made=$?
         rm -f "$log"
         case $made in
@@ -117,6 +127,7 @@ build_trellis() {
         { tail -n 20 "$work/install.log"; echo "FAIL: the packages do not install in the root"; return 1; }
     build=$inside/src/debian/build
     installed_plugin=$(in_root dpkg -L slurm-spank-trellis | grep '/spank_trellis\.so$')
+    [ -n "$installed_plugin" ] || { echo "FAIL: the installed slurm-spank-trellis holds no spank_trellis.so"; return 1; }
     echo "$installed_plugin" >"$work/src/debian/installed-plugin"
     echo "ok: trellis's packages built and installed in the root in $((SECONDS - began)) s:" \
          "$(in_root dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' 'trellis-*' slurm-spank-trellis |
