@@ -102,7 +102,9 @@ in_root() {
     debian_enter "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
 }
 echo "Debian $release root $root: $(cat "$root/$debian_complete")"
-echo "$(in_root slurmd -V), $(in_root sh -c 'dpkg-query -W -f "\${Package} \${Version}\n" slurm-wlm libpmix2t64 libdnnl3.6 openmpi-bin python3-torch catch2 g++ 2>/dev/null | paste -sd, -')"
+# The Slurm as its slurmd names itself (read once: each in_root makes a mount namespace).
+slurmd_version=$(in_root slurmd -V)
+echo "$slurmd_version, $(in_root sh -c 'dpkg-query -W -f "\${Package} \${Version}\n" slurm-wlm libpmix2t64 libdnnl3.6 openmpi-bin python3-torch catch2 g++ 2>/dev/null | paste -sd, -')"
 
 # build_trellis: trellis's Debian packages built in the root against its Slurm
 # (dpkg-buildpackage, no CUDA there) from this checkout's files as they are (git ls-files), so
@@ -118,7 +120,7 @@ build_trellis() {
     if ! in_root sh -c "cd '$inside/src' && DEB_BUILD_OPTIONS='nocheck parallel=2' nice -n 10 dpkg-buildpackage -b -us -uc -Pnocuda &&
             make -C debian/build -j2 tests/slurm/pmix_exchange tests/data/make_dataset" >"$work/build.log" 2>&1; then
         tail -n 40 "$work/build.log"
-        echo "FAIL: trellis's packages do not build against $(in_root slurmd -V) in the root (the build's output ends above)"
+        echo "FAIL: trellis's packages do not build against $slurmd_version in the root (the build's output ends above)"
         return 1
     fi
     debs=$(cd "$work" && ls trellis-*_*.deb slurm-spank-trellis_*.deb | grep -v -- -dbgsym_ | sed "s|^|$inside/|")
@@ -178,7 +180,7 @@ fi
 failed=() passed=() skipped=()
 for suite in $suites; do
     began_suite=$SECONDS
-    echo "== tests/slurm/$suite.sh on $(in_root slurmd -V)"
+    echo "== tests/slurm/$suite.sh on $slurmd_version"
     in_root TRELLIS_BUILD="$build" TRELLIS_PLUGIN="$installed_plugin" TRELLIS_TOPO="$build/trellis-topo" \
         TRELLIS_FIXTURES="$inside/src/tests/fixtures" \
         TRELLIS_CUDA_MODULE="$build/.libs/trellis-cuda.so" PYTHON3=python3 \
@@ -195,7 +197,7 @@ done
 # The plugin's launch cost on this Slurm (a figure for the record, not judged here: tests/perf runs
 # the same benchmark on this machine's Slurm).
 if [ "${TRELLIS_DEBIAN_LAUNCH_RUNS:-12}" -gt 0 ]; then
-    echo "== tests/perf/slurm_launch on $(in_root slurmd -V), the installed plugin"
+    echo "== tests/perf/slurm_launch on $slurmd_version, the installed plugin"
     in_root TRELLIS_PLUGIN="$installed_plugin" PYTHON3=python3 \
         "$inside/src/tests/perf/slurm_launch" "$build" "$inside/src" "${TRELLIS_DEBIAN_LAUNCH_RUNS:-12}" 2>&1
 fi
