@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -76,6 +77,12 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
     if (::close_range(3, ~0U, 0) != 0)
         for (int fd = 3; fd < 65536; ++fd) ::close(fd);
     ::setsid();
+    // No signal blocked or ignored, whatever the caller had: exec keeps both, and slurmstepd's
+    // thread that runs the plugin blocks SIGTERM, by which a child (Apptainer) is asked to end.
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int number = 1; number < NSIG; ++number) ::signal(number, SIG_DFL);
     if (as && !become(*as)) {
         std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as->uid, as->gid, std::strerror(errno));
         ::_exit(126);

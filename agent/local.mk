@@ -89,6 +89,7 @@ check_PROGRAMS += tests/container/cdi_apply_probe
 tests_container_cdi_apply_probe_SOURCES = tests/container/cdi_apply_probe.cpp
 tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
 tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
-EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/make_bundle \
+EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/apptainer_double_left.sh \
+	tests/container/make_bundle \
 	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh \
 	tests/container/digest_test.sh tests/container/squashfs_test.sh

@@ -10,10 +10,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "agent/command.hpp"
 #include "agent/container/namespaces.hpp"
@@ -27,19 +29,36 @@ namespace fs = std::filesystem;
 // Inside the container: Apptainer gives a contained /tmp of its own.
 const char* pause_inside = "/tmp/.trellis-pause";
 
-// read(2) rather than a stream: reading the stat of a process that exits meanwhile fails with
-// ESRCH, which std::ifstream throws as an exception; here it only means the process is gone.
-pid_t parent_of(pid_t pid) {
+// A process's parent and session, from its stat line. read(2) rather than a stream: reading
+// the stat of a process that exits meanwhile fails with ESRCH, which std::ifstream throws as
+// an exception; here it only means the process is gone (both ids 0).
+struct ProcessIds {
+    pid_t parent = 0;
+    pid_t session = 0;
+};
+ProcessIds ids_of(pid_t pid) {
     int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    char buffer[1024];  // "PID (COMM) S PPID ...": COMM is at most 16 bytes, PPID comes next
+    if (fd < 0) return {};
+    char buffer[1024];  // "PID (COMM) S PPID PGRP SESSION ...": COMM is at most 16 bytes
     ssize_t got = ::read(fd, buffer, sizeof buffer);
     ::close(fd);
-    if (got <= 0) return 0;
+    if (got <= 0) return {};
     std::string stat(buffer, size_t(got));
     auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 4 >= stat.size()) return 0;
-    return pid_t(std::atoi(stat.c_str() + close + 4));  // ") S PPID"
+    if (close == std::string::npos || close + 4 >= stat.size()) return {};
+    long parent = 0, group = 0, session = 0;
+    if (std::sscanf(stat.c_str() + close + 2, "%*c %ld %ld %ld", &parent, &group, &session) != 3) return {};
+    return {pid_t(parent), pid_t(session)};
+}
+
+std::vector<pid_t> all_processes() {
+    std::vector<pid_t> pids;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator("/proc", error)) {
+        pid_t pid = pid_t(std::atoi(entry.path().filename().c_str()));
+        if (pid > 0) pids.push_back(pid);
+    }
+    return pids;
 }
 
 bool same_file(const std::string& a, const struct stat& b) {
@@ -50,11 +69,7 @@ bool same_file(const std::string& a, const struct stat& b) {
 // The process running trellis-pause among `root` and its descendants, or 0.
 pid_t find_pause(pid_t root, const struct stat& pause) {
     std::map<pid_t, pid_t> parents;
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator("/proc", error)) {
-        pid_t pid = pid_t(std::atoi(entry.path().filename().c_str()));
-        if (pid > 0) parents[pid] = parent_of(pid);
-    }
+    for (pid_t pid : all_processes()) parents[pid] = ids_of(pid).parent;
     for (const auto& [pid, parent] : parents) {
         pid_t up = pid;
         for (int depth = 0; up > 1 && up != root && depth < 64; ++depth) up = parents.count(up) ? parents[up] : 0;
@@ -63,12 +78,46 @@ pid_t find_pause(pid_t root, const struct stat& pause) {
     return 0;
 }
 
+// Whether Apptainer has ended (or is no child of ours), leaving it unreaped (WNOWAIT): while
+// its zombie holds its pid, which names its session, no other process can take that pid.
+bool has_ended(pid_t apptainer) {
+    siginfo_t info{};
+    while (::waitid(P_PID, id_t(apptainer), &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+        if (errno != EINTR) return true;
+    return info.si_pid == apptainer;
+}
+
+// SIGKILL to whatever is left of Apptainer's session (all of it when Apptainer hung, else a
+// helper that outlived it), until nothing is (a process may fork while /proc is read), then
+// Apptainer reaped. Only while Apptainer is still ours, running or unreaped: once reaped, its
+// pid could name another's session.
+void end_session(pid_t apptainer) {
+    siginfo_t info{};
+    bool ours = ::waitid(P_PID, id_t(apptainer), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+    for (int round = 0; ours && round < 10; ++round) {
+        int found = 0;
+        for (pid_t pid : all_processes()) {
+            if (pid == apptainer || ids_of(pid).session != apptainer) continue;
+            ::kill(pid, SIGKILL);
+            ++found;
+        }
+        if (found == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!ours) return;
+    ::kill(apptainer, SIGKILL);
+    while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
-    // --contain: a private /tmp and a minimal /dev (the devices are bound in); no PID
-    // namespace, so that tasks joining the mount namespace see a /proc that matches them.
-    std::vector<std::string> argv = {spec.apptainer, "exec", "--contain", "--no-home", "--cleanenv"};
+    // --userns: the user-namespace mode even where a setuid starter is installed, since the
+    // tasks (the user's own processes) can join only namespaces their user owns. --contain: a
+    // private /tmp and a minimal /dev (the devices are bound in); no PID namespace, so that
+    // tasks joining the mount namespace see a /proc that matches them.
+    std::vector<std::string> argv = {spec.apptainer, "exec", "--userns", "--contain", "--no-home", "--cleanenv"};
     argv.insert(argv.end(), {"--bind", spec.pause_program + ":" + pause_inside + ":ro"});
     for (const auto& device : spec.devices) argv.insert(argv.end(), {"--bind", device + ":" + device});
     for (const auto& mount : spec.mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
@@ -78,10 +127,15 @@ std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
 }
 
 void stop_apptainer(pid_t apptainer) {
-    ::kill(-apptainer, SIGKILL);
-    ::kill(apptainer, SIGKILL);
-    while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    // On SIGTERM Apptainer ends its container and unmounts the image, and the squashfuse_ll
+    // serving it (in a process group of its own) exits; SIGKILL would leave that helper running
+    // under pid 1, holding the image open. It is given 3 s (the caller of `trellis-agent
+    // prepare` gives that 5 in all).
+    ::kill(apptainer, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!has_ended(apptainer) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    end_session(apptainer);
 }
 
 pid_t enter_sif_container(const ContainerSpec& spec) {
@@ -96,9 +150,9 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     pid_t inside = 0;
     while (!(inside = find_pause(apptainer, pause))) {
-        int status = 0;
-        if (::waitpid(apptainer, &status, WNOHANG) == apptainer) {
+        if (has_ended(apptainer)) {
             std::string message = read_message(errors);
+            end_session(apptainer);
             throw ContainerError(spec.apptainer + " stopped before the container ran: " +
                                  (message.empty() ? "no message" : message));
         }

@@ -10,13 +10,15 @@
 
 namespace trellis::agent {
 
-// The command line given to Apptainer: exec --contain --no-home --cleanenv, each bind.
+// The command line given to Apptainer: exec --userns --contain --no-home --cleanenv, each bind.
 std::vector<std::string> apptainer_command(const ContainerSpec& spec);
 
 // Returns Apptainer's pid (its session's leader). Throws ContainerError naming what failed
 // (with Apptainer's own message when it stopped).
 pid_t enter_sif_container(const ContainerSpec& spec);
-// Stops the Apptainer that enter_sif_container started, and its session.
+// Stops the Apptainer that enter_sif_container started: SIGTERM, which it answers by ending
+// its container and unmounting the image, then, after at most 3 s, SIGKILL to whatever is
+// left of its session (a FUSE helper in a process group of its own outlives a group kill).
 void stop_apptainer(pid_t apptainer);
 
 }  // namespace trellis::agent

@@ -36,6 +36,7 @@ as_runner() { setpriv --reuid="$runner" --regid="$runner" --init-groups "$@"; }
 touch "$work/image.sif"
 mkdir -p "$work/double" "$work/bin" "$work/results"
 ln -s "$here/apptainer-test-double" "$work/bin/apptainer"
+. "$here/apptainer_double_left.sh"
 cat >"$work/trellis.toml" <<TOML
 [container]
 allowed_images = ["$work/bundle", "$work/*.sif"]
@@ -135,24 +136,34 @@ if [ $can_contain -eq 1 ]; then
     echo "{\"pid\": $decoy, \"image\": \"$work/image.sif\"}" \
         >"$forged_home/.apptainer/instances/app/$(hostname)/$runner/trellis/trellis.json"
     [ -d "$home" ] || usermod -d "$forged_home" "$runner" 2>/dev/null
+    rm -f "$work/double/pids"
     as_runner "$agent" launch --nproc-per-node 2 --image "$work/image.sif" --mounts "$work/results:/tmp/results:ro" \
         "${config[@]}" -- sh -c 'cat /mnt/trellis-sif-marker; ls -d /tmp/results' >"$work/sif.out" 2>&1 ||
         fail "sif launch through the test double: status $?"
     kill $decoy 2>/dev/null
+    # Nothing of Apptainer's outlives the launch: not the helper the double leaves in a process
+    # group of its own, as Apptainer leaves squashfuse_ll.
+    left=$(apptainer_double_left "$work/double") || fail "the Apptainer test double recorded no process"
+    [ -z "$left" ] && pass "nothing of Apptainer's session outlives the launch ($(wc -l <"$work/double/pids") start)" ||
+        { kill -9 $left; fail "Apptainer's processes outlived the launch: pids $left"; }
     [ "$(grep -c "inside the sif test double" "$work/sif.out")" -eq 2 ] && grep -q "^\[1\] /tmp/results$" "$work/sif.out" &&
         pass "both ranks joined the container of the Apptainer the agent started, with the mount" ||
         { cat "$work/sif.out"; fail "sif ranks"; }
     calls=$(cat "$work/double/calls")
-    echo "$calls" | grep -qxF "exec --contain --no-home --cleanenv --bind $build/trellis-pause:/tmp/.trellis-pause:ro --bind $work/results:/tmp/results:ro $work/image.sif /tmp/.trellis-pause" &&
+    echo "$calls" | grep -qxF "exec --userns --contain --no-home --cleanenv --bind $build/trellis-pause:/tmp/.trellis-pause:ro --bind $work/results:/tmp/results:ro $work/image.sif /tmp/.trellis-pause" &&
         ! echo "$calls" | grep -q "^instance" &&
         pass "Apptainer's command line as expected, no instance command (checked by the test double)" ||
         fail "apptainer calls: $calls"
     names=$(tr ' ' '\n' <"$work/double/env-names" | sort -u | grep -vxE "PATH|HOME|USER|LOGNAME|PWD|SHLVL|_|" | tr '\n' ' ')
     [ -z "$names" ] && pass "Apptainer gets PATH, HOME, USER and LOGNAME only" || fail "Apptainer's environment also had: $names"
+    rm -f "$work/double/pids"
     out=$(as_runner "$agent" launch --nproc-per-node 1 --image "$work/image.sif" --mounts "$work/results:/nowhere" \
         "${config[@]}" -- true 2>&1)
     echo "$out" | grep -q "cannot create /nowhere" && pass "Apptainer's refusal reaches the user: $(echo "$out" | tail -n 1)" ||
         fail "apptainer failure: $out"
+    left=$(apptainer_double_left "$work/double") || fail "the Apptainer test double recorded no process"
+    [ -z "$left" ] && pass "nothing of Apptainer's session outlives its refusal" ||
+        { kill -9 $left; fail "Apptainer's processes outlived its refusal: pids $left"; }
 else
     echo "SKIP (part): the container cases need root (to make a root-owned image and a user) and user namespaces"
 fi

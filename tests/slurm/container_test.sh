@@ -26,6 +26,7 @@ mkdir -p "$dir/shared" && echo "from the host" >"$dir/shared/note"
 # .sif images through the Apptainer TEST DOUBLE (Apptainer is not a Debian package).
 mkdir -p "$dir/bin" "$dir/double" && chmod 1777 "$dir/double" && touch "$dir/image.sif"
 ln -s "$here/../container/apptainer-test-double" "$dir/bin/apptainer"
+. "$here/../container/apptainer_double_left.sh"
 cat >"$dir/trellis.toml" <<TOML
 [binding]
 policy = "closest"
@@ -203,13 +204,15 @@ rm -f "$dir/bundle/rootfs/work/su"
 
 # A .sif step: the tasks join the container of the Apptainer the agent started, which runs
 # until the step ends and not after.
+rm -f "$dir/double/pids"
 as_user_srun sif -N1 -n2 -w n1 --trellis-image="$dir/image.sif" sh -c 'cat /mnt/trellis-sif-marker; id -u'
 [ "$(grep -c "inside the sif test double" "$dir/sif.out")" -eq 2 ] && [ "$(grep -cx "$uid" "$dir/sif.out")" -eq 2 ] &&
     pass "a .sif step: both tasks in the (test double's) container, as $job_user" ||
     fail "sif step: $(cat "$dir/sif.out" "$dir/sif.err")"
 sleep 1
-[ -z "$(pgrep -f "$dir/image.sif")" ] && pass "after the .sif step: Apptainer and its container are gone" ||
-    fail "after the .sif step, still running: $(pgrep -af "$dir/image.sif")"
+left=$(apptainer_double_left "$dir/double") || fail "the Apptainer test double recorded no process"
+[ -z "$left" ] && pass "after the .sif step: Apptainer, its helper and its container are gone" ||
+    { kill -9 $left; fail "after the .sif step, still running: pids $left"; }
 
 # M5: one user's container start stalls (their Apptainer hangs for 20 s); another user's
 # container step on the same node at the same moment does not wait for it.

@@ -140,7 +140,7 @@ TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mo
     spec.apptainer = "/usr/bin/apptainer";
     spec.pause_program = "/usr/libexec/trellis/trellis-pause";
     CHECK(apptainer_command(spec) ==
-          std::vector<std::string>{"/usr/bin/apptainer", "exec", "--contain", "--no-home", "--cleanenv", "--bind",
+          std::vector<std::string>{"/usr/bin/apptainer", "exec", "--userns", "--contain", "--no-home", "--cleanenv", "--bind",
                                    "/usr/libexec/trellis/trellis-pause:/tmp/.trellis-pause:ro", "--bind",
                                    "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind", "/data:/data:ro",
                                    "--bind", "/var/spool/slurmd/pmix.7.0:/var/spool/slurmd/pmix.7.0",
