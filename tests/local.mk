@@ -20,7 +20,7 @@ AM_TESTS_ENVIRONMENT = \
 
 # The performance benchmarks print figures and ratios; `make perf` runs them.
 EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/perf/fuzz/parsers_fuzz.cpp \
-	tests/perf/trainer_vs_pytorch tests/perf/container_vs_native tests/perf/registry_image \
+	tests/perf/trainer_vs_pytorch tests/perf/container_vs_native tests/perf/apptainer_vs_native tests/perf/registry_image \
 	tests/perf/allreduce_vs_peers tests/perf/mpi_allreduce.c tests/perf/gloo_allreduce.py \
 	tests/perf/training_scaling tests/perf/verbs_vs_ib_write_bw \
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
@@ -55,7 +55,7 @@ endif
 TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/registry_test.sh \
 	tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh
-EXTRA_DIST += tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster tests/slurm/network \
+EXTRA_DIST += tests/slurm/apptainer_test.sh tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster tests/slurm/network \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh

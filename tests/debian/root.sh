@@ -8,7 +8,12 @@
 #       root (a test killed, the network gone) is never taken for a whole one; the next call
 #       removes what a killed one left. A PACKAGE may pin a version, as apt-get takes it
 #       (slurm-wlm=26.05.*): when the mirror has no such version, nothing is installed and the
-#       status is 2, with a line naming the versions it has. One caller at a time makes it
+#       status is 2, with a line naming the versions it has; a pin ending in '?'
+#       (apptainer=1.4.*?) is optional instead: without that version the root is made without
+#       the package, and the line naming the versions is left in ROOT/.trellis-root-missing for
+#       the tests that need it. A word +RELEASE (+sid) adds that release's archive as a source
+#       at pin priority 100: nothing comes from it but a package asked for by a version only it
+#       has, and that package's dependencies still come from RELEASE. One caller at a time makes it
 #       (flock on ROOT.lock); the others wait and share it. The tools' output goes to LOG; on
 #       failure its end is printed and the status is 1.
 #   debian_mount ROOT
@@ -23,6 +28,7 @@
 # The mirror is TRELLIS_DEBIAN_MIRROR, else the one this machine's own apt sources name for
 # its release (debian_host_mirror).
 debian_complete=.trellis-root-complete
+debian_missing=.trellis-root-missing
 
 # debian_host_mirror: the URI of the first Debian archive in this machine's apt sources
 # (deb822 .sources files, then one-line sources.list files) that serves its own release, not
@@ -132,26 +138,47 @@ debian_make() {
         # No daemon a package installs (munge, slurmd) is started in the root.
         printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d" && chmod 755 "$new/usr/sbin/policy-rc.d"
         unshare --mount --propagation private bash -c '
-                new=$2
-                . "$1" && debian_mount "$new" && shift 2 || exit 1
+                new=$2 mirror=$3
+                . "$1" && debian_mount "$new" && shift 3 || exit 1
                 in_new() { chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"; }
                 set -o pipefail
-                in_new apt-get update -q || exit 1
-                missing=()
+                install=()
                 for package in "$@"; do
-                    [[ $package == *=* ]] || continue
-                    name=${package%%=*} want=${package#*=}
+                    [[ $package == +* ]] || { install+=("$package"); continue; }
+                    also=${package#+}
+                    echo "deb $mirror $also main" >"$new/etc/apt/sources.list.d/trellis-$also.list"
+                    printf "Package: *\nPin: release n=%s\nPin-Priority: 100\n" "$also" >"$new/etc/apt/preferences.d/trellis-$also"
+                done
+                update=$(in_new apt-get update -q 2>&1)
+                status=$?
+                echo "$update"
+                # A frozen mirror: the added release may be a testing or unstable one past its
+                # Valid-Until, whose date alone is then not checked.
+                for also in $(ls "$new/etc/apt/sources.list.d" | sed -n "s/^trellis-\(.*\)\.list$/\1/p"); do
+                    echo "$update" | grep -q "dists/$also/.*is expired" || continue
+                    echo "deb [check-valid-until=no] $mirror $also main" >"$new/etc/apt/sources.list.d/trellis-$also.list"
+                    echo "note: the mirror'"'"'s $also Release file has expired (a frozen snapshot): apt in the root does not check its date"
+                    in_new apt-get update -q; status=$?
+                done
+                [ $status -eq 0 ] || exit 1
+                missing=() chosen=()
+                for package in "${install[@]}"; do
+                    [[ $package == *=* ]] || { chosen+=("$package"); continue; }
+                    name=${package%%=*} want=${package#*=} optional=
+                    [[ $want == *\? ]] && want=${want%\?} optional=1
                     have=$(in_new apt-cache madison "$name" | awk -F"|" "{ gsub(/ /, \"\", \$2); print \$2 }" | sort -u | paste -sd" " -) ||
                         { echo "apt-cache madison $name failed"; exit 1; }
                     for version in $have; do
                         # shellcheck disable=SC2053  # the pin is a glob
-                        [[ $version == $want ]] && continue 2
+                        [[ $version == $want ]] && { chosen+=("$name=$want"); continue 2; }
                     done
-                    missing+=("$name $want (the mirror has: ${have:-none})")
+                    line="$name $want (the mirror has: ${have:-none})"
+                    if [ -n "$optional" ]; then echo "$line" >>"$new/'"$debian_missing"'"; echo "note: left out: $line"
+                    else missing+=("$line"); fi
                 done
                 [ ${#missing[@]} -eq 0 ] || { (IFS=";"; echo "pinned versions missing: ${missing[*]}"); exit 2; }
-                in_new apt-get install -y -q --no-install-recommends "$@"
-            ' debian "${BASH_SOURCE[0]}" "$new" "$@" >>"$log" 2>&1
+                in_new apt-get install -y -q --no-install-recommends "${chosen[@]}"
+            ' debian "${BASH_SOURCE[0]}" "$new" "$debian_mirror" "$@" >>"$log" 2>&1
         status=$?
         if [ $status -ne 0 ]; then
             rm -rf --one-file-system "$new"
@@ -209,9 +236,10 @@ debian_slurm_packages() {
     case $1 in
     # Slurm 24.11 with every suite's peers: PyTorch 2.6, Open MPI 5 with PMIx 5, the container
     # and image tools, and matplotlib for trellis-report (train_test draws its campaign's figures).
+    # Apptainer 1.4 is in unstable only (tests/slurm/apptainer_test.sh): from there, and only it.
     trixie) echo "$debian_build_packages slurm-wlm=24.11.* slurmd slurmctld slurm-client munge
         python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
-        squashfs-tools squashfuse fuse-overlayfs ca-certificates python3-matplotlib" ;;
+        squashfs-tools squashfuse fuse-overlayfs ca-certificates python3-matplotlib +sid apptainer=1.4.*?" ;;
     # Slurm 26.05 for the GPU matrix, the CPU allocation and the plugin's own suite (busybox
     # fills the image of the containerised launch's cost).
     sid) echo "$debian_build_packages slurm-wlm=26.05.* slurmd slurmctld slurm-client munge

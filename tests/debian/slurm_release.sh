@@ -35,7 +35,7 @@ release=${1:-}
 case $release in
 # minutes: what a cold root, the build, the suites (and the guest) took on 2 cores, the two
 # releases side by side in make -j2 check (trixie 3 + 13.5 + 10, sid 3 + 11)
-trixie) slurm=24.11 default_suites="gpu_test cpu_alloc_test frameworks_test slurm_test container_test train_test" cgroup2=1 minutes=30 ;;
+trixie) slurm=24.11 default_suites="gpu_test cpu_alloc_test frameworks_test slurm_test container_test apptainer_test train_test" cgroup2=1 minutes=30 ;;
 sid) slurm=26.05 default_suites="gpu_test cpu_alloc_test slurm_test" cgroup2=0 minutes=15 ;;
 *) echo "usage: $0 trixie|sid"; exit 2 ;;
 esac
