@@ -35,13 +35,15 @@ perf: all
 # test cluster (half an hour); AlexNet's gradients between 2 and 4 ranks, allreduce in f32 and
 # bf16 against a parameter server (a few minutes); ResNet-50 on the shaped network, 1 to 4
 # nodes, both profiles (about 10 minutes); the per-model table with oneDNN capped at AVX2 on an
-# AVX-512 CPU (about 7 minutes).
+# AVX-512 CPU (about 7 minutes); a 1 GiB image's start through Apptainer against trellis's own
+# squashfs path (about a minute, with the Debian 13 root that has Apptainer).
 perf-long: all
 	$(srcdir)/tests/perf/models_vs_pytorch '$(abs_top_builddir)' '$(abs_top_srcdir)' avx2
 	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
 	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/comm_bound_models '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/shaped_network '$(abs_top_builddir)' '$(abs_top_srcdir)' training
+	$(srcdir)/tests/perf/apptainer_vs_native '$(abs_top_builddir)' '$(abs_top_srcdir)' big
 .PHONY: perf perf-long
 
 # The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge). The
