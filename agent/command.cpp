@@ -79,10 +79,11 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
     ::setsid();
     // No signal blocked or ignored, whatever the caller had: exec keeps both, and slurmstepd's
     // thread that runs the plugin blocks SIGTERM, by which a child (Apptainer) is asked to end.
+    // The dispositions first: a signal let through by the mask must not run the caller's handler.
+    for (int number = 1; number < NSIG; ++number) ::signal(number, SIG_DFL);
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int number = 1; number < NSIG; ++number) ::signal(number, SIG_DFL);
     if (as && !become(*as)) {
         std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as->uid, as->gid, std::strerror(errno));
         ::_exit(126);

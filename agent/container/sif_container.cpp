@@ -1,5 +1,6 @@
 #include "agent/container/sif_container.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <thread>
 #include <vector>
@@ -24,20 +24,26 @@ namespace trellis::agent {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // Inside the container: Apptainer gives a contained /tmp of its own.
 const char* pause_inside = "/tmp/.trellis-pause";
 
-// A process's parent and session, from its stat line. read(2) rather than a stream: reading
-// the stat of a process that exits meanwhile fails with ESRCH, which std::ifstream throws as
-// an exception; here it only means the process is gone (both ids 0).
+// The host's /proc, opened before the agent joins Apptainer's mount namespace (whose /proc is
+// Apptainer's choice, and may be none): every process is read through it, then and later.
+int host_proc() {
+    static int fd = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd;
+}
+
+// A process's state, parent and session, from its stat line. read(2) rather than a stream:
+// reading the stat of a process that exits meanwhile fails with ESRCH, which std::ifstream
+// throws as an exception; here it only means the process is gone (state 0, both ids 0).
 struct ProcessIds {
+    char state = 0;
     pid_t parent = 0;
     pid_t session = 0;
 };
 ProcessIds ids_of(pid_t pid) {
-    int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::openat(host_proc(), (std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return {};
     char buffer[1024];  // "PID (COMM) S PPID PGRP SESSION ...": COMM is at most 16 bytes
     ssize_t got = ::read(fd, buffer, sizeof buffer);
@@ -46,24 +52,33 @@ ProcessIds ids_of(pid_t pid) {
     std::string stat(buffer, size_t(got));
     auto close = stat.rfind(')');
     if (close == std::string::npos || close + 4 >= stat.size()) return {};
+    char state = 0;
     long parent = 0, group = 0, session = 0;
-    if (std::sscanf(stat.c_str() + close + 2, "%*c %ld %ld %ld", &parent, &group, &session) != 3) return {};
-    return {pid_t(parent), pid_t(session)};
+    if (std::sscanf(stat.c_str() + close + 2, "%c %ld %ld %ld", &state, &parent, &group, &session) != 4) return {};
+    return {state, pid_t(parent), pid_t(session)};
 }
 
 std::vector<pid_t> all_processes() {
     std::vector<pid_t> pids;
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator("/proc", error)) {
-        pid_t pid = pid_t(std::atoi(entry.path().filename().c_str()));
+    // A description of its own (not a dup, which would share the listing's offset).
+    int fd = ::openat(host_proc(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* folder = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (!folder) {
+        if (fd >= 0) ::close(fd);
+        return pids;
+    }
+    while (const dirent* entry = ::readdir(folder)) {
+        pid_t pid = pid_t(std::atoi(entry->d_name));
         if (pid > 0) pids.push_back(pid);
     }
+    ::closedir(folder);
     return pids;
 }
 
-bool same_file(const std::string& a, const struct stat& b) {
+// Whether `entry` of the host's /proc (PID/exe) is the file `b`.
+bool same_file(const std::string& entry, const struct stat& b) {
     struct stat info {};
-    return ::stat(a.c_str(), &info) == 0 && info.st_dev == b.st_dev && info.st_ino == b.st_ino;
+    return ::fstatat(host_proc(), entry.c_str(), &info, 0) == 0 && info.st_dev == b.st_dev && info.st_ino == b.st_ino;
 }
 
 // The process running trellis-pause among `root` and its descendants, or 0.
@@ -73,7 +88,7 @@ pid_t find_pause(pid_t root, const struct stat& pause) {
     for (const auto& [pid, parent] : parents) {
         pid_t up = pid;
         for (int depth = 0; up > 1 && up != root && depth < 64; ++depth) up = parents.count(up) ? parents[up] : 0;
-        if (up == root && same_file("/proc/" + std::to_string(pid) + "/exe", pause)) return pid;
+        if (up == root && same_file(std::to_string(pid) + "/exe", pause)) return pid;
     }
     return 0;
 }
@@ -87,25 +102,26 @@ bool has_ended(pid_t apptainer) {
     return info.si_pid == apptainer;
 }
 
-// SIGKILL to whatever is left of Apptainer's session (all of it when Apptainer hung, else a
-// helper that outlived it), until nothing is (a process may fork while /proc is read), then
+// SIGKILL to Apptainer (its zombie keeps its pid, and so its session's id, from being taken),
+// then to whatever is left of its session (all of it when Apptainer hung, else a helper that
+// outlived it) until nothing that is alive is (a process may fork while /proc is read), then
 // Apptainer reaped. Only while Apptainer is still ours, running or unreaped: once reaped, its
 // pid could name another's session.
 void end_session(pid_t apptainer) {
     siginfo_t info{};
-    bool ours = ::waitid(P_PID, id_t(apptainer), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
-    for (int round = 0; ours && round < 10; ++round) {
+    if (::waitid(P_PID, id_t(apptainer), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return;
+    ::kill(apptainer, SIGKILL);
+    for (int round = 0; round < 10; ++round) {
         int found = 0;
         for (pid_t pid : all_processes()) {
-            if (pid == apptainer || ids_of(pid).session != apptainer) continue;
+            ProcessIds ids = ids_of(pid);
+            if (pid == apptainer || ids.session != apptainer || ids.state == 'Z') continue;
             ::kill(pid, SIGKILL);
             ++found;
         }
         if (found == 0) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!ours) return;
-    ::kill(apptainer, SIGKILL);
     while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {
     }
 }
@@ -142,6 +158,7 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
     struct stat pause {};
     if (::stat(spec.pause_program.c_str(), &pause) != 0)
         throw ContainerError("trellis-pause is missing at " + spec.pause_program);
+    if (host_proc() < 0) throw ContainerError(std::string("cannot open /proc: ") + std::strerror(errno));
     int errors = ::memfd_create("apptainer-errors", MFD_CLOEXEC);
     ChildStdio stdio;
     stdio.err = errors;

@@ -145,7 +145,7 @@ if [ $can_contain -eq 1 ]; then
     # group of its own, as Apptainer leaves squashfuse_ll.
     left=$(apptainer_double_left "$work/double") || fail "the Apptainer test double recorded no process"
     [ -z "$left" ] && pass "nothing of Apptainer's session outlives the launch ($(wc -l <"$work/double/pids") start)" ||
-        { kill -9 $left; fail "Apptainer's processes outlived the launch: pids $left"; }
+        { as_runner kill -9 $left; fail "Apptainer's processes outlived the launch: pids $left"; }
     [ "$(grep -c "inside the sif test double" "$work/sif.out")" -eq 2 ] && grep -q "^\[1\] /tmp/results$" "$work/sif.out" &&
         pass "both ranks joined the container of the Apptainer the agent started, with the mount" ||
         { cat "$work/sif.out"; fail "sif ranks"; }
@@ -163,7 +163,7 @@ if [ $can_contain -eq 1 ]; then
         fail "apptainer failure: $out"
     left=$(apptainer_double_left "$work/double") || fail "the Apptainer test double recorded no process"
     [ -z "$left" ] && pass "nothing of Apptainer's session outlives its refusal" ||
-        { kill -9 $left; fail "Apptainer's processes outlived its refusal: pids $left"; }
+        { as_runner kill -9 $left; fail "Apptainer's processes outlived its refusal: pids $left"; }
 else
     echo "SKIP (part): the container cases need root (to make a root-owned image and a user) and user namespaces"
 fi

@@ -160,8 +160,14 @@ debian_make() {
                     echo "note: the mirror'"'"'s $also Release file has expired (a frozen snapshot): apt in the root does not check its date"
                     in_new apt-get update -q; status=$?
                 done
+                # Without the added releases when they cannot be read: only optional pins come from them.
+                if [ $status -ne 0 ] && ls "$new"/etc/apt/sources.list.d/trellis-*.list >/dev/null 2>&1; then
+                    echo "note: apt-get update fails with $(ls "$new/etc/apt/sources.list.d" | grep "^trellis-" | paste -sd" " -): left out"
+                    rm -f "$new"/etc/apt/sources.list.d/trellis-*.list "$new"/etc/apt/preferences.d/trellis-*
+                    in_new apt-get update -q; status=$?
+                fi
                 [ $status -eq 0 ] || exit 1
-                missing=() chosen=()
+                missing=() chosen=() optional_chosen=()
                 for package in "${install[@]}"; do
                     [[ $package == *=* ]] || { chosen+=("$package"); continue; }
                     name=${package%%=*} want=${package#*=} optional=
@@ -170,14 +176,23 @@ debian_make() {
                         { echo "apt-cache madison $name failed"; exit 1; }
                     for version in $have; do
                         # shellcheck disable=SC2053  # the pin is a glob
-                        [[ $version == $want ]] && { chosen+=("$name=$want"); continue 2; }
+                        if [[ $version == $want ]]; then
+                            if [ -n "$optional" ]; then optional_chosen+=("$name=$want"); else chosen+=("$name=$want"); fi
+                            continue 2
+                        fi
                     done
                     line="$name $want (the mirror has: ${have:-none})"
                     if [ -n "$optional" ]; then echo "$line" >>"$new/'"$debian_missing"'"; echo "note: left out: $line"
                     else missing+=("$line"); fi
                 done
                 [ ${#missing[@]} -eq 0 ] || { (IFS=";"; echo "pinned versions missing: ${missing[*]}"); exit 2; }
-                in_new apt-get install -y -q --no-install-recommends "${chosen[@]}"
+                in_new apt-get install -y -q --no-install-recommends "${chosen[@]}" || exit 1
+                # An optional package whose dependencies this release cannot meet is left out.
+                for package in "${optional_chosen[@]}"; do
+                    in_new apt-get install -y -q --no-install-recommends "$package" && continue
+                    echo "${package%%=*} ${package#*=} (apt-get install $package failed when the root was made)" >>"$new/'"$debian_missing"'"
+                    echo "note: left out: $package (apt-get install failed)"
+                done
             ' debian "${BASH_SOURCE[0]}" "$new" "$debian_mirror" "$@" >>"$log" 2>&1
         status=$?
         if [ $status -ne 0 ]; then

@@ -212,7 +212,7 @@ as_user_srun sif -N1 -n2 -w n1 --trellis-image="$dir/image.sif" sh -c 'cat /mnt/
 sleep 1
 left=$(apptainer_double_left "$dir/double") || fail "the Apptainer test double recorded no process"
 [ -z "$left" ] && pass "after the .sif step: Apptainer, its helper and its container are gone" ||
-    { kill -9 $left; fail "after the .sif step, still running: pids $left"; }
+    { as_user kill -9 $left; fail "after the .sif step, still running: pids $left"; }
 
 # M5: one user's container start stalls (their Apptainer hangs for 20 s); another user's
 # container step on the same node at the same moment does not wait for it.
