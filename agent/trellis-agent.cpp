@@ -1,6 +1,7 @@
 // trellis-agent: the per-node agent. `launch` starts a node's ranks (natively or in a
 // container), `prepare` makes a step's container for the plugin as the job's user, `resolve`
 // pins a registry image's tag to its digest, `check` reports the node's health.
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "agent/container/image_cache.hpp"
 #include "agent/container/image_import.hpp"
 #include "agent/container/registry_digest.hpp"
 #include "agent/container/image_settings.hpp"
@@ -38,6 +40,7 @@ const char* usage =
     "           print \"ready\" (or \"ready hold\") and wait until stdin ends; the plugin runs it\n"
     "  import   as the calling user (never root): bring a docker:// image or an image archive into\n"
     "           this node's image cache as a squashfs; print its path, its settings' and its digest\n"
+    "  cache-folder  as root: make the node's image cache and the named users' folders in it\n"
     "  resolve  check an image against the configuration and print it, a registry image's tag\n"
     "           pinned to its digest (as srun hands it to every node)\n"
     "  check    GPUs, HCA ports, GPUDirect RDMA, IPoIB, containers; exit status 1 on a problem\n"
@@ -146,6 +149,39 @@ int import_command(const std::vector<std::string>& args) {
     return 0;
 }
 
+cli::OptionTable cache_folder_table(std::string& config_path) {
+    cli::OptionTable table("trellis-agent cache-folder --help");
+    table.value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+                [&](auto& v) { config_path = v; });
+    return table;
+}
+
+std::string cache_folder_help() {
+    std::string config_path;
+    return "usage: trellis-agent cache-folder [--config FILE] [USER...]\n\n"
+           "As root: makes image_cache (root's, 0755) when missing, makes an older trellis's 1777 one\n"
+           "0755, then each USER's folder (a name or a uid) in it. The plugin makes a user's folder\n"
+           "itself at the start of a step that imports; the package runs this without USER.\n\n" +
+           cache_folder_table(config_path).help();
+}
+
+int cache_folder(const std::vector<std::string>& args) {
+    std::string config_path;
+    auto users = cache_folder_table(config_path).parse(args, cli::OptionTable::Rest::command);
+    auto config = config::load_agent_config(config_path);
+    if (auto note = make_cache_top(config.container); !note.empty()) std::printf("%s\n", note.c_str());
+    for (const auto& user : users) {
+        const passwd* entry = ::getpwnam(user.c_str());
+        if (!entry && !user.empty() && user.find_first_not_of("0123456789") == std::string::npos)
+            entry = ::getpwuid(uid_t(std::stoul(user)));
+        if (!entry) throw UsageError("no user '" + user + "' (accepted: a user name or uid known to this node)");
+        auto note = make_user_cache_folder(config.container, entry->pw_uid, entry->pw_gid);
+        std::printf("%s/%u%s%s\n", config.container.image_cache.c_str(), unsigned(entry->pw_uid),
+                    note.empty() ? "" : ": ", note.c_str());
+    }
+    return 0;
+}
+
 cli::OptionTable resolve_table(std::string& image, std::string& config_path) {
     cli::OptionTable table("trellis-agent resolve --help");
     table.value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
@@ -181,6 +217,7 @@ const Command commands[] = {
     {"prepare", prepare, prepare_help},
     {"import", import_command, import_help},
     {"resolve", resolve, resolve_help},
+    {"cache-folder", cache_folder, cache_folder_help},
     {"check", check_command, check_help},
 };
 
@@ -200,7 +237,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     auto command = std::find_if(std::begin(commands), std::end(commands), [&](auto& c) { return name == c.name; });
     if (command == std::end(commands)) {
-        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, resolve, check)\n", name.c_str());
+        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, resolve, cache-folder, check)\n", name.c_str());
         return 2;
     }
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {

@@ -17,6 +17,7 @@
 
 #include "agent/container/cdi/step_edits.hpp"
 #include "agent/container/devices.hpp"
+#include "agent/container/image_cache.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/registry_digest.hpp"
 #include "agent/container/image_settings.hpp"
@@ -148,6 +149,32 @@ void take_pinned_image(spank_t sp) {
     s.container_error = "container: srun handed no digest for " + asked.text() + " (" + env::image_pinned.name +
                         " is " + (handed.empty() ? "unset" : "'" + handed + "'") +
                         "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
+}
+
+void make_image_cache_folder(spank_t sp) {
+    PluginState& s = state();
+    std::uint32_t job = 0, step = 0;
+    if (s.choices.image.empty() || !s.container_error.empty() || !container_step(sp, job, step)) return;
+    try {
+        if (agent::parse_image_reference(s.choices.image).kind == agent::ReferenceKind::path) return;
+    } catch (const std::exception&) {
+        return;  // refused with its reason where the option was taken
+    }
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+        s.container_error = "cannot get the job's user from Slurm";
+        return;
+    }
+    // Root makes the user's folder in the node's cache, through descriptors: no user can make
+    // or hold another's. The import itself runs as the user in user_init.
+    try {
+        if (auto note = agent::make_user_cache_folder(s.config.container, uid, gid); !note.empty()) log_info(note);
+    } catch (const agent::PolicyError& e) {
+        s.container_error = std::string("container refused: ") + e.what();
+    } catch (const std::exception& e) {
+        s.container_error = std::string("container: ") + e.what();
+    }
 }
 
 void prepare_container(spank_t sp) {

@@ -23,6 +23,7 @@ int plan_node(spank_t sp);              // user_init
 int check_container_request();  // srun: also resolves a registry tag to its digest
 // slurmstepd: a registry image with a tag becomes the reference srun pinned to its digest.
 void take_pinned_image(spank_t sp);
+void make_image_cache_folder(spank_t sp);  // init_post_opt, as root: the user's cache folder for an import
 void prepare_container(spank_t sp);     // user_init, after plan_node: the plan names the devices
 // task_init, as the user: a task that cannot enter the image it asked for exits here.
 void enter_container(spank_t sp);

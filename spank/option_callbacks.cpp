@@ -203,7 +203,10 @@ int take_environment_defaults(spank_t sp) {
     // srun, with the configuration loaded: a refused image or mount stops it here, before
     // anything is launched, with the reason on the user's terminal.
     if (spank_context() == S_CTX_LOCAL) return check_container_request();
-    if (spank_context() == S_CTX_REMOTE) take_pinned_image(sp);
+    if (spank_context() == S_CTX_REMOTE) {
+        take_pinned_image(sp);
+        make_image_cache_folder(sp);
+    }
     return 0;
 }
 

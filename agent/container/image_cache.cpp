@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <ostream>
@@ -26,8 +28,50 @@ namespace trellis::agent {
 namespace {
 
 const char* accepted_cache =
-    "accepted: a folder on local disk that belongs to root, mode 1777 (sticky), made by the administrator or the "
-    "package";
+    "accepted: a folder on local disk that belongs to root and only root may write, mode 0755 or 0711, made by "
+    "`trellis-agent cache-folder`, the package or the administrator";
+
+// "1777", "0755": the permission bits and the sticky, setuid and setgid bits.
+std::string mode_text(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+    return text;
+}
+
+// Opens <image_cache> after checking it: root's, writable by root alone, in folders only root
+// may change. Warns on `warnings` when it is a tmpfs. Throws PolicyError naming the key.
+int open_cache_top(const config::ContainerConfig& config, std::ostream* warnings) {
+    const std::string& top = config.image_cache;
+    std::string key = "image_cache '" + top + "' (from " + config.origin + ")";
+    if (top.empty() || top[0] != '/') throw PolicyError(key + " is not an absolute path; " + accepted_cache);
+    int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        throw PolicyError(key + ": " + std::strerror(errno) +
+                          (errno == ENOENT ? " (`trellis-agent cache-folder` run as root makes it; " : " (") +
+                          accepted_cache + ")");
+    struct stat info {};
+    struct statfs filesystem {};
+    ::fstat(fd, &info);
+    bool on_tmpfs = ::fstatfs(fd, &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
+    if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))) {
+        ::close(fd);
+        throw PolicyError(key + " belongs to uid " + std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) +
+                          "; " + accepted_cache +
+                          ((info.st_mode & 01777) == 01777 ? " (a 1777 cache of an older trellis: `trellis-agent "
+                                                             "cache-folder` run as root makes it 0755)"
+                                                           : ""));
+    }
+    try {
+        check_root_owned(std::filesystem::path(top).parent_path().string(), "the folder above image_cache");
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    if (on_tmpfs && warnings)
+        *warnings << "trellis-agent: warning: image_cache '" << top
+                  << "' is a tmpfs: images take memory and are lost at reboot (a folder on local disk is meant)\n";
+    return fd;
+}
 
 std::string hex_of(const std::string& digest) {
     auto colon = digest.find(':');
@@ -102,61 +146,35 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
     uid_t uid = ::getuid();
     if (uid == 0 || ::geteuid() == 0)
         throw PolicyError("images are imported as the job's user, never as root (run it as the user who will use it)");
-    const std::string& top = config.image_cache;
-    std::string key = "image_cache '" + top + "' (from " + config.origin + ")";
-    if (top.empty() || top[0] != '/') throw PolicyError(key + " is not an absolute path; " + accepted_cache);
-    int top_fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (top_fd < 0)
-        throw PolicyError(key + ": " + std::strerror(errno) +
-                          (errno == ENOENT ? " (ask the administrator to make it; " : " (") + accepted_cache + ")");
-    struct stat info {};
-    struct statfs filesystem {};
-    ::fstat(top_fd, &info);
-    bool on_tmpfs = ::fstatfs(top_fd, &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
-    ::close(top_fd);
-    if (info.st_uid != 0 || !(info.st_mode & S_ISVTX) || (info.st_mode & 0777) != 0777)
-        throw PolicyError(key + " belongs to uid " + std::to_string(info.st_uid) + " with mode " +
-                          std::to_string((info.st_mode >> 9) & 7) + std::to_string((info.st_mode >> 6) & 7) +
-                          std::to_string((info.st_mode >> 3) & 7) + std::to_string(info.st_mode & 7) + "; " +
-                          accepted_cache);
-    std::filesystem::path parent = std::filesystem::path(top).parent_path();
-    check_root_owned(parent.string(), "the folder above image_cache");
-    if (on_tmpfs)
-        warnings << "trellis-agent: warning: image_cache '" << top
-                 << "' is a tmpfs: images take memory and are lost at reboot (a folder on local disk is meant)\n";
-
-    folder_ = top + "/" + std::to_string(uid);
-    top_fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    bool made = top_fd >= 0 && ::mkdirat(top_fd, std::to_string(uid).c_str(), 0700) == 0;
-    if (top_fd >= 0 && !made && errno != EEXIST) {
-        int error = errno;
-        ::close(top_fd);
-        throw ImageImportError("cannot make the cache folder " + folder_ + ": " + std::strerror(error) +
-                               (error == ENOSPC ? " (image_cache is full)" : ""));
-    }
+    int top = open_cache_top(config, &warnings);
+    folder_ = config.image_cache + "/" + std::to_string(uid);
     // O_PATH first: someone else's folder is examined (and refused by its owner) even when
     // it cannot be read.
-    int path_fd = top_fd < 0 ? -1
-                             : ::openat(top_fd, std::to_string(uid).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int path_fd = ::openat(top, std::to_string(uid).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int error = errno;
-    if (top_fd >= 0) ::close(top_fd);
+    ::close(top);
+    if (path_fd < 0 && error == ENOENT)
+        throw PolicyError("the cache folder " + folder_ + " does not exist yet: root makes it at the start of a job "
+                          "step that asks for a registry image or an archive (srun --trellis-image=...), or an "
+                          "administrator with `trellis-agent cache-folder " + std::to_string(uid) + "`");
     if (path_fd < 0)
         throw PolicyError("the cache folder " + folder_ + " is refused: " +
                           (error == ELOOP || error == ENOTDIR ? std::string("it is a symbolic link or not a folder")
                                                               : std::string(std::strerror(error))) +
-                          " (accepted: a folder of your own, mode 0700; remove it and the next import makes it)");
+                          " (accepted: a folder of your own, mode 0700, made by root; the next job step that asks "
+                          "for an image puts this one aside and makes it again)");
+    struct stat info {};
     ::fstat(path_fd, &info);
     if (info.st_uid == uid) fd_ = ::openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ::close(path_fd);
-    if (fd_ >= 0 && made) ::fchmod(fd_, 0700);  // whatever the umask was
     if (fd_ >= 0) ::fstat(fd_, &info);
     if (fd_ < 0 || info.st_uid != uid || (info.st_mode & 0777) != 0700) {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
         throw PolicyError("the cache folder " + folder_ + " is refused: it belongs to uid " + std::to_string(info.st_uid) +
-                          " with mode " + std::to_string((info.st_mode >> 6) & 7) + std::to_string((info.st_mode >> 3) & 7) +
-                          std::to_string(info.st_mode & 7) + " (accepted: owned by uid " + std::to_string(uid) +
-                          ", mode 0700)");
+                          " with mode " + mode_text(info.st_mode) + " (accepted: owned by uid " + std::to_string(uid) +
+                          ", mode 0700; the next job step that asks for an image puts this one aside and makes it "
+                          "again)");
     }
 }
 
@@ -245,6 +263,63 @@ std::string ImageCache::evict_oldest(const std::string& keep) const {
         if (free) return "sha256:" + image.hex;
     }
     return "";
+}
+
+std::string make_cache_top(const config::ContainerConfig& config) {
+    if (::geteuid() != 0) throw PolicyError("the image cache is made by root (run as root)");
+    const std::string& top = config.image_cache;
+    if (top.empty() || top[0] != '/')
+        throw PolicyError("image_cache '" + top + "' (from " + config.origin + ") is not an absolute path");
+    std::string parent = std::filesystem::path(top).parent_path().string();
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    check_root_owned(parent, "the folder above image_cache");
+    if (::mkdir(top.c_str(), 0755) == 0) return "made " + top + " (root's, 0755)";
+    if (errno != EEXIST) throw ImageImportError("cannot make " + top + ": " + std::strerror(errno));
+    int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat info {};
+    if (fd < 0 || ::fstat(fd, &info) != 0) {
+        if (fd >= 0) ::close(fd);
+        throw PolicyError("image_cache '" + top + "' is refused: a symbolic link or not a folder");
+    }
+    std::string note;
+    // An older trellis's top: every user could write there. Users' folders in it stay theirs;
+    // anything else under a uid's name is put aside when that user's folder is made.
+    if (info.st_uid == 0 && (info.st_mode & 07777) == 01777 && ::fchmod(fd, 0755) == 0)
+        note = top + " was 1777 (an older trellis): now 0755, and root makes each user's folder";
+    ::close(fd);
+    return note;
+}
+
+std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t uid, gid_t gid) {
+    if (::geteuid() != 0) throw PolicyError("a user's image cache folder is made by root (run as root)");
+    if (uid == 0) throw PolicyError("root has no image cache folder: images are imported as the job's user");
+    int top = open_cache_top(config, nullptr);
+    std::string name = std::to_string(uid), folder = config.image_cache + "/" + name, note;
+    auto fail = [&](const std::string& what) {
+        int error = errno;
+        ::close(top);
+        throw ImageImportError("cannot " + what + " " + folder + ": " + std::strerror(error));
+    };
+    struct stat info {};
+    if (::fstatat(top, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && (!S_ISDIR(info.st_mode) || info.st_uid != uid)) {
+        // Left by someone else under this uid (a 1777 top let anyone write there): kept for the
+        // administrator to look at, never used or entered.
+        std::string aside = name + ".refused-" + std::to_string(std::time(nullptr));
+        if (::renameat(top, name.c_str(), top, aside.c_str()) != 0) fail("put aside");
+        note = folder + " belonged to uid " + std::to_string(info.st_uid) + (S_ISDIR(info.st_mode) ? "" : " and was no folder") +
+               ": put aside as " + aside;
+    }
+    if (::mkdirat(top, name.c_str(), 0700) != 0 && errno != EEXIST) fail("make");
+    int fd = ::openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) fail("open");
+    ::close(top);
+    // Only root writes in the top folder, so this is the folder just examined or made.
+    bool ok = ::fstat(fd, &info) == 0 && (info.st_uid == uid || ::fchown(fd, uid, gid) == 0) && ::fchmod(fd, 0700) == 0;
+    int error = errno;
+    ::close(fd);
+    if (!ok) throw ImageImportError("cannot give " + folder + " to uid " + std::to_string(uid) + ": " + std::strerror(error));
+    return note;
 }
 
 void remove_tree(const std::string& path) {

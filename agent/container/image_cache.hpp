@@ -5,9 +5,9 @@
 //   <hex>.lock   flock'd while the image is imported (exclusively) or used (shared)
 //   <hex>.tmp*   an import's temporaries, removed on failure and by the next import
 //   oci/         an OCI layout of the blobs fetched so far, so that none is fetched twice
-// The top folder is the administrator's (root's, sticky, so no user can rename or remove
-// another's folder); each user's folder is made by that user and checked by descriptor, so a
-// folder or link planted by someone else under their uid is refused, not used.
+// The top folder is root's and only root writes in it: root makes each user's folder (the
+// plugin at the start of a step that imports, or `trellis-agent cache-folder`), so no user can
+// make, squat or block another's; the user's side checks its folder by descriptor.
 #pragma once
 
 #include <sys/types.h>
@@ -42,9 +42,10 @@ private:
 
 class ImageCache {
 public:
-    // Checks <image_cache> and opens (making it when missing) the calling user's folder in
-    // it. Throws PolicyError naming the folder, what was wrong and what is accepted; refuses
-    // root (imports run as the job's user). Warns on `warnings` when the cache is a tmpfs.
+    // Checks <image_cache> and opens the calling user's folder in it (root made it). Throws
+    // PolicyError naming the folder, what was wrong and what is accepted (a missing folder:
+    // what makes it); refuses root (imports run as the job's user). Warns on `warnings` when
+    // the cache is a tmpfs.
     ImageCache(const config::ContainerConfig& config, std::ostream& warnings);
     ~ImageCache();
     ImageCache(const ImageCache&) = delete;
@@ -79,6 +80,16 @@ private:
     std::string folder_;
     int fd_ = -1;
 };
+
+// As root: makes <image_cache> when missing (0755; the folders above must be root's), and
+// makes a 1777 one of an older trellis 0755. Returns what it did ("" for nothing).
+std::string make_cache_top(const config::ContainerConfig& config);
+
+// As root: makes <image_cache>/<uid> for that user (0700, theirs) through descriptors, after
+// checking the top folder as the user's side does. An entry of the wrong owner or kind there
+// is renamed aside (<uid>.refused-<time>), never entered. Returns a note saying so, or "".
+// Throws PolicyError (not root, or the top refused) or ImageImportError.
+std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t uid, gid_t gid);
 
 // Removes a tree that may hold unreadable folders (mode 000, as images have): the removal
 // runs in a user namespace where the caller is root and so may enter them.

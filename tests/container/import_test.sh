@@ -34,14 +34,16 @@ registry_start "$work/registry" || exit 1
 registry_build_images >"$work/build.out" 2>&1 || { cat "$work/build.out"; exit 1; }
 registry_push x tag && registry_push y tag || exit 1
 
-# cache_folder NAME: a cache as the administrator makes it (root's, 1777).
-cache_folder() { mkdir -p "$work/$1" && chmod 1777 "$work/$1"; }
-# config NAME CACHE [LINES...]: a trellis.toml with that cache and the registry as insecure.
+# cache_folder NAME: a cache as the package makes it (root's, 0755).
+cache_folder() { mkdir -p "$work/$1" && chmod 0755 "$work/$1"; }
+# config NAME CACHE [LINES...]: a trellis.toml with that cache and the registry as insecure;
+# root makes both users' folders in the cache, as the plugin does at a step's start.
 config() {
     local name=$1 cache=$2
     shift 2
     { echo "[container]"; echo "image_cache = \"$cache\""; echo "insecure_registries = [\"$REGISTRY\"]"
       printf '%s\n' "$@"; } >"$work/$name.toml"
+    [ "$(stat -c %a "$cache" 2>/dev/null)" != 755 ] || "$agent" cache-folder --config "$work/$name.toml" $user1 $user2 >/dev/null
 }
 cache_folder cache
 config main "$work/cache"
@@ -162,28 +164,51 @@ status=0
 import path $user1 "$work/x.sqsh"
 [ $status -eq 2 ] && grep -q "not an image to import (accepted: docker://" "$work/path.out" &&
     pass "a path is no image to import (status 2)" || fail "path reference: status $status $(cat "$work/path.out")"
-mkdir -m 0777 "$work/open-cache"
-chmod 0777 "$work/open-cache"
+mkdir -m 1777 "$work/open-cache"
+chmod 1777 "$work/open-cache"
 config open "$work/open-cache"
 import open $user1 "docker://$REGISTRY/x:tag" open
-[ $status -eq 3 ] && grep -q "image_cache '$work/open-cache'.*1777" "$work/open.out" && pass "a cache without the sticky bit is refused: $(cat "$work/open.out")" ||
-    fail "non-sticky cache: status $status $(cat "$work/open.out")"
+[ $status -eq 3 ] && grep -q "image_cache '$work/open-cache'.*mode 1777.*cache-folder" "$work/open.out" &&
+    pass "a 1777 cache (an older trellis's) is refused: $(cat "$work/open.out")" ||
+    fail "1777 cache: status $status $(cat "$work/open.out")"
+migrated=$("$agent" cache-folder --config "$work/open.toml" 2>&1)
+[ "$(stat -c '%U %a' "$work/open-cache")" = "root 755" ] && echo "$migrated" | grep -q "was 1777" &&
+    pass "cache-folder makes a 1777 cache 0755: $migrated" || fail "migration: $migrated; $(stat -c '%U %a' "$work/open-cache")"
+import before-folder $user1 "docker://$REGISTRY/x:tag" open
+[ $status -eq 3 ] && grep -q "does not exist yet: root makes it at the start of a job step" "$work/before-folder.out" &&
+    pass "an import before root made the user's folder is refused, naming what makes it" ||
+    fail "import before the folder: status $status $(cat "$work/before-folder.out")"
 
 # 6. Two users: private caches, each refused the other's.
 import other $user2 "docker://$REGISTRY/x:tag"
 [ $status -eq 0 ] && [ "$(stat -c '%U %a' "$work/cache/$uid2")" = "$user2 700" ] &&
     ! as $user2 cat "$sqsh" >/dev/null 2>&1 && ! as $user1 ls "$work/cache/$uid2" >/dev/null 2>&1 &&
     pass "two users' caches are private (0700 each, neither can read the other's)" || fail "private caches: status $status"
+# The review's R2: a user squats another's folder. In a 0755 cache no user can make one; what
+# an older 1777 cache let them make (here planted by root as them) is refused, then put aside
+# by root, and the import goes on.
+cache_folder squat
+! as $user2 mkdir -m 0700 "$work/squat/$uid1" 2>/dev/null && [ ! -e "$work/squat/$uid1" ] &&
+    pass "no user can make another's folder in the cache (R2)" || fail "a user made a folder in the cache"
 cache_folder planted && ln -s "$work/cache/$uid2" "$work/planted/$uid1" && chown -h $user2 "$work/planted/$uid1"
-config planted "$work/planted"
+install -d -m 0700 -o $user2 "$work/squat/$uid1"
+for name in planted squat; do
+    { echo "[container]"; echo "image_cache = \"$work/$name\""; echo "insecure_registries = [\"$REGISTRY\"]"; } >"$work/$name.toml"
+done
 import planted $user1 "docker://$REGISTRY/x:tag" planted
 [ $status -eq 3 ] && grep -q "$work/planted/$uid1 is refused: it is a symbolic link" "$work/planted.out" &&
     pass "a planted symbolic link is refused: $(cat "$work/planted.out")" || fail "planted link: status $status $(cat "$work/planted.out")"
-cache_folder foreign && as $user2 mkdir -m 0700 "$work/foreign/$uid1"
-config foreign "$work/foreign"
-import foreign $user1 "docker://$REGISTRY/x:tag" foreign
-[ $status -eq 3 ] && grep -q "$work/foreign/$uid1 is refused: it belongs to uid $uid2" "$work/foreign.out" &&
-    pass "a folder owned by someone else is refused: $(cat "$work/foreign.out")" || fail "foreign folder: status $status $(cat "$work/foreign.out")"
+import squat $user1 "docker://$REGISTRY/x:tag" squat
+[ $status -eq 3 ] && grep -q "$work/squat/$uid1 is refused: it belongs to uid $uid2" "$work/squat.out" &&
+    pass "a folder owned by someone else is refused: $(cat "$work/squat.out")" || fail "squatted folder: status $status $(cat "$work/squat.out")"
+for name in planted squat; do
+    made=$("$agent" cache-folder --config "$work/$name.toml" $user1 2>&1)
+    import $name-after $user1 "docker://$REGISTRY/x:tag" $name
+    [ $status -eq 0 ] && echo "$made" | grep -q "put aside as $uid1.refused-" && [ "$(stat -c '%U %a' "$work/$name/$uid1")" = "$user1 700" ] &&
+        [ "$(stat -c %U "$work/$name/$uid1".refused-*)" = "$user2" ] &&
+        pass "root put the $name entry aside and made the user's folder; the import then works" ||
+        fail "$name after cache-folder: status $status; $made; $(cat "$work/$name-after.out")"
+done
 
 # 7. Four imports of a new digest at once: one pull, all succeed; meanwhile every command
 # line on the machine is sampled for the password.
@@ -231,7 +256,7 @@ done
 # copied; 3 MiB holds the blobs and the unpacked tree (about 1 and 2 MiB), not the squashfs.
 mkdir "$work/full"
 for size in 1m 3m; do
-    mount -t tmpfs -o size=$size,mode=1777 tmpfs "$work/full" || { echo "SKIP (part): cannot mount a tmpfs for the full-cache check"; break; }
+    mount -t tmpfs -o size=$size,mode=755 tmpfs "$work/full" || { echo "SKIP (part): cannot mount a tmpfs for the full-cache check"; break; }
     config full "$work/full"
     import full-$size $user1 "oci-archive:$work/x-oci.tar" full
     # Whole blobs stay in the layout (oci/) for the next try; nothing else may.

@@ -142,6 +142,9 @@ check_env() {  # NAME: the four tasks on two nodes each got their binding
     grep -q 'trellis binding on n1' "$dir/$1.err" && grep -q 'trellis binding on n2' "$dir/$1.err" &&
         pass "$1: the binding report of both nodes" || fail "$1: no binding report: $(tail -n 5 "$dir/$1.err")"
 }
+[ "$(stat -c '%U %a' /var/cache/trellis/images 2>&1)" = "root 755" ] &&
+    pass "the package made the image cache: /var/cache/trellis/images, root's, 0755" ||
+    fail "image cache after install: $(stat -c '%U %a' /var/cache/trellis/images 2>&1)"
 check_env installed_plugin
 sed -e 's/^# \(required \)/\1/' /etc/slurm/plugstack.conf.d/trellis.conf >"$dir/plugstack.conf"
 check_env shipped_snippet
@@ -152,6 +155,7 @@ check_env shipped_snippet
 sed -i 's/^memory = "preferred"/memory = "none"  # site: no memory policy here/' /etc/trellis/trellis.toml
 grep -q '^memory = "none"  # site' /etc/trellis/trellis.toml || fail "trellis.toml has no 'memory = \"preferred\"' line to change"
 site_sum=$(md5sum </etc/trellis/trellis.toml)
+chmod 1777 /var/cache/trellis/images  # as an older trellis had it
 new_version=$version+upgradetest1
 mkdir -p "$work/upgrade"
 for f in "${files[@]}"; do
@@ -172,6 +176,9 @@ apt_get -o Dpkg::Options::=--force-confold install "$work"/upgrade/*.deb >"$work
     fail "trellis-common is at $(dpkg-query -W -f='${Version}' trellis-common)"
 [ "$(md5sum </etc/trellis/trellis.toml)" = "$site_sum" ] && pass "the upgrade kept the site's trellis.toml" ||
     fail "the upgrade replaced the site's trellis.toml"
+[ "$(stat -c '%U %a' /var/cache/trellis/images)" = "root 755" ] && grep -q "was 1777" "$work/upgrade.log" &&
+    pass "the upgrade made the older 1777 image cache 0755, and said so" ||
+    fail "image cache after the upgrade: $(stat -c '%U %a' /var/cache/trellis/images); $(grep -i cache "$work/upgrade.log")"
 grep -q 'a new default of the next release' /etc/trellis/trellis.toml.dpkg-dist 2>/dev/null &&
     pass "the new default is in trellis.toml.dpkg-dist" || fail "no trellis.toml.dpkg-dist with the new default"
 
@@ -183,7 +190,7 @@ for package in "${packages[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$package" 2>/dev/null)
     [ -z "$status" ] || [ "${status:0:2}" = "un" ] || [ "${status:0:2}" = "pn" ] || fail "$package is still $status"
 done
-for path in /etc/trellis "$installed_plugin" /etc/slurm/plugstack.conf.d/trellis.conf /usr/bin/trellis-agent; do
+for path in /etc/trellis "$installed_plugin" /etc/slurm/plugstack.conf.d/trellis.conf /usr/bin/trellis-agent /var/cache/trellis/images; do
     [ ! -e "$path" ] || fail "$path is left after the purge"
 done
 pass "purged"

@@ -36,8 +36,8 @@ if [ -x "$build/tests/slurm/pmix_exchange" ]; then
         registry_push_as pmix x:pmix && pmix_image=1
     rm -rf "$dir/pmix-tree" "$dir/pmix-bundle"
 fi
-# Each node's image cache: in its private /var/tmp (tests/slurm/cluster), root's folder above
-# a 1777 one, as the administrator makes it.
+# Each node's image cache: in its private /var/tmp (tests/slurm/cluster), root's and 0755, as
+# the package makes it; the plugin makes the user's folder in it at the step's start.
 cache=/var/tmp/$(basename "$dir")/images
 
 # A registry nobody may use: a listener that writes down every connection it accepts.
@@ -57,9 +57,17 @@ chown -R "$job_user" "$dir/userhome"
 uid=$(id -u "$job_user")
 node_root() { echo "/proc/$(cat "$dir/run/slurmd-$1.pid")/root"; }
 for node in n1 n2; do
-    install -d -m 0755 "$(node_root $node)${cache%/images}" && install -d -m 1777 "$(node_root $node)$cache" ||
+    install -d -m 0755 "$(node_root $node)${cache%/images}" && install -d -m 0755 "$(node_root $node)$cache" ||
         { fail "cannot make $node's image cache"; exit 1; }
 done
+# On n2 another user holds a folder under the job user's uid, as an older trellis's 1777 cache
+# let anyone make (the review's R2); no user can make one any more:
+# the plugin puts it aside as root and makes the user's own.
+squatter=trellistest2
+id "$squatter" >/dev/null 2>&1 || useradd -M -s /bin/sh "$squatter"
+install -d -m 0700 -o "$squatter" "$(node_root n2)$cache/$uid"
+! setpriv --reuid="$squatter" --regid="$squatter" --init-groups mkdir "$(node_root n1)$cache/$uid" 2>/dev/null &&
+    pass "no user can make another's folder in the 0755 cache" || fail "a user made a folder in the cache"
 tag_lookups() { registry_requests '"GET /v2/x/manifests/tag '; }
 
 # srun_as NAME [VAR=VALUE...] -- SRUN-ARGS: srun as the job user with only these variables
@@ -130,10 +138,17 @@ blobs_after=$(registry_requests '"GET /v2/x/blobs/')
     pass "the second step made no blob request (the first import made $blobs_before)" ||
     fail "blob requests: $blobs_before before the second step, $blobs_after after"
 for node in n1 n2; do
+    [ "$(stat -c '%U %a' "$(node_root $node)$cache/$uid")" = "$job_user 700" ] &&
+        pass "$node: the plugin made $cache/$uid, the job user's, 0700" ||
+        fail "$node's user folder: $(stat -c '%U %a' "$(node_root $node)$cache/$uid")"
     sqsh=$(ls "$(node_root $node)$cache/$uid/" 2>/dev/null | grep -c '\.sqsh$')
     [ "$sqsh" -eq 1 ] && pass "$node's cache holds one squashfs: $(ls "$(node_root $node)$cache/$uid/" | grep '\.sqsh$')" ||
         fail "$node's cache: $sqsh squashfs files: $(ls -la "$(node_root $node)$cache/$uid/" 2>&1)"
 done
+aside=$(ls -d "$(node_root n2)$cache/$uid".refused-* 2>/dev/null)
+[ -n "$aside" ] && [ "$(stat -c %U "$aside")" = "$squatter" ] &&
+    pass "n2: the squatter's folder was put aside ($(basename "$aside")), and the job user's import went on" ||
+    fail "n2: no folder put aside: $(ls -la "$(node_root n2)$cache")"
 
 # The image's ENV and WORKDIR apply, its ENTRYPOINT does not unless asked for.
 srun_as settings "${creds[@]}" -- -N2 -n2 --trellis-image="docker://$REGISTRY/x:full" \
