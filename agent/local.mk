@@ -84,7 +84,7 @@ tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
 TESTS += tests/container/launch_test.sh tests/container/import_test.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh tests/container/squashfs_test.sh
+	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh
 check_PROGRAMS += tests/container/cdi_apply_probe
 tests_container_cdi_apply_probe_SOURCES = tests/container/cdi_apply_probe.cpp
 tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
@@ -92,4 +92,4 @@ tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/apptainer_double_left.sh \
 	tests/container/make_bundle \
 	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh tests/container/squashfs_test.sh
+	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh

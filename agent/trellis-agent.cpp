@@ -2,6 +2,7 @@
 // container), `prepare` makes a step's container for the plugin as the job's user, `resolve`
 // pins a registry image's tag to its digest, `check` reports the node's health.
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,10 +84,11 @@ int prepare(const std::vector<std::string>& args) {
     std::optional<ImportedImage> imported;
     if (spec.image.kind == ImageKind::registry || spec.image.kind == ImageKind::archive) {
         if (!request.auth_file.empty()) ::setenv("REGISTRY_AUTH_FILE", request.auth_file.c_str(), 1);
-        imported = import_image(spec.image.reference, config.container, std::cerr);
+        imported = import_image(spec.image, config.container, std::cerr);
         spec.image.kind = ImageKind::squashfs;
         spec.image.path = imported->squashfs;
         spec.image.settings = imported->settings;
+        spec.image.files.reset();  // the user's own cache folder, 0700: read by path
         // The first step on a node waits for the import: its first task says why.
         if (!imported->cached) {
             char seconds[32];
@@ -96,7 +98,8 @@ int prepare(const std::vector<std::string>& args) {
         }
     }
     // Read as the user, before the container covers the image's folder.
-    std::string settings = one_line_settings(read_settings_file(spec.image.settings),
+    std::string settings = one_line_settings(spec.image.files ? read_settings(spec.image.files->settings, spec.image.settings)
+                                                              : read_settings_file(spec.image.settings),
                                              spec.cdi ? spec.cdi->env : std::vector<std::string>{}, spec.notes);
     auto helpers = enter_container(spec);
     // "ready hold": the caller keeps this end open while the container is used (Apptainer or
@@ -107,9 +110,13 @@ int prepare(const std::vector<std::string>& args) {
     else
         std::fputs(helpers.any() ? "ready hold\n" : "ready\n", stdout);
     std::fflush(stdout);
+    // A line on stdin: the caller holds the namespaces. From then on the job's user, who may
+    // trace their own processes, cannot trace this one (it holds the image's descriptors and
+    // serves every task of the step); before, the caller (as the user) had to open its
+    // /proc/PID/ns.
     char buffer[64];
-    while (::read(0, buffer, sizeof buffer) > 0) {
-    }
+    for (bool traceable = true; ::read(0, buffer, sizeof buffer) > 0;)
+        if (traceable) traceable = ::prctl(PR_SET_DUMPABLE, 0) != 0;
     helpers.stop();
     return 0;
 }
@@ -143,7 +150,12 @@ int import_command(const std::vector<std::string>& args) {
     if (reference.empty() || !rest.empty())
         throw UsageError("import takes one image reference, then its options (see trellis-agent import --help)");
     auto config = config::load_agent_config(config_path);
-    ImportedImage image = import_image(parse_image_reference(reference), config.container, std::cerr);
+    // The site's policy as for a step (the user's own cache may still hold any image they
+    // made: the lists are the site's policy over what steps ask for, not a boundary).
+    if (parse_image_reference(reference).kind == ReferenceKind::path)
+        throw UsageError("'" + reference + "' is a file on the node, not an image to import (accepted: "
+                         "docker://HOST/REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH, docker-archive:PATH)");
+    ImportedImage image = import_image(check_image(reference, config.container), config.container, std::cerr);
     std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
                 image.digest.c_str());
     return 0;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "agent/container/image_settings.hpp"
 #include "agent/container/namespaces.hpp"
 #include "common/error.hpp"
 
@@ -86,10 +87,11 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     }
     HeldContainer held;
     std::string failure;
-    // A squashfs image's settings: one more line, of at most 1 MiB.
+    // A squashfs image's settings: one more line, of at most the settings' limit and 1 MiB
+    // for CDI's variables and the notes.
     if (said.starts_with("ready hold settings\n")) {
         std::string rest = said.substr(std::strlen("ready hold settings\n"));
-        while (rest.find('\n') == std::string::npos && rest.size() < (1u << 20)) {
+        while (rest.find('\n') == std::string::npos && rest.size() < settings_limit + (1u << 20)) {
             auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
             pollfd wait{from_child[0], POLLIN, 0};
             if (left.count() <= 0 || ::poll(&wait, 1, int(left.count())) <= 0) break;
@@ -125,7 +127,10 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     }
     ::close(from_child[0]);
     if (hold && failure.empty()) {
-        // Kept running until `held` goes; its stdin ending then stops it.
+        // Kept running until `held` goes; its stdin ending then stops it. A line first: the
+        // namespaces are held, so it may make itself untraceable.
+        if (::write(to_child[1], "\n", 1) != 1) {
+        }
         held.helper_ = helper;
         held.helper_input_ = to_child[1];
         ::close(errors);

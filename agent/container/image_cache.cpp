@@ -210,6 +210,31 @@ bool ImageCache::has(const std::string& digest) const {
            ::fstatat(fd_, entry_name(digest, ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode);
 }
 
+std::string ImageCache::damage(const std::string& digest) const {
+    int fd = ::openat(fd_, entry_name(digest, ".sqsh").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
+    // A squashfs superblock: the magic "hsqs", and at byte 40 the bytes the image takes
+    // (little-endian, as x86 and arm64 read them).
+    unsigned char block[48] = {};
+    struct stat info {};
+    ssize_t n = ::pread(fd, block, sizeof block, 0);
+    ::fstat(fd, &info);
+    ::close(fd);
+    if (n != ssize_t(sizeof block) || std::memcmp(block, "hsqs", 4) != 0)
+        return info.st_size == 0 ? "it is empty" : "it has no squashfs superblock";
+    std::uint64_t used = 0;
+    for (int i = 7; i >= 0; --i) used = used << 8 | block[40 + i];
+    if (std::uint64_t(info.st_size) < used)
+        return "it has " + std::to_string(info.st_size) + " bytes of the " + std::to_string(used) + " its superblock names";
+    return "";
+}
+
+void ImageCache::remove_image(const std::string& digest) const {
+    // The image first: whoever finds a .sqsh finds its .json.
+    ::unlinkat(fd_, entry_name(digest, ".sqsh").c_str(), 0);
+    ::unlinkat(fd_, entry_name(digest, ".json").c_str(), 0);
+}
+
 void ImageCache::touch(const std::string& digest) const {
     ::utimensat(fd_, entry_name(digest, ".sqsh").c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
 }
@@ -254,11 +279,7 @@ std::string ImageCache::evict_oldest(const std::string& keep) const {
         int fd = ::openat(fd_, (image.hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) continue;
         bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (free) {
-            // The image first: whoever finds a .sqsh finds its .json.
-            ::unlinkat(fd_, (image.hex + ".sqsh").c_str(), 0);
-            ::unlinkat(fd_, (image.hex + ".json").c_str(), 0);
-        }
+        if (free) remove_image(image.hex);
         ::close(fd);
         if (free) return "sha256:" + image.hex;
     }

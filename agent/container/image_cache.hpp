@@ -65,6 +65,11 @@ public:
 
     // Whether <hex>.sqsh and <hex>.json are both there (published).
     bool has(const std::string& digest) const;
+    // Why the published <hex>.sqsh cannot be whole ("" when it can): no squashfs superblock,
+    // or shorter than its superblock says (cut by a crash or a full disk).
+    std::string damage(const std::string& digest) const;
+    // Removes the published image (.sqsh, then .json); call with its lock held exclusively.
+    void remove_image(const std::string& digest) const;
     // Marks the image as just used (its mtime), which eviction goes by.
     void touch(const std::string& digest) const;
     // Removes <hex>.tmp* left by an import that died (call with the digest's lock held).

@@ -1,5 +1,6 @@
 #include "agent/container/image_import.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -12,9 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "agent/command.hpp"
 #include "agent/container/image_cache.hpp"
 #include "agent/container/image_policy.hpp"
 #include "agent/container/import_tool.hpp"
@@ -35,6 +40,42 @@ ToolResult run_in(const std::string& tmpdir, std::vector<std::string> argv, std:
     run.progress = progress;
     run.progress_prefix = "trellis-agent:   ";
     return run_tool(run);
+}
+
+// Where skopeo reads an image from. An archive is read from the descriptor the check opened
+// (fd 3 in skopeo), in a namespace where only `writable` (its temporary folder, and the blob
+// layout for a copy) can be written: skopeo unpacks an archive following links of its earlier
+// entries, so a crafted one could otherwise write wherever the user can.
+struct SkopeoSource {
+    const CheckedImage& image;
+    std::vector<std::string> writable;
+};
+
+// skopeo (global options first: its temporaries in `tmpdir`, never the user's
+// ~/.config/containers) reading `source`.
+ToolResult run_skopeo(const config::ContainerConfig& config, const std::string& tmpdir, std::vector<std::string> args,
+                      const SkopeoSource& source, std::ostream* progress = nullptr) {
+    ToolRun run;
+    run.argv = {config.skopeo, "--tmpdir", tmpdir};
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    run.tmpdir = tmpdir;
+    run.home = "/nonexistent";
+    run.progress = progress;
+    run.progress_prefix = "trellis-agent:   ";
+    if (source.image.kind == ImageKind::archive) {
+        run.fd3 = source.image.files->image;
+        run.writable_only = source.writable;
+        run.writable_only.push_back(tmpdir);
+    }
+    return run_tool(run);
+}
+
+// The image as skopeo names it: an archive by its descriptor.
+std::string skopeo_name(const CheckedImage& image, const std::string& digest = "") {
+    ImageReference reference = image.reference;
+    if (image.kind == ImageKind::archive) reference.path = "/dev/fd/3";
+    else if (!digest.empty()) reference = reference.pinned(digest);
+    return reference.skopeo_source();
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -100,6 +141,11 @@ std::string where_credentials_come_from(const std::string& used) {
         throw ImageImportError("the image cache " + folder + " is full (no space left on device) while " + step +
                                "; nothing of this import was kept (free space there, or ask the administrator about "
                                "image_cache and image_cache_gib)");
+    // A Go program's panic: its first line, not the trace (umoci panics on a full disk).
+    if (auto panic = result.error.find("panic: "); panic != std::string::npos)
+        throw ImageImportError(step + " failed: the program stopped with \"" +
+                               result.error.substr(panic, result.error.find('\n', panic) - panic) + "\"" +
+                               " (is the image cache " + folder + " full?)");
     throw ImageImportError(step + " failed (status " + std::to_string(result.status) + "): " + result.error);
 }
 
@@ -110,21 +156,30 @@ std::vector<std::string> registry_options(const ImageReference& reference, const
     std::vector<std::string> options;
     if (reference.kind != ReferenceKind::registry) return options;
     if (!credentials.empty()) options.push_back(std::string("--") + prefix + "authfile=" + credentials);
-    if (registry_is_insecure(reference, config)) options.push_back(std::string("--") + prefix + "tls-verify=false");
+    // Always said: a registries.conf entry may not turn verification off.
+    options.push_back(std::string("--") + prefix + "tls-verify=" + (registry_is_insecure(reference, config) ? "false" : "true"));
     return options;
 }
 
 // The manifest digest: the one pinned, else that of the manifest the registry (or the archive)
 // gives now. Only the manifest is asked for (`inspect --raw`, no tag list, no configuration
 // blob), and skopeo's own manifest-digest hashes it as registries do.
-std::string resolve_digest(const ImageReference& reference, const config::ContainerConfig& config,
-                           const std::string& credentials, const std::string& folder) {
+std::string resolve_digest(const CheckedImage& image, const config::ContainerConfig& config,
+                           const std::string& credentials, const ImageCache& cache) {
+    const ImageReference& reference = image.reference;
     if (reference.kind == ReferenceKind::registry && !reference.digest.empty()) return reference.digest;
-    std::vector<std::string> argv = {config.skopeo, "inspect", "--raw", "--no-tags"};
-    for (auto& o : registry_options(reference, config, credentials, "")) argv.push_back(o);
-    argv.push_back(reference.skopeo_source());
-    ToolResult manifest = run_in(folder, argv);
-    if (manifest.status != 0) fail_registry(reference, "looking up", manifest, credentials, folder);
+    std::vector<std::string> args = {"inspect", "--raw", "--no-tags"};
+    for (auto& o : registry_options(reference, config, credentials, "")) args.push_back(o);
+    args.push_back(skopeo_name(image));
+    std::string temporary = "inspect.tmp" + std::to_string(::getpid());
+    if (::mkdirat(cache.fd(), temporary.c_str(), 0700) != 0 && errno != EEXIST)
+        throw ImageImportError("cannot make " + cache.path(temporary) + ": " + std::strerror(errno));
+    ToolResult manifest = run_skopeo(config, cache.path(temporary), args, {image, {}});
+    remove_tree(cache.path(temporary));
+    if (manifest.status != 0) fail_registry(reference, "looking up", manifest, credentials, cache.folder());
+    if (manifest.truncated)
+        throw ImageImportError("the manifest of " + reference.text() + " is too large (skopeo reads at most " +
+                               std::to_string(image_json_limit >> 20) + " MiB)");
     ToolRun hashing;
     hashing.argv = {config.skopeo, "manifest-digest", "/dev/stdin"};
     hashing.input = manifest.out;
@@ -157,12 +212,46 @@ std::uint64_t folder_bytes(const std::string& path) {
     return total;
 }
 
+// Before skopeo writes the blob layout (its lock held exclusively): blobs a killed skopeo
+// was writing (oci-put-blob*: no other writer runs) go, and an index.json that does not parse
+// (skopeo rewrites it in place, so a kill or a full disk can cut it) is put aside, so that
+// skopeo starts a new one; its blobs stay until the next clean-up. Returns what it did.
+std::string repair_layout(const ImageCache& cache) {
+    int layout = ::openat(cache.fd(), "oci", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (layout < 0) return "";
+    std::vector<std::string> stale;
+    if (DIR* stream = ::fdopendir(::dup(layout))) {
+        while (dirent* entry = ::readdir(stream))
+            if (std::string(entry->d_name).starts_with("oci-put-blob")) stale.emplace_back(entry->d_name);
+        ::closedir(stream);
+    }
+    for (const auto& name : stale) ::unlinkat(layout, name.c_str(), 0);
+    std::string note;
+    int index = ::openat(layout, "index.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (index >= 0) {
+        std::string text = read_bounded(index, image_json_limit);
+        ::close(index);
+        if (!nlohmann::json::accept(text)) {
+            std::string aside = "index.json.damaged-" + std::to_string(std::time(nullptr));
+            if (::renameat(layout, "index.json", layout, aside.c_str()) == 0)
+                note = cache.path("oci/index.json") + " did not parse (" + std::to_string(text.size()) +
+                       " bytes; an import was cut short): put aside as " + aside + ", and a new one started";
+        }
+    }
+    ::close(layout);
+    if (!stale.empty())
+        note += (note.empty() ? "" : "; ") + std::string("removed ") + std::to_string(stale.size()) +
+                " blob(s) a killed import was writing";
+    return note;
+}
+
 // The import proper, with the digest's lock held and no published image: everything it makes
 // is inside <hex>.tmp/ until the two renames. The tools get paths, not descriptors: the
 // folder they lead through was checked to be the user's own, in a root-owned sticky folder,
 // so only the user (whose rights they run with) or root could swap it.
-void import_into(const ImageCache& cache, const ImageReference& reference, const std::string& digest,
+void import_into(const ImageCache& cache, const CheckedImage& image, const std::string& digest,
                  const config::ContainerConfig& config, const std::string& credentials, std::ostream& progress) {
+    const ImageReference& reference = image.reference;
     std::string hex = ImageCache::entry_name(digest, "");
     std::string temporary = hex + ".tmp";
     std::string folder = cache.folder();
@@ -175,14 +264,18 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
     auto start = Clock::now();
     {
         CacheLock writing = cache.lock_layout(true);
+        if (::mkdirat(cache.fd(), "oci", 0700) != 0 && errno != EEXIST)
+            throw ImageImportError("cannot make " + cache.path("oci") + ": " + std::strerror(errno) +
+                                   (errno == ENOSPC ? " (the image cache " + folder + " is full)" : ""));
+        if (auto note = repair_layout(cache); !note.empty()) progress << "trellis-agent: " << note << '\n';
         std::uint64_t before = folder_bytes(cache.path("oci"));
         progress << "trellis-agent: fetching " << source.text() << '\n' << std::flush;
         // skopeo's own lines (each blob copied, or skipped as already there) are the progress.
-        std::vector<std::string> argv = {config.skopeo, "copy"};
-        for (auto& o : registry_options(reference, config, credentials, "src-")) argv.push_back(o);
-        argv.push_back(source.skopeo_source());
-        argv.push_back(layout);
-        ToolResult copied = run_in(cache.path(temporary), argv, &progress);
+        std::vector<std::string> args = {"copy"};
+        for (auto& o : registry_options(reference, config, credentials, "src-")) args.push_back(o);
+        args.push_back(skopeo_name(image, digest));
+        args.push_back(layout);
+        ToolResult copied = run_skopeo(config, cache.path(temporary), args, {image, {cache.path("oci")}}, &progress);
         if (copied.status != 0) fail_registry(reference, "fetching", copied, credentials, folder);
         std::uint64_t fetched = folder_bytes(cache.path("oci")) - before;
         progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in " << in_seconds(seconds_since(start)) << '\n' << std::flush;
@@ -194,11 +287,22 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
         ToolResult unpacked = run_in(cache.path(temporary),
                                      {config.umoci, "unpack", "--rootless", "--image", cache.path("oci") + ":" + hex, bundle});
         if (unpacked.status != 0) fail_tool("umoci unpack of " + source.text(), unpacked, folder);
-        ToolResult settings = run_in(cache.path(temporary), {config.skopeo, "inspect", "--config", layout});
+        ToolResult settings = run_skopeo(config, cache.path(temporary), {"inspect", "--config", layout}, {image, {}});
         if (settings.status != 0) fail_tool("skopeo inspect --config of " + source.text(), settings, folder);
+        if (settings.truncated)
+            throw ImageImportError("the configuration of " + source.text() + " is too large (skopeo reads at most " +
+                                   std::to_string(image_json_limit >> 20) + " MiB)");
         write_file_at(cache.fd(), temporary + "/settings.json", settings.out, folder);
     }
     progress << "trellis-agent: unpacked in " << in_seconds(seconds_since(step)) << '\n' << std::flush;
+    // No setuid or setgid file in a cached image: trellis mounts it nosuid, but a cache file
+    // mounted some other way (an administrator's loop mount) must not give root's rights.
+    // As the namespace's root, which may enter the image's mode-000 folders.
+    std::string find = find_program("find");
+    ToolResult cleared = run_in(cache.path(temporary), {find.empty() ? "/usr/bin/find" : find, bundle + "/rootfs", "-perm",
+                                                        "/6000", "!", "-type", "l", "-exec", "chmod", "ug-s", "{}", "+"},
+                                nullptr, true);
+    if (cleared.status != 0) fail_tool("clearing the setuid and setgid bits of " + source.text(), cleared, folder);
     step = Clock::now();
     std::string packed = cache.path(temporary + "/image.sqsh");
     ToolResult squashed = run_in(cache.path(temporary),
@@ -213,36 +317,80 @@ void import_into(const ImageCache& cache, const ImageReference& reference, const
     ::fstatat(cache.fd(), (temporary + "/image.sqsh").c_str(), &info, 0);
     progress << "trellis-agent: packed " << info.st_size << " bytes of squashfs in " << in_seconds(seconds_since(step)) << '\n'
              << std::flush;
+    // On disk before it is published, and the renames on disk after: a crash leaves the old
+    // state or the new, never a cut image under its final name.
+    int packed_fd = ::openat(cache.fd(), (temporary + "/image.sqsh").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    bool synced = packed_fd >= 0 && ::fsync(packed_fd) == 0;
+    if (packed_fd >= 0) ::close(packed_fd);
     // The settings first: whoever sees the .sqsh finds its .json.
-    if (::renameat(cache.fd(), (temporary + "/settings.json").c_str(), cache.fd(), (hex + ".json").c_str()) != 0 ||
-        ::renameat(cache.fd(), (temporary + "/image.sqsh").c_str(), cache.fd(), (hex + ".sqsh").c_str()) != 0)
+    if (!synced || ::renameat(cache.fd(), (temporary + "/settings.json").c_str(), cache.fd(), (hex + ".json").c_str()) != 0 ||
+        ::renameat(cache.fd(), (temporary + "/image.sqsh").c_str(), cache.fd(), (hex + ".sqsh").c_str()) != 0 ||
+        ::fsync(cache.fd()) != 0)
         throw ImageImportError("cannot publish " + cache.path(hex + ".sqsh") + ": " + std::strerror(errno));
 }
 
 // Evicts least recently used images until the user's folder takes at most image_cache_gib,
 // removing their tags from the blob layout and its blobs no image left there needs.
+// Untags `hex` (when tagged) and removes the blobs no tag needs, with the layout's lock held
+// exclusively. Returns what failed, or "".
+std::string clean_layout(const ImageCache& cache, const config::ContainerConfig& config, const std::string& hex) {
+    std::string layout = cache.path("oci");
+    struct stat info {};
+    if (::fstatat(cache.fd(), "oci/oci-layout", &info, AT_SYMLINK_NOFOLLOW) != 0) return "";  // no layout yet
+    std::string failed;
+    if (!hex.empty()) {
+        ToolResult untagged = run_in(cache.folder(), {config.umoci, "rm", "--image", layout + ":" + hex});
+        if (untagged.status != 0 && !mentions(untagged.error, {"not found", "no such", "does not exist"})) failed += untagged.error;
+    }
+    ToolResult cleaned = run_in(cache.folder(), {config.umoci, "gc", "--layout", layout});
+    if (cleaned.status != 0) failed += (failed.empty() ? "" : "; ") + cleaned.error;
+    return failed;
+}
+
+// Evicts least recently used images until the user's folder takes at most image_cache_gib,
+// removing their tags from the blob layout and its blobs no image left there needs; with no
+// image left to evict, only the blobs no image needs.
 void trim(const ImageCache& cache, const config::ContainerConfig& config, const std::string& keep, std::ostream& progress) {
     std::uint64_t limit = std::uint64_t(config.image_cache_gib) << 30;
     for (std::uint64_t taken = cache.bytes(); taken > limit; taken = cache.bytes()) {
         std::string evicted = cache.evict_oldest(keep);
-        if (evicted.empty()) break;
         CacheLock writing = cache.lock_layout(true);
-        std::string layout = cache.path("oci");
-        ToolResult untagged = run_in(cache.folder(), {config.umoci, "rm", "--image", layout + ":" + ImageCache::entry_name(evicted, "")});
-        ToolResult cleaned = run_in(cache.folder(), {config.umoci, "gc", "--layout", layout});
-        progress << "trellis-agent: evicted " << evicted << " (least recently used; the cache took " << (taken >> 20)
-                 << " MiB, image_cache_gib is " << config.image_cache_gib << ")\n";
-        if (untagged.status != 0 || cleaned.status != 0)
-            progress << "trellis-agent: warning: cleaning the blobs of " << evicted << " from " << layout
-                     << " failed: " << untagged.error << cleaned.error << '\n';
+        std::string failed = clean_layout(cache, config, evicted.empty() ? "" : ImageCache::entry_name(evicted, ""));
+        if (!evicted.empty())
+            progress << "trellis-agent: evicted " << evicted << " (least recently used; the cache took " << (taken >> 20)
+                     << " MiB, image_cache_gib is " << config.image_cache_gib << ")\n";
+        if (!failed.empty())
+            progress << "trellis-agent: warning: cleaning the blobs" << (evicted.empty() ? "" : " of " + evicted) << " from "
+                     << cache.path("oci") << " failed: " << failed << '\n';
+        if (evicted.empty()) break;
     }
+}
+
+// After a failed or killed import: its tag and the blobs only it fetched leave the layout,
+// so that nothing of it counts against image_cache_gib. The error says whether that held.
+ImageImportError forget_import(const ImageCache& cache, const config::ContainerConfig& config, const std::string& digest,
+                               const std::string& what) {
+    cache.remove_temporaries(digest);
+    std::string failed;
+    {
+        CacheLock writing = cache.lock_layout(true);
+        failed = clean_layout(cache, config, ImageCache::entry_name(digest, ""));
+    }
+    std::string message = what;
+    if (!failed.empty()) {
+        for (const char* claim : {"; nothing of this import was kept"})
+            if (auto at = message.find(claim); at != std::string::npos) message.erase(at, std::strlen(claim));
+        message += " (removing its blobs from " + cache.path("oci") + " failed too: " + failed + ")";
+    }
+    return ImageImportError(message);
 }
 
 }  // namespace
 
-ImportedImage import_image(const ImageReference& reference, const config::ContainerConfig& config, std::ostream& progress) {
+ImportedImage import_image(const CheckedImage& checked, const config::ContainerConfig& config, std::ostream& progress) {
     auto start = Clock::now();
-    if (reference.kind == ReferenceKind::path)
+    const ImageReference& reference = checked.reference;
+    if (checked.kind != ImageKind::registry && checked.kind != ImageKind::archive)
         throw UsageError("'" + reference.path + "' is a file on the node, not an image to import (accepted: "
                          "docker://HOST/REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH, docker-archive:PATH)");
     require_tool(config.skopeo, "skopeo");
@@ -252,7 +400,7 @@ ImportedImage import_image(const ImageReference& reference, const config::Contai
     std::string credentials = reference.kind == ReferenceKind::registry ? auth_file() : "";
 
     ImportedImage image;
-    image.digest = resolve_digest(reference, config, credentials, cache.folder());
+    image.digest = resolve_digest(checked, config, credentials, cache);
     image.squashfs = cache.path(ImageCache::entry_name(image.digest, ".sqsh"));
     image.settings = cache.path(ImageCache::entry_name(image.digest, ".json"));
     image.cached = true;
@@ -261,14 +409,22 @@ ImportedImage import_image(const ImageReference& reference, const config::Contai
     // lets it go before this one takes it shared; an eviction in that gap sends it round again.
     for (;;) {
         image.in_use = cache.lock(image.digest, false);
-        if (cache.has(image.digest)) break;
+        if (cache.has(image.digest) && cache.damage(image.digest).empty()) break;
         image.in_use = CacheLock();
         CacheLock importing = cache.lock(image.digest, true);
-        if (cache.has(image.digest)) continue;  // another process imported it while this one waited
+        if (cache.has(image.digest)) {
+            std::string damage = cache.damage(image.digest);
+            if (damage.empty()) continue;  // another process imported it while this one waited
+            progress << "trellis-agent: the cached " << image.squashfs << " is damaged (" << damage
+                     << "): removed, and imported again\n";
+            cache.remove_image(image.digest);
+        }
         image.cached = false;
         cache.remove_temporaries(image.digest);
         try {
-            import_into(cache, reference, image.digest, config, credentials, progress);
+            import_into(cache, checked, image.digest, config, credentials, progress);
+        } catch (const ImageImportError& error) {
+            throw forget_import(cache, config, image.digest, error.what());
         } catch (...) {
             cache.remove_temporaries(image.digest);
             throw;

@@ -17,7 +17,7 @@
 
 #include "config/config.hpp"
 #include "agent/container/image_cache.hpp"
-#include "agent/container/image_reference.hpp"
+#include "agent/container/image_policy.hpp"
 
 namespace trellis::agent {
 
@@ -32,13 +32,14 @@ struct ImportedImage {
     CacheLock in_use;
 };
 
-// Imports `reference` (kind registry, oci_archive or docker_archive) unless the cache has it
-// already, writing progress lines (what is fetched, bytes, seconds) on `progress`. A tag is
+// Imports `image` (checked by check_image: kind registry or archive, an archive read from the
+// descriptor the check opened) unless the cache has it already (whole: a damaged one is
+// removed and imported again), writing progress lines (what is fetched, bytes, seconds) on `progress`. A tag is
 // resolved to its digest here (`skopeo inspect`); an archive's key is the manifest digest
 // skopeo reports for it. Throws PolicyError (the cache or root refused), UsageError (a path
 // reference), ImageImportError (a tool missing, unauthorized, unknown image, registry
 // unreachable, cache full: nothing half-written is left).
-ImportedImage import_image(const ImageReference& reference, const config::ContainerConfig& config,
+ImportedImage import_image(const CheckedImage& image, const config::ContainerConfig& config,
                            std::ostream& progress);
 
 }  // namespace trellis::agent

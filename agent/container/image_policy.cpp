@@ -1,12 +1,16 @@
 #include "agent/container/image_policy.hpp"
 
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <ftw.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -115,20 +119,93 @@ bool matches_allowed_images(const std::string& path, const config::ContainerConf
     return false;
 }
 
-// A file of the user's own (an archive or a squashfs they made): it runs only in their own
-// container, so it need not be root's, but it must be theirs (or root's) and readable by them:
-// never a file of another user that happens to be readable, which they could change under the
-// step.
-void check_user_file(const std::string& path, const std::string& what) {
+std::string mode_text(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+    return text;
+}
+
+// A user's image runs only in their own container, but another user who may rename entries in
+// a folder on its way could swap the image, or the folder the container's layers are mounted
+// over, while the container is made: each folder down to the image must be the caller's or
+// root's, and one that others may write must be sticky (they cannot rename what is not
+// theirs) with the next folder on the way the caller's or root's.
+void check_user_folders(const std::string& path, const std::string& what) {
+    uid_t uid = ::getuid();
+    fs::path folder = fs::path(path).parent_path();
+    std::vector<fs::path> way;
+    for (fs::path part = folder;; part = part.parent_path()) {
+        way.insert(way.begin(), part);
+        if (part == part.parent_path()) break;
+    }
+    for (std::size_t i = 0; i < way.size(); ++i) {
+        struct stat info {};
+        if (::lstat(way[i].c_str(), &info) != 0) throw PolicyError(what + ": cannot examine " + way[i].string());
+        std::string why;
+        if (info.st_uid != uid && info.st_uid != 0)
+            why = "belongs to uid " + std::to_string(info.st_uid);
+        else if (info.st_mode & (S_IWGRP | S_IWOTH)) {
+            struct stat next {};
+            bool next_ours = i + 1 == way.size() ||
+                             (::lstat(way[i + 1].c_str(), &next) == 0 && (next.st_uid == uid || next.st_uid == 0));
+            if (!(info.st_mode & S_ISVTX))
+                why = "is writable by " + std::string((info.st_mode & S_IWOTH) ? "everyone" : "its group") + " (mode " +
+                      mode_text(info.st_mode) + ") without the sticky bit";
+            else if (!next_ours)
+                why = "is sticky, but " + way[i + 1].string() + " in it belongs to uid " + std::to_string(next.st_uid);
+        }
+        if (!why.empty())
+            throw PolicyError(what + " '" + path + "' is refused: the folder " + way[i].string() + " " + why +
+                              ", so another user could rename entries on its way while the container is made "
+                              "(accepted: folders of the user's or root's; a group folder with the sticky bit, "
+                              "chmod +t, holding a folder of the user's own)");
+    }
+}
+
+// The descriptor's file: regular, the caller's or root's (root's alone, not writable by
+// others, for an administrator's).
+void check_opened(int fd, const std::string& path, const std::string& what, bool administrators) {
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
-        throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
+    ::fstat(fd, &info);
+    if (!S_ISREG(info.st_mode)) throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
+    if (administrators && (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))))
+        throw PolicyError(what + " '" + path + "' is shared by every user, so it must belong to root and be writable "
+                          "by root alone (it belongs to uid " + std::to_string(info.st_uid) + ", mode " +
+                          mode_text(info.st_mode) + ")");
     if (info.st_uid != ::getuid() && info.st_uid != 0)
-        throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) +
-                          ", not to uid " + std::to_string(::getuid()) +
-                          " who runs it (accepted: the user's own files, or root's)");
-    if (::access(path.c_str(), R_OK) != 0)
-        throw PolicyError(what + " '" + path + "' cannot be read by uid " + std::to_string(::getuid()));
+        throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) + ", not to uid " +
+                          std::to_string(::getuid()) + " who runs it (accepted: the user's own files, or root's)");
+}
+
+// Opens the image (and, for a .sqsh, the settings beside it) once, through its folder opened
+// without following any link, and checks what was opened.
+std::shared_ptr<ImageFiles> open_image_files(const std::string& path, const std::string& settings, const std::string& what,
+                                             bool administrators) {
+    auto files = std::make_shared<ImageFiles>();
+    fs::path canonical(path);
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    int folder = int(::syscall(SYS_openat2, AT_FDCWD, canonical.parent_path().c_str(), &how, sizeof how));
+    if (folder < 0)
+        throw PolicyError(what + " '" + path + "': its folder changed while it was checked (" + std::strerror(errno) + ")");
+    files->image = ::openat(folder, canonical.filename().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int error = errno;
+    if (files->image >= 0 && !settings.empty()) {
+        files->settings = ::openat(folder, fs::path(settings).filename().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        error = errno;
+    }
+    ::close(folder);
+    if (files->image < 0)
+        throw PolicyError(what + " '" + path + "' cannot be opened by uid " + std::to_string(::getuid()) + ": " +
+                          (error == ELOOP ? "it is a symbolic link now" : std::strerror(error)));
+    check_opened(files->image, path, what, administrators);
+    if (!settings.empty() && files->settings < 0 && error != ENOENT)
+        throw PolicyError("the settings '" + settings + "' of image '" + path + "' are refused: " +
+                          (error == ELOOP ? std::string("a link (accepted: a regular file beside the image)")
+                                          : std::string(std::strerror(error))));
+    if (files->settings >= 0) check_opened(files->settings, settings, "the settings of " + what, administrators);
+    return files;
 }
 
 // oci-archive:, docker-archive: and .sqsh files. An administrator's (matching allowed_images,
@@ -141,7 +218,7 @@ CheckedImage check_image_file(const ImageReference& reference, const config::Con
     if (has_dot_dot(reference.path))
         throw PolicyError("image '" + reference.text() + "': '..' is not accepted in an image path");
     CheckedImage checked{canonical_or_refuse(reference.path, what), squashfs ? ImageKind::squashfs : ImageKind::archive,
-                         reference, ""};
+                         reference, "", nullptr};
     refuse_control(checked.path, "the image's resolved path");
     if (checked.path.find_first_of(",:") != std::string::npos)
         throw PolicyError("image '" + reference.text() + "' resolves to '" + checked.path +
@@ -150,21 +227,11 @@ CheckedImage check_image_file(const ImageReference& reference, const config::Con
         throw PolicyError("image '" + reference.path + "' resolves to '" + checked.path +
                           "', which is not a .sqsh file (accepted: a link only to another .sqsh file)");
     std::string settings = squashfs ? checked.path.substr(0, checked.path.size() - 5) + ".json" : "";
-    std::error_code error;
-    bool has_settings = !settings.empty() && fs::exists(fs::symlink_status(settings, error));
-    if (matches_allowed_images(checked.path, config)) {
-        check_user_file(checked.path, what);  // a regular file, readable
-        check_root_owned(checked.path, what);
-        if (has_settings) check_root_owned(settings, "the settings of " + what);
+    bool administrators = matches_allowed_images(checked.path, config);
+    if (administrators) {
+        check_root_owned(fs::path(checked.path).parent_path().string(), what);
     } else if (config.allow_user_images) {
-        check_user_file(checked.path, what);
-        if (has_settings) {
-            struct stat link {};
-            if (::lstat(settings.c_str(), &link) != 0 || S_ISLNK(link.st_mode))
-                throw PolicyError("the settings '" + settings + "' of image '" + checked.path +
-                                  "' are a link (accepted: a regular file beside the image)");
-            check_user_file(settings, "the settings of " + what);
-        }
+        check_user_folders(checked.path, what);
     } else {
         throw PolicyError("image '" + reference.text() + "' is a file of the user's own: not allowed on this cluster "
                           "(allow_user_images = false in " + config.origin + ", and allowed_images: " +
@@ -172,7 +239,8 @@ CheckedImage check_image_file(const ImageReference& reference, const config::Con
                           "; accepted: an administrator's file matching allowed_images, or any file of the user's "
                           "own with allow_user_images = true)");
     }
-    if (has_settings) checked.settings = settings;
+    checked.files = open_image_files(checked.path, settings, what, administrators);
+    if (checked.files->settings >= 0) checked.settings = settings;
     return checked;
 }
 
@@ -221,6 +289,11 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     check_root_owned(checked.kind == ImageKind::oci_bundle ? checked.path + "/rootfs" : checked.path,
                      checked.kind == ImageKind::oci_bundle ? "OCI bundle" : "image");
     return checked;
+}
+
+ImageFiles::~ImageFiles() {
+    if (image >= 0) ::close(image);
+    if (settings >= 0) ::close(settings);
 }
 
 bool registry_is_insecure(const ImageReference& reference, const config::ContainerConfig& config) {

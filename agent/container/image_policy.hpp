@@ -6,6 +6,7 @@
 // safe from their users.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,18 @@ struct PolicyError : Refused {
 // archive: imported into the user's node cache first (image_import), which gives a squashfs.
 enum class ImageKind { oci_bundle, sif, squashfs, registry, archive };
 
+// A file image (a .sqsh and its settings, or an archive) opened once, when it was checked:
+// squashfuse, skopeo and the settings' reader use these descriptors, never the path again,
+// so nothing renamed into its place afterwards is used.
+struct ImageFiles {
+    int image = -1;     // the .sqsh or the archive, read-only, close-on-exec
+    int settings = -1;  // the .json beside a .sqsh; -1 when there is none
+    ImageFiles() = default;
+    ImageFiles(const ImageFiles&) = delete;
+    ImageFiles& operator=(const ImageFiles&) = delete;
+    ~ImageFiles();
+};
+
 struct CheckedImage {
     std::string path;  // canonical: symbolic links resolved before matching ("" for registry)
     ImageKind kind;
@@ -33,6 +46,7 @@ struct CheckedImage {
     // A squashfs image's settings (Env, WorkingDir, Entrypoint, Cmd), as `skopeo inspect
     // --config` prints them, in the file beside it with ".json" for ".sqsh"; "" when none.
     std::string settings;
+    std::shared_ptr<const ImageFiles> files;  // .sqsh files and archives: opened by the check
 };
 
 // Checks what --trellis-image names (parse_image_reference) against the site's policy; no
@@ -48,8 +62,11 @@ struct CheckedImage {
 //  - .sqsh files, oci-archive: and docker-archive: files: one matching allowed_images is an
 //    administrator's and gets the bundles' ownership check; any other is the user's own and is
 //    accepted only with allow_user_images = true, as a regular file the caller can read, owned
-//    by the caller or root (after resolving links). A .sqsh file's settings are the .json file
-//    beside it, held to the same rule.
+//    by the caller or root, in folders no other user may rename entries in (each folder on the
+//    way the caller's or root's, and writable by others only when sticky, with the next one
+//    on the way the caller's or root's). A .sqsh file's settings are the .json file beside it,
+//    held to the same rule. The file and its settings are opened once, here (`files`), and
+//    the checks are made on those descriptors.
 CheckedImage check_image(const std::string& image, const config::ContainerConfig& config);
 
 // Whether the registry of `reference` may be reached over plain HTTP or TLS that is not

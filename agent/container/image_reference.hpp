@@ -8,6 +8,7 @@
 //   PATH                                     absolute: a bundle folder, NAME.sif or NAME.sqsh
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace trellis::agent {
@@ -33,6 +34,10 @@ struct ImageReference {
     std::string skopeo_source() const;
     bool is_squashfs_file() const;  // a path ending in .sqsh
 };
+
+// The most a manifest or an image configuration may take, as skopeo reads them (4 MiB each).
+// What skopeo prints of either (indented) is read up to twice that.
+constexpr std::size_t image_json_limit = 4u << 20;
 
 // Throws UsageError naming what was wrong and the accepted forms.
 ImageReference parse_image_reference(const std::string& text);

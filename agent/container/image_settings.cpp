@@ -88,6 +88,21 @@ std::vector<std::string> settings_notes(const std::string& text) {
     return strings(document, "trellis_notes");
 }
 
+std::string read_settings(int fd, const std::string& path) {
+    if (fd < 0) return "";
+    std::string text;
+    char buffer[65536];
+    ssize_t n;
+    while ((n = ::pread(fd, buffer, sizeof buffer, off_t(text.size()))) > 0 && text.size() <= settings_limit)
+        text.append(buffer, std::size_t(n));
+    if (n < 0 || text.size() > settings_limit)
+        throw ContainerError("cannot read the image's settings " + path + ": " +
+                             (n < 0 ? std::string(std::strerror(errno)) : "too large (at most " +
+                                                                               std::to_string(settings_limit >> 20) +
+                                                                               " MiB of JSON is accepted)"));
+    return text;
+}
+
 std::string read_settings_file(const std::string& path) {
     if (path.empty()) return "";
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -95,14 +110,14 @@ std::string read_settings_file(const std::string& path) {
         if (errno == ENOENT) return "";
         throw ContainerError("cannot read the image's settings " + path + ": " + std::strerror(errno));
     }
-    std::string text;
-    char buffer[65536];
-    ssize_t n;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < (1u << 20)) text.append(buffer, std::size_t(n));
-    ::close(fd);
-    if (n < 0 || text.size() >= (1u << 20))
-        throw ContainerError("cannot read the image's settings " + path + " (at most 1 MiB of JSON is accepted)");
-    return text;
+    try {
+        std::string text = read_settings(fd, path);
+        ::close(fd);
+        return text;
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
 }
 
 std::vector<std::string> parse_env_names(const std::string& list) {
@@ -121,7 +136,7 @@ std::vector<std::string> parse_env_names(const std::string& list) {
 }
 
 bool set_for_the_task(const std::string& name, const std::function<bool(const std::string&)>& task_has) {
-    for (const char* prefix : {"SLURM_", "TRELLIS_", "PMIX_", "PMI_"})
+    for (const char* prefix : {"SLURM_", "SLURMD_", "SRUN_", "TRELLIS_", "PMIX_", "PMI_"})
         if (name.starts_with(prefix)) return true;
     for (const env::Variable* variable : env::all())
         if (name == variable->name) return task_has(name);

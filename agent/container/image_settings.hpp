@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/container/image_reference.hpp"
+
 namespace trellis::agent {
 
 struct ImageSettings {
@@ -36,13 +38,19 @@ std::string one_line_settings(const std::string& json, const std::vector<std::st
 // The notes one_line_settings carried.
 std::vector<std::string> settings_notes(const std::string& json);
 
-// The file's text, as the user reads it (at most 1 MiB); "" for no file. Throws ContainerError.
+// The most a settings file may hold: skopeo's printed form of a configuration of its limit.
+constexpr std::size_t settings_limit = 2 * image_json_limit;
+
+// The file's text, as the user reads it (at most settings_limit); "" for no file. Throws
+// ContainerError.
 std::string read_settings_file(const std::string& path);
+// The same from a descriptor opened by the check (-1: no file); `path` names it in messages.
+std::string read_settings(int fd, const std::string& path);
 
 // "NAME,NAME": names of variables, each [A-Za-z_][A-Za-z0-9_]*. Throws UsageError.
 std::vector<std::string> parse_env_names(const std::string& list);
 
-// Variables trellis or Slurm set for a task, which an image's Env never replaces: SLURM_*,
+// Variables trellis or Slurm set for a task, which an image's Env never replaces: SLURM_*, SLURMD_*, SRUN_*,
 // TRELLIS_*, PMIX_*, PMI_*, and every variable of trellis's table (common/environment.hpp:
 // the binding, CUDA_VISIBLE_DEVICES, the frameworks' wireup) that the task has.
 bool set_for_the_task(const std::string& name, const std::function<bool(const std::string&)>& task_has);

@@ -1,12 +1,16 @@
 #include "agent/container/import_tool.hpp"
 
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <sched.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -25,11 +29,32 @@ bool write_file(const char* path, const std::string& text) {
     return ok;
 }
 
-// In the child: a new user namespace mapping only the caller's uid and gid, to 0.
-bool become_namespace_root(uid_t uid, gid_t gid) {
-    return ::unshare(CLONE_NEWUSER) == 0 && write_file("/proc/self/setgroups", "deny") &&
-           write_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") &&
-           write_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1");
+// In the child: a new user namespace (and more of `flags`) mapping only the caller's uid and
+// gid, to `inside` (0: root there).
+bool map_caller(uid_t uid, gid_t gid, int flags, bool as_root) {
+    return ::unshare(CLONE_NEWUSER | flags) == 0 && write_file("/proc/self/setgroups", "deny") &&
+           write_file("/proc/self/uid_map", (as_root ? "0 " : std::to_string(uid) + " ") + std::to_string(uid) + " 1") &&
+           write_file("/proc/self/gid_map", (as_root ? "0 " : std::to_string(gid) + " ") + std::to_string(gid) + " 1");
+}
+
+int set_mount_attributes(const char* path, unsigned flags, std::uint64_t set, std::uint64_t clear) {
+    mount_attr attributes{};
+    attributes.attr_set = set;
+    attributes.attr_clr = clear;
+    return int(::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attributes, sizeof attributes));
+}
+
+// In the child: every mount read-only, then `writable` bound over itself and writable again,
+// in a mount namespace of its own (the caller's mounts are not touched).
+bool confine_writes(uid_t uid, gid_t gid, const std::vector<std::string>& writable) {
+    if (!map_caller(uid, gid, CLONE_NEWNS, false) || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        set_mount_attributes("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0) != 0)
+        return false;
+    for (const auto& folder : writable)
+        if (::mount(folder.c_str(), folder.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+            set_mount_attributes(folder.c_str(), 0, 0, MOUNT_ATTR_RDONLY) != 0)
+            return false;
+    return true;
 }
 
 }  // namespace
@@ -47,6 +72,9 @@ ToolResult run_tool(const ToolRun& run) {
     args.push_back(nullptr);
     std::vector<std::string> env = user_environment(::getuid());
     if (!run.tmpdir.empty()) env.push_back("TMPDIR=" + run.tmpdir);
+    if (!run.home.empty())
+        for (auto& entry : env)
+            if (entry.starts_with("HOME=")) entry = "HOME=" + run.home;
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -68,11 +96,15 @@ ToolResult run_tool(const ToolRun& run) {
         ::dup2(input >= 0 ? input : ::open("/dev/null", O_RDONLY), 0);
         ::dup2(out[1], 1);
         ::dup2(error_file, 2);
-        if (::close_range(3, ~0U, 0) != 0)
-            for (int fd = 3; fd < 65536; ++fd) ::close(fd);
-        if (run.as_namespace_root && !become_namespace_root(uid, gid)) {
+        if (run.fd3 >= 0) ::dup2(run.fd3, 3);  // dup2 clears close-on-exec
+        if (::close_range(run.fd3 >= 0 ? 4 : 3, ~0U, 0) != 0)
+            for (int fd = run.fd3 >= 0 ? 4 : 3; fd < 65536; ++fd) ::close(fd);
+        bool confined = run.writable_only.empty() ? !run.as_namespace_root || map_caller(uid, gid, 0, true)
+                                                  : confine_writes(uid, gid, run.writable_only);
+        if (!confined) {
             // Not strerror's words for ENOSPC, which would read as a full disk.
-            std::fprintf(stderr, "cannot make a user namespace: %s\n",
+            std::fprintf(stderr, "cannot make a user namespace%s: %s\n",
+                         run.writable_only.empty() ? "" : " whose mounts are read-only but its own folder",
                          errno == ENOSPC ? "the limit of user namespaces is reached (user.max_user_namespaces)"
                                          : std::strerror(errno));
             ::_exit(126);
@@ -90,7 +122,8 @@ ToolResult run_tool(const ToolRun& run) {
         ssize_t n = ::read(out[0], buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        if (result.out.size() < (1u << 20)) result.out.append(buffer, std::size_t(n));
+        if (result.out.size() + std::size_t(n) <= run.output_limit) result.out.append(buffer, std::size_t(n));
+        else result.truncated = true;
         if (!run.progress) continue;
         pending.append(buffer, std::size_t(n));
         for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {

@@ -334,7 +334,8 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
         for (const auto& mount : spec.mounts) sources.push_back(mount.source);
         for (const auto& mount : spec.system_mounts) sources.push_back(mount.source);
         sources.insert(sources.end(), spec.devices.begin(), spec.devices.end());
-        layers = squashfs ? mount_squashfs_root(spec.image.path, layered, sources)
+        layers = squashfs ? mount_squashfs_root(spec.image.path, spec.image.files ? spec.image.files->image : -1,
+                                                layered, sources)
                           : mount_bundle_layers(spec.image.path, sources);
     }
     try {

@@ -60,6 +60,10 @@ struct Finished {
 // stdin. Its output goes to memory files, so that neither stream can block the other.
 Finished run(const std::vector<std::string>& argv, const std::string& input = "") {
     auto env = user_environment(::getuid());
+    // Never the user's ~/.config/containers (registries.conf could send the lookup elsewhere):
+    // the site's /etc/containers only; credentials are passed by --authfile.
+    for (auto& entry : env)
+        if (entry.starts_with("HOME=")) entry = "HOME=/nonexistent";
     for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
                              "SSL_CERT_FILE", "SSL_CERT_DIR"})
         if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
@@ -90,7 +94,7 @@ Finished run(const std::vector<std::string>& argv, const std::string& input = ""
         }
         done.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         ::lseek(out, 0, SEEK_SET);
-        done.out = read_bounded(out, 4 << 20);
+        done.out = read_bounded(out, image_json_limit + 1);
         done.err = read_message(err);
     }
     for (int fd : {in, out, err}) ::close(fd);
@@ -159,6 +163,9 @@ std::string ask_registry(const ImageReference& reference, const config::Containe
     inspect.push_back(reference.skopeo_source());
     auto manifest = run(inspect);
     if (manifest.status != 0) refuse_lookup(reference, config, authfile, manifest.err);
+    if (manifest.out.size() > image_json_limit)
+        throw RegistryError(reference.text() + ": the registry's manifest is too large (skopeo reads at most " +
+                            std::to_string(image_json_limit >> 20) + " MiB)");
     auto computed = run({config.skopeo, "manifest-digest", "/dev/stdin"}, manifest.out);
     std::string digest = computed.out;
     while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();

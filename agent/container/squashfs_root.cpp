@@ -153,9 +153,10 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
 
 }  // namespace
 
-SquashfsRoot mount_squashfs_root(const std::string& image, bool user_owned,
+SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user_owned,
                                  const std::vector<std::string>& mount_sources) {
-    int archive = ::open(image.c_str(), O_RDONLY);  // inherited by squashfuse alone
+    // Inherited by squashfuse alone: the descriptor the check opened, else the path.
+    int archive = opened >= 0 ? ::fcntl(opened, F_DUPFD, 3) : ::open(image.c_str(), O_RDONLY);
     if (archive < 0) fail("cannot open the image " + image);
     try {
         auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,

@@ -19,14 +19,15 @@ struct SquashfsRoot {
     std::vector<pid_t> fuse_daemons; // serve the mounts: stop them with the container
 };
 
-// Call in fresh user and mount namespaces (CAP_SYS_ADMIN there). The image's folder is
+// Call in fresh user and mount namespaces (CAP_SYS_ADMIN there). squashfuse reads `opened`
+// (the descriptor the check opened) when it is not -1, else `image`. The image's folder is
 // covered, in this mount namespace only, by a tmpfs that holds the layers. With `user_owned`
 // the root is fuse-overlayfs's, showing the image's files as the user's so that every path
 // can be written (into the tmpfs); without, the kernel's overlay (its folders are root's,
 // nobody here: only the mount points the image has can be used). The caller makes the root
 // read-only unless the user asked for it writable. Throws ContainerError naming what failed;
 // daemons already started are stopped.
-SquashfsRoot mount_squashfs_root(const std::string& image, bool user_owned,
+SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user_owned,
                                  const std::vector<std::string>& mount_sources);
 
 // The same user-owned layer over an OCI bundle's rootfs (the bundle's folder is covered).

@@ -1,12 +1,16 @@
 #!/bin/bash
 # trellis-agent import, as unprivileged users, from a private registry on 127.0.0.1 (see
 # registry.sh) and from archives: the squashfs holds the image with its whiteouts applied and
-# its mode-000 file whole, the settings file has its ENV and WORKDIR; a second import fetches
-# no blob, a moved tag is seen, a pinned digest asks for no tag; missing credentials, an
-# unknown tag, plain HTTP and an unreachable registry say so; the password shows in no
-# output and no command line; two users' caches are private and a planted link or someone
-# else's folder is refused; four imports at once fetch each blob once; an archive imports
-# with the registry stopped; a full cache leaves nothing half-written; root is refused.
+# its mode-000 file whole, no setuid or setgid bit, the settings file has its ENV and WORKDIR;
+# the user's registries.conf is not read; a cut cached image, a cut index.json and a killed
+# copy's blob are repaired; a second import fetches no blob, a moved tag is seen, a pinned
+# digest asks for no tag, allowed_registries holds; missing credentials, an unknown tag,
+# plain HTTP and an unreachable registry say so; the password shows in no output and no
+# command line; the cache top is root's 0755 and root makes each user's folder (a 1777 one
+# refused, then made 0755; a squatted folder or link refused, then put aside by root); two
+# users' caches are private; four imports at once fetch each blob once; archives import with
+# the registry stopped, a crafted one writes nothing outside, a 3 MiB manifest is whole; a
+# full cache leaves nothing of the import; root is refused.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${TRELLIS_BUILD:?}
@@ -36,13 +40,15 @@ registry_push x tag && registry_push y tag || exit 1
 
 # cache_folder NAME: a cache as the package makes it (root's, 0755).
 cache_folder() { mkdir -p "$work/$1" && chmod 0755 "$work/$1"; }
-# config NAME CACHE [LINES...]: a trellis.toml with that cache and the registry as insecure;
+# config NAME CACHE [LINES...]: a trellis.toml with that cache and the registry allowed and
+# insecure, and users' own archives allowed;
 # root makes both users' folders in the cache, as the plugin does at a step's start.
 config() {
     local name=$1 cache=$2
     shift 2
     { echo "[container]"; echo "image_cache = \"$cache\""; echo "insecure_registries = [\"$REGISTRY\"]"
-      printf '%s\n' "$@"; } >"$work/$name.toml"
+      [[ " $* " == *allowed_registries* ]] || echo "allowed_registries = [\"$REGISTRY\"]"
+      echo "allow_user_images = true"; printf '%s\n' "$@"; } >"$work/$name.toml"
     [ "$(stat -c %a "$cache" 2>/dev/null)" != 755 ] || "$agent" cache-folder --config "$work/$name.toml" $user1 $user2 >/dev/null
 }
 cache_folder cache
@@ -64,6 +70,12 @@ import() {
 }
 field() { sed -n "s/^$1 //p" "$work/$2.out"; }  # FIELD NAME: squashfs, settings or digest from NAME.out
 listing() { unsquashfs -lc "$1" 2>/dev/null | sed 's|^squashfs-root||'; }  # SQSH: its files, from /
+# The first user's own containers configuration would send x to y and take plain HTTP from
+# the registry (the review's R5): the node's pulls must read the site's alone.
+mkdir -p "$work/home-$user1/.config/containers"
+printf '[[registry]]\nprefix = "%s/x"\nlocation = "%s/y"\n\n[[registry]]\nlocation = "%s"\ninsecure = true\n' \
+    "$REGISTRY" "$REGISTRY" "$REGISTRY" >"$work/home-$user1/.config/containers/registries.conf"
+chown -R $user1 "$work/home-$user1/.config"
 
 # 1. A pulled image: its files, whiteouts applied, the mode-000 file whole, its settings.
 import first $user1 "docker://$REGISTRY/x:tag"
@@ -78,6 +90,9 @@ if [ $status -eq 0 ] && [ -f "$sqsh" ] && [ "$settings" = "${sqsh%.sqsh}.json" ]
         pass "an opaque whiteout applied: /olddir holds only the new d" || fail "opaque whiteout: $(echo "$files" | grep olddir)"
     [ "$(unsquashfs -cat "$sqsh" locked)" = "locked content" ] && unsquashfs -lls "$sqsh" locked | grep -q "^---------- root/root *15 " &&
         pass "the mode-000 file kept its mode and its 15 bytes, owned by root in the image" || fail "the mode-000 file lost its content"
+    unsquashfs -lls "$sqsh" suid sgid | grep -E '^-rwxr-xr-x root/root .* squashfs-root/s[ug]id$' | grep -c . | grep -qx 2 &&
+        pass "no setuid or setgid bit in the cached image (the image has a 4755 and a 2755 file)" ||
+        fail "setuid bits kept: $(unsquashfs -lls "$sqsh" suid sgid)"
     jq -e '.config.Env == ["FROM_IMAGE=yes"] and .config.WorkingDir == "/work" and (.config.Entrypoint | index("entrypoint") != null)' \
         "$settings" >/dev/null && pass "the settings file has the image's ENV, WORKDIR and ENTRYPOINT" || fail "settings: $(cat "$settings")"
     grep -q "fetching docker://$REGISTRY/x@$digest1" "$work/first.out" && grep -q "bytes of new blobs in" "$work/first.out" &&
@@ -94,6 +109,22 @@ import second $user1 "docker://$REGISTRY/x:tag"
 [ $status -eq 0 ] && [ "$(field digest second)" = "$digest1" ] && [ "$(registry_requests '"GET /v2/x/blobs/')" -eq "$blobs_before" ] &&
     pass "a second import fetches no blob (registry log)" || fail "second import: status $status, blob GETs $blobs_before -> $(registry_requests '"GET /v2/x/blobs/')"
 
+# A user's registries.conf steers neither the node's import (checked above: x's files, not
+# y's) nor srun's lookup.
+resolved=$(as $user1 "$agent" resolve --image "docker://$REGISTRY/x:tag" --config "$work/main.toml" 2>&1)
+[ "$resolved" = "docker://$REGISTRY/x@$(registry_digest x:tag)" ] && [ "$digest1" = "$(registry_digest x:tag)" ] &&
+    pass "the user's registries.conf is not read: srun's lookup and the node's import both took x" ||
+    fail "registries.conf: resolved $resolved, imported $digest1, x is $(registry_digest x:tag)"
+
+# A damaged cached image (cut in half) is found, named, and imported again.
+size=$(stat -c %s "$sqsh")
+as $user1 truncate -s $((size / 2)) "$sqsh"
+import damaged $user1 "docker://$REGISTRY/x:tag"
+[ $status -eq 0 ] && grep -q "is damaged (it has $((size / 2)) bytes of the" "$work/damaged.out" &&
+    [ "$(stat -c %s "$sqsh")" = "$size" ] && unsquashfs -l "$sqsh" >/dev/null 2>&1 &&
+    pass "a cut cached image is named and imported again: $(grep -o 'is damaged.*' "$work/damaged.out")" ||
+    fail "damaged image: status $status $(cat "$work/damaged.out")"
+
 # 2b. The image runs: `launch --image docker://...` imports it (here a cache hit) and its
 # task runs in it, as the user, with the image's ENV and WORKDIR, and leaves no FUSE daemon.
 config run "$work/cache" "allowed_registries = [\"$REGISTRY/x\"]"
@@ -104,13 +135,19 @@ run_out=$( (cd "$work" && as $user1 "$agent" launch --config "$work/run.toml" --
     pass "launch --image docker://: the task ran in the image with its ENV and WORKDIR, and no squashfuse is left" ||
     fail "launch --image docker://: $run_out"
 
-# 3. A pinned digest asks for no tag.
+# 3. A pinned digest asks for no tag. Before it, the blob layout's index.json is cut (as a
+# kill during skopeo's rewrite leaves it) and a killed copy's blob is left: both repaired.
 ydigest=$(registry_digest y:tag)
+as $user1 sh -c ": >'$work/cache/$uid1/oci/index.json'; echo partial >'$work/cache/$uid1/oci/oci-put-blob123'"
 tag_lookups=$(registry_requests '"GET /v2/y/manifests/tag ')
 import pinned $user1 "docker://$REGISTRY/y@$ydigest"
 [ $status -eq 0 ] && [ "$(field digest pinned)" = "$ydigest" ] && [ "$(registry_requests '"GET /v2/y/manifests/tag ')" -eq "$tag_lookups" ] &&
     listing "$(field squashfs pinned)" | grep -qx /y-marker &&
     pass "@sha256: imports that image with no tag lookup" || fail "pinned import: status $status $(tail -n 2 "$work/pinned.out")"
+grep -q "oci/index.json did not parse (0 bytes.*put aside" "$work/pinned.out" && grep -q "removed 1 blob(s) a killed import" "$work/pinned.out" &&
+    [ ! -e "$work/cache/$uid1/oci/oci-put-blob123" ] &&
+    pass "a cut index.json is put aside and a killed copy's blob removed, and the import goes on" ||
+    fail "layout repair: $(cat "$work/pinned.out")"
 
 # 4. A moved tag is seen by the next import.
 registry_push_as y x:tag || fail "re-push of y as x:tag"
@@ -118,6 +155,11 @@ import moved $user1 "docker://$REGISTRY/x:tag"
 [ $status -eq 0 ] && [ "$(field digest moved)" != "$digest1" ] && listing "$(field squashfs moved)" | grep -qx /y-marker &&
     pass "a moved tag is seen: x:tag is now $(field digest moved)" || fail "moved tag: status $status $(tail -n 2 "$work/moved.out")"
 registry_push x tag
+
+# The site's allowed_registries hold for an import as for a step.
+import policy $user1 "docker://$REGISTRY/y:tag" run
+[ $status -eq 3 ] && grep -q "registry repository '$REGISTRY/y' is not allowed" "$work/policy.out" &&
+    pass "import applies allowed_registries, as a step does" || fail "import policy: status $status $(cat "$work/policy.out")"
 
 # 4b. Eviction past image_cache_gib (0: only the image asked for stays), but never one in use.
 cache_folder cache-e
@@ -193,7 +235,8 @@ cache_folder squat
 cache_folder planted && ln -s "$work/cache/$uid2" "$work/planted/$uid1" && chown -h $user2 "$work/planted/$uid1"
 install -d -m 0700 -o $user2 "$work/squat/$uid1"
 for name in planted squat; do
-    { echo "[container]"; echo "image_cache = \"$work/$name\""; echo "insecure_registries = [\"$REGISTRY\"]"; } >"$work/$name.toml"
+    { echo "[container]"; echo "image_cache = \"$work/$name\""; echo "insecure_registries = [\"$REGISTRY\"]"
+      echo "allowed_registries = [\"$REGISTRY\"]"; } >"$work/$name.toml"
 done
 import planted $user1 "docker://$REGISTRY/x:tag" planted
 [ $status -eq 3 ] && grep -q "$work/planted/$uid1 is refused: it is a symbolic link" "$work/planted.out" &&
@@ -252,6 +295,51 @@ for archive in "oci-archive:$work/x-oci.tar x-marker" "docker-archive:$work/y-do
         pass "$1 imports with the registry stopped ($(field digest archive))" || fail "$1: status $status $(cat "$work/archive.out")"
 done
 
+# 8b. A crafted archive (the review's R3): a link to the user's home, then a file through it.
+# skopeo unpacks an archive following such links; the import must not write outside its own
+# temporary folder.
+echo "the user's own" >"$work/home-$user1/victim.txt" && chown $user1 "$work/home-$user1/victim.txt"
+/usr/bin/python3 - "$work/x-oci.tar" "$work/evil.tar" "$work/home-$user1" <<'PY'
+import io, sys, tarfile
+source, target, home = sys.argv[1:]
+with tarfile.open(source) as tin, tarfile.open(target, "w") as tout:
+    for member in tin.getmembers():
+        tout.addfile(member, tin.extractfile(member) if member.isfile() else None)
+    link = tarfile.TarInfo("evil_home"); link.type = tarfile.SYMTYPE; link.linkname = home
+    tout.addfile(link)
+    data = b"overwritten by a crafted archive\n"
+    entry = tarfile.TarInfo("evil_home/victim.txt"); entry.size = len(data)
+    tout.addfile(entry, io.BytesIO(data))
+PY
+chmod 644 "$work/evil.tar"
+import evil $user1 "oci-archive:$work/evil.tar"
+[ "$(cat "$work/home-$user1/victim.txt")" = "the user's own" ] && [ ! -e "$work/home-$user1/evil_home" ] &&
+    pass "a crafted archive wrote nothing in the user's home (import status $status: $(tail -n 1 "$work/evil.out" | cut -c1-160))" ||
+    fail "the crafted archive wrote through its link: $(cat "$work/home-$user1/victim.txt")"
+
+# 8c. A manifest of 3 MiB (under skopeo's 4 MiB) imports whole, and its digest is its own.
+/usr/bin/python3 - "$work/registry/images" "$work/bigman" <<'PY'
+import hashlib, json, os, shutil, sys
+source, layout = sys.argv[1:]
+shutil.copytree(source, layout)
+index = json.load(open(f"{layout}/index.json"))
+entry = next(m for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "y")
+manifest = json.load(open(f"{layout}/blobs/sha256/{entry['digest'].split(':')[1]}"))
+manifest["annotations"] = {"pad": "p" * (3 << 20)}
+data = json.dumps(manifest).encode()
+digest = hashlib.sha256(data).hexdigest()
+open(f"{layout}/blobs/sha256/{digest}", "wb").write(data)
+entry.update(digest="sha256:" + digest, size=len(data))
+index["manifests"] = [entry]
+json.dump(index, open(f"{layout}/index.json", "w"))
+
+PY
+tar -C "$work/bigman" -cf "$work/big-oci.tar" . && chmod 644 "$work/big-oci.tar"
+big_digest=sha256:$(sha256sum "$work/bigman/blobs/sha256/$(jq -r '.manifests[0].digest' "$work/bigman/index.json" | cut -d: -f2)" | cut -d' ' -f1)
+import bigmanifest $user1 "oci-archive:$work/big-oci.tar"
+[ $status -eq 0 ] && [ "$(field digest bigmanifest)" = "$big_digest" ] &&
+    pass "a 3 MiB manifest imports whole: $big_digest" || fail "3 MiB manifest: status $status $(tail -n 3 "$work/bigmanifest.out" | cut -c1-300)"
+
 # 9. A full cache: a clear error, nothing half-written. 1 MiB fills while the blobs are
 # copied; 3 MiB holds the blobs and the unpacked tree (about 1 and 2 MiB), not the squashfs.
 mkdir "$work/full"
@@ -259,8 +347,9 @@ for size in 1m 3m; do
     mount -t tmpfs -o size=$size,mode=755 tmpfs "$work/full" || { echo "SKIP (part): cannot mount a tmpfs for the full-cache check"; break; }
     config full "$work/full"
     import full-$size $user1 "oci-archive:$work/x-oci.tar" full
-    # Whole blobs stay in the layout (oci/) for the next try; nothing else may.
-    left=$(find "$work/full" -name 'oci-put-blob*' -print -o -path '*/oci' -prune -o \( -name '*.tmp*' -o -name '*.sqsh' -o -name '*.json' \) -print)
+    # Nothing of the failed import stays: no temporary, no blob (they would count against
+    # image_cache_gib with no image to evict).
+    left=$(find "$work/full" -name 'oci-put-blob*' -print -o -path '*/blobs/*' -type f -print -o -path '*/oci' -prune -o \( -name '*.tmp*' -o -name '*.sqsh' -o -name '*.json' \) -print)
     [ $status -ne 0 ] && grep -q "image cache $work/full/$uid1 is full" "$work/full-$size.out" && [ -z "$left" ] &&
         grep -q "is a tmpfs" "$work/full-$size.out" &&
         pass "a full $size cache: $(grep -o "is full.*while [a-z]* [a-z]*" "$work/full-$size.out"), nothing left" ||

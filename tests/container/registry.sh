@@ -11,7 +11,8 @@
 #   registry_auth_at PATH [USER]  a copy of REGISTRY_AUTH at PATH (0600), USER's if named
 #   registry_build_images   builds FOLDER/images (an OCI layout) with two images:
 #     x  ENV FROM_IMAGE=yes, WORKDIR /work, an ENTRYPOINT that prints entrypoint-ran; layers:
-#        busybox, /etc/delete-me, /olddir/{d,old}, /locked (mode 000, "locked content");
+#        busybox, /etc/delete-me, /olddir/{d,old}, /locked (mode 000, "locked content"),
+#        /suid (mode 4755) and /sgid (mode 2755);
 #        then /etc/delete-me deleted (a whiteout); then olddir/ replaced (an opaque whiteout)
 #        holding only d ("d"), and /x-marker
 #     y  busybox and /y-marker
@@ -127,6 +128,8 @@ registry_build_images() {
     echo old >"$tree/rootfs/olddir/old"
     echo "locked content" >"$tree/rootfs/locked"
     chmod 000 "$tree/rootfs/locked"
+    echo s >"$tree/rootfs/suid" && chmod 4755 "$tree/rootfs/suid"
+    echo s >"$tree/rootfs/sgid" && chmod 2755 "$tree/rootfs/sgid"
     umoci repack --image "$layout:x" "$tree" >/dev/null || return 1
     rm -rf "$tree"
     # layer 2: /etc/delete-me deleted, which umoci writes as a whiteout (.wh.delete-me); from a

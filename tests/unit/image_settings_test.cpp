@@ -13,7 +13,8 @@ namespace {
 
 const char* skopeo_config = R"({"architecture": "amd64",
   "config": {"Env": ["PATH=/usr/bin", "FROM_IMAGE=yes", "KEEP=image", "SLURM_JOB_ID=9", "TRELLIS_RANK=7",
-                     "PMIX_RANK=3", "CUDA_VISIBLE_DEVICES=all", "OMP_NUM_THREADS=99", "EQUALS=a=b"],
+                     "PMIX_RANK=3", "CUDA_VISIBLE_DEVICES=all", "OMP_NUM_THREADS=99", "EQUALS=a=b",
+                     "SLURMD_NODENAME=image", "SRUN_DEBUG=9"],
              "WorkingDir": "/work", "Entrypoint": ["/entry.sh", "-x"], "Cmd": ["sh"]}})";
 
 std::set<std::string> names(const std::vector<std::pair<std::string, std::string>>& env) {
@@ -28,8 +29,8 @@ TEST_CASE("settings as skopeo inspect --config prints them, or the config object
     auto settings = parse_image_settings(skopeo_config);
     CHECK(settings.working_dir == "/work");
     CHECK(settings.entrypoint == std::vector<std::string>{"/entry.sh", "-x"});
-    CHECK(settings.env.size() == 9);
-    CHECK(settings.env.back() == std::pair<std::string, std::string>{"EQUALS", "a=b"});
+    CHECK(settings.env.size() == 11);
+    CHECK(settings.env[8] == std::pair<std::string, std::string>{"EQUALS", "a=b"});
     CHECK(parse_image_settings(R"({"WorkingDir": "/w"})").working_dir == "/w");
     CHECK(parse_image_settings("").env.empty());
     CHECK(parse_image_settings(R"({"config": {"Env": null, "Entrypoint": null}})").entrypoint.empty());
@@ -52,6 +53,8 @@ TEST_CASE("Env: the image's over the job's, except --trellis-env names and what 
     CHECK(taken.count("SLURM_JOB_ID=9") == 0);
     CHECK(taken.count("TRELLIS_RANK=7") == 0);
     CHECK(taken.count("PMIX_RANK=3") == 0);
+    CHECK(taken.count("SLURMD_NODENAME=image") == 0);
+    CHECK(taken.count("SRUN_DEBUG=9") == 0);
 }
 
 TEST_CASE("--trellis-env names") {
