@@ -155,6 +155,7 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
         {"umoci", [](ContainerConfig& c, const RawValue& v) { c.umoci = as_path(v); }},
         {"mksquashfs", [](ContainerConfig& c, const RawValue& v) { c.mksquashfs = as_path(v); }},
         {"squashfuse", [](ContainerConfig& c, const RawValue& v) { c.squashfuse = as_path(v); }},
+        {"fuse_overlayfs", [](ContainerConfig& c, const RawValue& v) { c.fuse_overlayfs = as_path(v); }},
         {"namespaces",
          [](ContainerConfig& c, const RawValue& v) {
              c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");

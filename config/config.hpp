@@ -73,9 +73,9 @@ struct ContainerConfig {
     // programs besides those trellis implements that a spec may run.
     std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
     std::vector<std::string> allowed_cdi_hooks;
-    // The programs that import images, by absolute path, run as the job's user.
+    // The programs that import and serve images, by absolute path, run as the job's user.
     std::string skopeo = "/usr/bin/skopeo", umoci = "/usr/bin/umoci", mksquashfs = "/usr/bin/mksquashfs",
-                squashfuse = "/usr/bin/squashfuse";
+                squashfuse = "/usr/bin/squashfuse", fuse_overlayfs = "/usr/bin/fuse-overlayfs";
     // Where these settings came from, for refusals to name: the file, or the defaults.
     std::string origin = "the built-in defaults (no trellis.toml)";
 };

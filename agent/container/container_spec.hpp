@@ -27,6 +27,7 @@ struct ContainerSpec {
     std::vector<std::string> devices;     // device files bound in at the same path
     std::vector<std::string> namespaces;  // what tasks join besides the user's: mount, ipc, uts
     std::string apptainer;                // the program that opens .sif images (absolute)
+    std::string squashfuse, fuse_overlayfs;  // the programs that serve squashfs images (absolute)
     std::string pause_program;            // the process a .sif container is entered through
     bool writable = false;                // --trellis-writable: a throw-away writable root
     // The root takes edits while it is made (CDI's links and ld.so.cache): it gets the same

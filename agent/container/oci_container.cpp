@@ -334,9 +334,10 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
         for (const auto& mount : spec.mounts) sources.push_back(mount.source);
         for (const auto& mount : spec.system_mounts) sources.push_back(mount.source);
         sources.insert(sources.end(), spec.devices.begin(), spec.devices.end());
+        FusePrograms programs{spec.squashfuse, spec.fuse_overlayfs};
         layers = squashfs ? mount_squashfs_root(spec.image.path, spec.image.files ? spec.image.files->image : -1,
-                                                layered, sources)
-                          : mount_bundle_layers(spec.image.path, sources);
+                                                layered, sources, programs)
+                          : mount_bundle_layers(spec.image.path, sources, programs);
     }
     try {
         bool overlay = !layers.root.empty();

@@ -49,12 +49,12 @@ int mount_fuse(const std::string& source, const std::string& target, const std::
 // Starts `argv` (its last argument /dev/fd/FUSE) to serve the mount, in the foreground: it
 // dies with this process (PR_SET_PDEATHSIG), and keeps nothing of this one's but stderr and
 // the descriptors it is given.
-pid_t start_daemon(std::vector<std::string> argv, int fuse, int archive = -1) {
-    std::string program = find_program(argv[0]);
-    if (program.empty())
-        throw ContainerError(argv[0] + " is not installed (in the system PATH): it serves squashfs images; install "
-                             "the squashfuse and fuse-overlayfs packages");
-    argv[0] = program;
+pid_t start_daemon(std::vector<std::string> argv, const char* key, int fuse, int archive = -1) {
+    if (argv[0].empty() || argv[0][0] != '/' || ::access(argv[0].c_str(), X_OK) != 0)
+        throw ContainerError("cannot run " + std::string(key) + " '" + argv[0] + "': " +
+                             (argv[0].empty() || argv[0][0] != '/' ? "not an absolute path" : std::strerror(errno)) +
+                             " (it serves squashfs images: install the squashfuse and fuse-overlayfs packages, or set "
+                             "[container] " + key + " in trellis.toml to its absolute path)");
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) fail("fork");
@@ -118,7 +118,8 @@ namespace {
 // (into the tmpfs); else the kernel's overlay.
 template <typename MountLower>
 SquashfsRoot mount_layers(const std::string& image, const std::string& folder, bool user_owned,
-                          const std::vector<std::string>& mount_sources, MountLower mount_lower) {
+                          const std::vector<std::string>& mount_sources, const std::string& fuse_overlayfs,
+                          MountLower mount_lower) {
     for (const auto& source : mount_sources)
         if (at_or_under(source, folder))
             throw ContainerError("mount source " + source + " is in the folder of the image " + image +
@@ -135,10 +136,10 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
         if (user_owned) {
             int over = mount_fuse(image, root, "fuse-overlayfs", 0);
             made.fuse_daemons.push_back(start_daemon(
-                {"fuse-overlayfs", "-f", "-o",
+                {fuse_overlayfs, "-f", "-o",
                  layers + ",squash_to_uid=" + std::to_string(::getuid()) + ",squash_to_gid=" + std::to_string(::getgid()),
                  "/dev/fd/" + std::to_string(over)},
-                over));
+                "fuse_overlayfs", over));
             await_daemon(made.fuse_daemons.back(), root + "/.", "fuse-overlayfs");
         } else if (::mount("overlay", root.c_str(), "overlay", MS_NOSUID | MS_NODEV, (layers + ",userxattr").c_str()) != 0) {
             fail("cannot mount the overlay over the image");
@@ -154,19 +155,19 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
 }  // namespace
 
 SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user_owned,
-                                 const std::vector<std::string>& mount_sources) {
+                                 const std::vector<std::string>& mount_sources, const FusePrograms& programs) {
     // Inherited by squashfuse alone: the descriptor the check opened, else the path.
     int archive = opened >= 0 ? ::fcntl(opened, F_DUPFD, 3) : ::open(image.c_str(), O_RDONLY);
     if (archive < 0) fail("cannot open the image " + image);
     try {
         auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,
-                                 [&](const std::string& lower, SquashfsRoot& made) {
+                                 programs.fuse_overlayfs, [&](const std::string& lower, SquashfsRoot& made) {
                                      int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
                                      // squashfuse reads the image by /dev/fd: its folder is covered.
                                      made.fuse_daemons.push_back(start_daemon(
-                                         {"squashfuse", "-f", "/dev/fd/" + std::to_string(archive),
+                                         {programs.squashfuse, "-f", "/dev/fd/" + std::to_string(archive),
                                           "/dev/fd/" + std::to_string(fuse)},
-                                         fuse, archive));
+                                         "squashfuse", fuse, archive));
                                      await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
                                  });
         ::close(archive);
@@ -177,11 +178,13 @@ SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user
     }
 }
 
-SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources) {
+SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources,
+                                 const FusePrograms& programs) {
     int rootfs = ::open((bundle + "/rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfs < 0) fail("cannot open the image " + bundle + "/rootfs");
     try {
-        auto made = mount_layers(bundle, bundle, true, mount_sources, [&](const std::string& lower, SquashfsRoot&) {
+        auto made = mount_layers(bundle, bundle, true, mount_sources, programs.fuse_overlayfs,
+                                 [&](const std::string& lower, SquashfsRoot&) {
             std::string source = "/proc/self/fd/" + std::to_string(rootfs);
             if (::mount(source.c_str(), lower.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
                 ::mount(nullptr, lower.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,

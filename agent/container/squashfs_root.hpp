@@ -14,6 +14,10 @@
 
 namespace trellis::agent {
 
+struct FusePrograms {
+    std::string squashfuse, fuse_overlayfs;  // absolute paths ([container] squashfuse, fuse_overlayfs)
+};
+
 struct SquashfsRoot {
     std::string root;                // the overlay, to become the container's root
     std::vector<pid_t> fuse_daemons; // serve the mounts: stop them with the container
@@ -28,10 +32,11 @@ struct SquashfsRoot {
 // read-only unless the user asked for it writable. Throws ContainerError naming what failed;
 // daemons already started are stopped.
 SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user_owned,
-                                 const std::vector<std::string>& mount_sources);
+                                 const std::vector<std::string>& mount_sources, const FusePrograms& programs);
 
 // The same user-owned layer over an OCI bundle's rootfs (the bundle's folder is covered).
-SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources);
+SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<std::string>& mount_sources,
+                                 const FusePrograms& programs);
 
 // SIGKILL to each daemon, then reaps it.
 void stop_fuse_daemons(const std::vector<pid_t>& daemons);

@@ -56,6 +56,8 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     }
     spec.namespaces = config.container.namespaces;
     spec.apptainer = config.container.apptainer;
+    spec.squashfuse = config.container.squashfuse;
+    spec.fuse_overlayfs = config.container.fuse_overlayfs;
     spec.pause_program = pause_program();
     spec.writable = request.writable;
     if (!request.gpus.empty() && spec.image.kind != ImageKind::sif) {
