@@ -84,6 +84,17 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (as && !as->join_cgroups.empty()) {
+        uid_t euid = ::geteuid();
+        bool raised = euid != 0 && ::seteuid(0) == 0;
+        for (const auto& procs : as->join_cgroups) {
+            int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || ::write(fd, "0", 1) != 1)
+                std::fprintf(stderr, "trellis: warning: cannot join %s: %s\n", procs.c_str(), std::strerror(errno));
+            if (fd >= 0) ::close(fd);
+        }
+        if (raised && ::seteuid(euid) != 0) ::_exit(126);
+    }
     if (as && !become(*as)) {
         std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as->uid, as->gid, std::strerror(errno));
         ::_exit(126);

@@ -14,6 +14,11 @@ namespace trellis::agent {
 struct Identity {
     uid_t uid;
     gid_t gid;
+    // cgroup.procs files the child moves itself into before it becomes the user, with root's
+    // rights when its caller's saved ids hold them (slurmstepd's user_init): the step's own
+    // cgroups, which Slurm tracks, signals and accounts. Computed by the caller, never from
+    // anything the user chose.
+    std::vector<std::string> join_cgroups = {};
 };
 
 struct ChildStdio {

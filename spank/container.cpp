@@ -151,6 +151,25 @@ void take_pinned_image(spank_t sp) {
                         "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
 }
 
+// The step's own cgroups that slurmstepd is not in: on cgroup v1 slurmstepd stays in the
+// job's freezer cgroup, while Slurm tracks (proctrack/cgroup: signals, and the pids that
+// jobacct_gather accounts) the step's, job_J/step_S. prepare and its FUSE daemons join those,
+// as the tasks do. On cgroup v2 slurmstepd is already in the step's (step_S/slurm).
+std::vector<std::string> step_cgroups(std::uint32_t job, std::uint32_t step) {
+    std::vector<std::string> procs;
+    std::ifstream in("/proc/self/cgroup");
+    std::string job_level = "/job_" + std::to_string(job);
+    for (std::string line; std::getline(in, line);) {
+        auto first = line.find(':'), second = line.find(':', first + 1);
+        if (first == std::string::npos || second == std::string::npos) continue;
+        std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+        if (controllers.empty() || !path.ends_with(job_level)) continue;
+        std::string file = "/sys/fs/cgroup/" + controllers + path + "/step_" + std::to_string(step) + "/cgroup.procs";
+        if (::access(file.c_str(), F_OK) == 0) procs.push_back(file);
+    }
+    return procs;
+}
+
 void make_image_cache_folder(spank_t sp) {
     PluginState& s = state();
     std::uint32_t job = 0, step = 0;
@@ -205,7 +224,8 @@ void prepare_container(spank_t sp) {
     }
     try {
         s.container = agent::HeldContainer::make(
-            agent::prepare_command(s.config.container.agent, request, s.config.path), agent::Identity{uid, gid},
+            agent::prepare_command(s.config.container.agent, request, s.config.path),
+            agent::Identity{uid, gid, step_cgroups(job, step)},
             agent::prepare_limit(request));
     } catch (const agent::PolicyError& e) {
         s.container_error = std::string("container refused: ") + e.what();

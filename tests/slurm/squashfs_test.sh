@@ -95,6 +95,27 @@ as_user srun -N2 -n2 --job-name=sqsh-scancel "${image[@]}" sleep 300 >/dev/null 
 srun_pid=$!
 for _ in $(seq 1 100); do [ "$(daemons | wc -l)" -ge 2 ] && break; sleep 0.1; done
 [ "$(daemons | wc -l)" -ge 2 ] && pass "a squashfuse per node while the step runs" || fail "no squashfuse per node"
+# prepare and its squashfuse are in the step's own cgroups, as its tasks are (Slurm tracks,
+# signals and accounts the step by them), and prepare cannot be traced by the user.
+job=$(squeue -h -n sqsh-scancel -o %i)
+stepd=$([ -n "$job" ] && pgrep -f "slurmstepd: \[$job.0\]" | head -n 1)
+task=$([ -n "$stepd" ] && pgrep -P "$stepd" -x sleep | head -n 1)
+daemon=$(for d in $(daemons); do [ "$(ps -o ppid= -p "$(ps -o ppid= -p $d | tr -d ' ')" | tr -d ' ')" = "$stepd" ] && echo $d; done | head -n 1)
+helper=$([ -n "$daemon" ] && ps -o ppid= -p $daemon | tr -d ' ')
+if [ -n "$task" ] && [ -n "$helper" ]; then
+    # cgroup v1: the freezer (proctrack/cgroup's) and every controller Slurm gives the step;
+    # v2: one path, under the step's.
+    step_cgroups() { grep -E "^0::|freezer|cpuset" /proc/$1/cgroup | sed -e 's|/task_[0-9]*$||' -e 's|/user/task_[0-9]*$||' -e 's|/slurm$||'; }
+    [ "$(step_cgroups $helper)" = "$(step_cgroups $task)" ] && [ "$(step_cgroups $daemon)" = "$(step_cgroups $task)" ] &&
+        pass "prepare and squashfuse are in the step's cgroups: $(step_cgroups $helper | tr '\n' ' ')" ||
+        fail "cgroups: prepare $(step_cgroups $helper | tr '\n' ' '), squashfuse $(step_cgroups $daemon | tr '\n' ' '), the task $(step_cgroups $task | tr '\n' ' ')"
+    grep -q "^TracerPid" /proc/$helper/status && ! as_user cat /proc/$helper/environ >/dev/null 2>&1 &&
+        [ "$(stat -c %U /proc/$helper/mem)" = root ] &&
+        pass "prepare is undumpable: its /proc files are root's, and the job user cannot read them" ||
+        fail "prepare is dumpable: $(stat -c %U /proc/$helper/mem)"
+else
+    fail "the step's task or prepare was not found (slurmstepd $stepd, task $task, squashfuse $(daemons | tr '\n' ' '))"
+fi
 scancel --name=sqsh-scancel
 wait $srun_pid 2>/dev/null
 leftovers "after scancel"
