@@ -73,6 +73,11 @@ leftovers() {  # nothing of squashfuse's left: no process, no mount anywhere
 run read "${app[@]}" -- cat /etc/greeting && grep -qx "\[0\] from the image" "$work/read.out" &&
     pass "a file of the squashfs image is read" || { cat "$work/read.out"; fail "reading the image"; }
 leftovers && pass "no squashfuse process or mount after a normal end" || fail "squashfuse or its mount left after the end"
+# The squashfuse key names the program (never a PATH lookup).
+sed 's|^\[container\]$|[container]\nsquashfuse = "/nonexistent/squashfuse"|' "$work/trellis.toml" >"$work/nofuse.toml"
+as_runner "$agent" launch --nproc-per-node 1 --config "$work/nofuse.toml" "${app[@]}" -- true >"$work/nofuse.out" 2>&1
+grep -q "cannot run squashfuse '/nonexistent/squashfuse'.*set \[container\] squashfuse" "$work/nofuse.out" &&
+    pass "[container] squashfuse names the program: $(tail -n 1 "$work/nofuse.out" | cut -c1-120)" || fail "squashfuse key: $(cat "$work/nofuse.out")"
 
 run readonly "${app[@]}" -- sh -c 'echo x >/etc/written && echo wrote'
 grep -q "Read-only file system" "$work/readonly.out" && ! grep -q wrote "$work/readonly.out" &&
