@@ -28,8 +28,9 @@ done
 uid1=$(id -u $user1) uid2=$(id -u $user2)
 work=$(mktemp -d /tmp/trellis-import-test.XXXXXX)
 chmod 755 "$work"
-registry_trap 'umount "$work/full" 2>/dev/null; [ -z "$sampler" ] || kill $sampler; rm -rf "$work"'
-sampler=
+registry_trap 'umount "$work/full" 2>/dev/null; [ -z "$sampler" ] || kill $sampler; rm -rf "$work"
+    [ -n "$made_home" ] && rm -rf "$made_home" || rm -f "$user_home/.config/containers/registries.conf"'
+sampler= made_home= user_home=/nonexistent
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -70,12 +71,15 @@ import() {
 }
 field() { sed -n "s/^$1 //p" "$work/$2.out"; }  # FIELD NAME: squashfs, settings or digest from NAME.out
 listing() { unsquashfs -lc "$1" 2>/dev/null | sed 's|^squashfs-root||'; }  # SQSH: its files, from /
-# The first user's own containers configuration would send x to y and take plain HTTP from
-# the registry (the review's R5): the node's pulls must read the site's alone.
-mkdir -p "$work/home-$user1/.config/containers"
+# The first user's own containers configuration, in their home (the passwd entry's: helpers
+# get that HOME), would send x to y and take plain HTTP from the registry (the review's R5):
+# the node's pulls must read the site's alone. Removed at exit, with the home if made here.
+user_home=$(getent passwd $user1 | cut -d: -f6)
+[ -e "$user_home" ] || { made_home=$user_home; install -d -o $user1 "$user_home"; }
+[ ! -e "$user_home/.config/containers/registries.conf" ] || { echo "SKIP: $user_home has a registries.conf of its own"; exit 77; }
+install -d -o $user1 "$user_home/.config" "$user_home/.config/containers"
 printf '[[registry]]\nprefix = "%s/x"\nlocation = "%s/y"\n\n[[registry]]\nlocation = "%s"\ninsecure = true\n' \
-    "$REGISTRY" "$REGISTRY" "$REGISTRY" >"$work/home-$user1/.config/containers/registries.conf"
-chown -R $user1 "$work/home-$user1/.config"
+    "$REGISTRY" "$REGISTRY" "$REGISTRY" >"$user_home/.config/containers/registries.conf"
 
 # 1. A pulled image: its files, whiteouts applied, the mode-000 file whole, its settings.
 import first $user1 "docker://$REGISTRY/x:tag"
