@@ -105,7 +105,7 @@ bool matches_registry_entry(const std::string& entry, const ImageReference& refe
 
 CheckedImage check_registry_image(const ImageReference& reference, const config::ContainerConfig& config) {
     for (const auto& entry : config.allowed_registries)
-        if (matches_registry_entry(entry, reference)) return {"", ImageKind::registry, reference, ""};
+        if (matches_registry_entry(entry, reference)) return {"", ImageKind::registry, reference, "", nullptr};
     throw PolicyError("image '" + reference.text() + "': registry repository '" + reference.registry_path() +
                       "' is not allowed on this cluster (allowed_registries in " + config.origin + ": " +
                       (config.allowed_registries.empty() ? "none" : joined(config.allowed_registries)) +
@@ -267,7 +267,7 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     auto reference = parsed_or_refuse(image);
     if (reference.is_squashfs_file()) return check_image_file(reference, config);
     if (has_dot_dot(image)) throw PolicyError("image '" + image + "': '..' is not accepted in an image path");
-    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle, reference, {}};
+    CheckedImage checked{canonical_or_refuse(image, "image"), ImageKind::oci_bundle, reference, {}, nullptr};
     refuse_control(checked.path, "the image's resolved path");
     if (checked.path.find_first_of(",:") != std::string::npos)
         throw PolicyError("image '" + image + "' resolves to '" + checked.path +
