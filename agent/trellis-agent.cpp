@@ -7,7 +7,9 @@
 
 #include <algorithm>
 
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -72,11 +74,28 @@ std::string prepare_help() {
     return "usage: trellis-agent prepare --image PATH [OPTIONS]\n\n" + prepare_table(request, config_path).help();
 }
 
+// Whether a tracer is attached to this process (TracerPid in /proc/self/status).
+bool being_traced() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("TracerPid:")) return std::stol(line.substr(10)) != 0;
+    return false;
+}
+
 int prepare(const std::vector<std::string>& args) {
     StepContainerRequest request;
     std::string config_path;
     prepare_table(request, config_path).parse(args);
     if (request.image.empty()) throw UsageError("prepare needs --image");
+    // Slurm signals every child of slurmstepd with the step's tasks (scancel's SIGTERM, srun
+    // --signal, the time limit's warning): this one serves their root and must outlast them.
+    // It ends when its standard input does, or by SIGKILL. A handler, not SIG_IGN, so that the
+    // programs it runs get the default again.
+    struct sigaction keep_serving {};
+    keep_serving.sa_handler = [](int) {};
+    keep_serving.sa_flags = SA_RESTART;
+    for (int number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
+        ::sigaction(number, &keep_serving, nullptr);
     auto config = config::load_agent_config(config_path);
     auto spec = checked_container_spec(request, config);
     // A registry image or an archive becomes a squashfs in the user's cache on this node
@@ -115,8 +134,18 @@ int prepare(const std::vector<std::string>& args) {
     // serves every task of the step); before, the caller (as the user) had to open its
     // /proc/PID/ns.
     char buffer[64];
-    for (bool traceable = true; ::read(0, buffer, sizeof buffer) > 0;)
-        if (traceable) traceable = ::prctl(PR_SET_DUMPABLE, 0) != 0;
+    for (bool traceable = true;;) {
+        ssize_t n = ::read(0, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (!traceable) continue;
+        traceable = ::prctl(PR_SET_DUMPABLE, 0) != 0;
+        // One who attached while it was traceable (during an import) would stay attached.
+        if (!traceable && being_traced()) {
+            helpers.stop();
+            throw ContainerError("prepare is being traced (ptrace): the container is not served so");
+        }
+    }
     helpers.stop();
     return 0;
 }

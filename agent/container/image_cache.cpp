@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -156,7 +158,8 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
     if (path_fd < 0 && error == ENOENT)
         throw PolicyError("the cache folder " + folder_ + " does not exist yet: root makes it at the start of a job "
                           "step that asks for a registry image or an archive (srun --trellis-image=...), or an "
-                          "administrator with `trellis-agent cache-folder " + std::to_string(uid) + "`");
+                          "administrator with `trellis-agent cache-folder " + std::to_string(uid) + "`; an import or "
+                          "`trellis-agent launch --image` outside such a step needs one of those first");
     if (path_fd < 0)
         throw PolicyError("the cache folder " + folder_ + " is refused: " +
                           (error == ELOOP || error == ENOTDIR ? std::string("it is a symbolic link or not a folder")
@@ -251,6 +254,23 @@ void ImageCache::remove_temporaries(const std::string& digest) const {
     for (auto& name : names) remove_at(fd_, name);
 }
 
+std::string ImageCache::inspection_name(pid_t pid) { return "inspect.tmp-" + std::to_string(pid); }
+
+void ImageCache::remove_dead_inspections() const {
+    std::vector<std::string> names;
+    if (DIR* stream = ::fdopendir(::dup(fd_))) {
+        ::rewinddir(stream);
+        while (dirent* entry = ::readdir(stream)) {
+            std::string name = entry->d_name;
+            if (!name.starts_with("inspect.tmp-")) continue;
+            pid_t pid = pid_t(std::strtol(name.c_str() + std::strlen("inspect.tmp-"), nullptr, 10));
+            if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) names.push_back(name);
+        }
+        ::closedir(stream);
+    }
+    for (auto& name : names) remove_at(fd_, name);
+}
+
 std::uint64_t ImageCache::bytes() const { return tree_bytes(::dup(fd_)); }
 
 std::string ImageCache::evict_oldest(const std::string& keep) const {
@@ -295,8 +315,8 @@ std::string make_cache_top(const config::ContainerConfig& config) {
     std::error_code error;
     std::filesystem::create_directories(parent, error);
     check_root_owned(parent, "the folder above image_cache");
-    if (::mkdir(top.c_str(), 0755) == 0) return "made " + top + " (root's, 0755)";
-    if (errno != EEXIST) throw ImageImportError("cannot make " + top + ": " + std::strerror(errno));
+    bool made = ::mkdir(top.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) throw ImageImportError("cannot make " + top + ": " + std::strerror(errno));
     int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat info {};
     if (fd < 0 || ::fstat(fd, &info) != 0) {
@@ -304,10 +324,19 @@ std::string make_cache_top(const config::ContainerConfig& config) {
         throw PolicyError("image_cache '" + top + "' is refused: a symbolic link or not a folder");
     }
     std::string note;
-    // An older trellis's top: every user could write there. Users' folders in it stay theirs;
-    // anything else under a uid's name is put aside when that user's folder is made.
-    if (info.st_uid == 0 && (info.st_mode & 07777) == 01777 && ::fchmod(fd, 0755) == 0)
+    if (made) {
+        ::fchmod(fd, 0755);  // whatever the umask was
+        note = "made " + top + " (root's, 0755)";
+    } else if (info.st_uid == 0 && (info.st_mode & 07777) == 01777 && ::fchmod(fd, 0755) == 0) {
+        // An older trellis's top: every user could write there. Users' folders in it stay
+        // theirs; anything else under a uid's name is put aside when that user's folder is made.
         note = top + " was 1777 (an older trellis): now 0755, and root makes each user's folder";
+    } else if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))) {
+        ::close(fd);
+        throw PolicyError("image_cache '" + top + "' (from " + config.origin + ") belongs to uid " +
+                          std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) + "; " + accepted_cache +
+                          " (left as it is: see what else uses it, then chown root and chmod 0755)");
+    }
     ::close(fd);
     return note;
 }
@@ -326,8 +355,12 @@ std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t 
     if (::fstatat(top, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && (!S_ISDIR(info.st_mode) || info.st_uid != uid)) {
         // Left by someone else under this uid (a 1777 top let anyone write there): kept for the
         // administrator to look at, never used or entered.
-        std::string aside = name + ".refused-" + std::to_string(std::time(nullptr));
-        if (::renameat(top, name.c_str(), top, aside.c_str()) != 0) fail("put aside");
+        std::string aside;
+        for (int tries = 0;; ++tries) {
+            aside = name + ".refused-" + std::to_string(std::time(nullptr)) + (tries ? "-" + std::to_string(tries) : "");
+            if (::renameat2(top, name.c_str(), top, aside.c_str(), RENAME_NOREPLACE) == 0) break;
+            if (errno != EEXIST || tries == 100) fail("put aside");
+        }
         note = folder + " belonged to uid " + std::to_string(info.st_uid) + (S_ISDIR(info.st_mode) ? "" : " and was no folder") +
                ": put aside as " + aside;
     }

@@ -4,6 +4,7 @@
 //   <hex>.json   the image's settings, as `skopeo inspect --config` prints them
 //   <hex>.lock   flock'd while the image is imported (exclusively) or used (shared)
 //   <hex>.tmp*   an import's temporaries, removed on failure and by the next import
+//   inspect.tmp-<pid>  an archive's manifest being read (before its digest is known)
 //   oci/         an OCI layout of the blobs fetched so far, so that none is fetched twice
 // The top folder is root's and only root writes in it: root makes each user's folder (the
 // plugin at the start of a step that imports, or `trellis-agent cache-folder`), so no user can
@@ -74,6 +75,10 @@ public:
     void touch(const std::string& digest) const;
     // Removes <hex>.tmp* left by an import that died (call with the digest's lock held).
     void remove_temporaries(const std::string& digest) const;
+    // Where process `pid` reads an archive's manifest before its digest is known, and the
+    // removal of those whose process is gone (killed before it removed its own).
+    static std::string inspection_name(pid_t pid);
+    void remove_dead_inspections() const;
     // What the folder takes: images, settings, locks and the blob layout.
     std::uint64_t bytes() const;
     // Removes the least recently used image (its .sqsh and .json; never `keep`, never one

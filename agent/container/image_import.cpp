@@ -123,6 +123,9 @@ std::string where_credentials_come_from(const std::string& used) {
         throw ImageImportError("the image cache " + folder + " is full (no space left on device) while " + step + " " +
                                what + "; nothing of this import was kept (free space there, or ask the administrator "
                                "about image_cache and image_cache_gib)");
+    // An archive has no registry to blame: skopeo's words as they are.
+    if (reference.kind != ReferenceKind::registry)
+        throw ImageImportError(step + " " + what + " failed (status " + std::to_string(result.status) + "): " + said);
     if (mentions(said, {"unauthorized", "authentication required", "denied"}))
         throw ImageImportError("the registry refused " + what + " (unauthorized): " + where_credentials_come_from(credentials));
     if (mentions(said, {"manifest unknown", "name unknown", "not found"}))
@@ -171,7 +174,7 @@ std::string resolve_digest(const CheckedImage& image, const config::ContainerCon
     std::vector<std::string> args = {"inspect", "--raw", "--no-tags"};
     for (auto& o : registry_options(reference, config, credentials, "")) args.push_back(o);
     args.push_back(skopeo_name(image));
-    std::string temporary = "inspect.tmp" + std::to_string(::getpid());
+    std::string temporary = ImageCache::inspection_name(::getpid());
     if (::mkdirat(cache.fd(), temporary.c_str(), 0700) != 0 && errno != EEXIST)
         throw ImageImportError("cannot make " + cache.path(temporary) + ": " + std::strerror(errno));
     ToolResult manifest = run_skopeo(config, cache.path(temporary), args, {image, {}});
@@ -397,6 +400,7 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
     require_tool(config.umoci, "umoci");
     require_tool(config.mksquashfs, "mksquashfs");
     ImageCache cache(config, progress);
+    cache.remove_dead_inspections();
     std::string credentials = reference.kind == ReferenceKind::registry ? auth_file() : "";
 
     ImportedImage image;

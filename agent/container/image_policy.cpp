@@ -175,6 +175,11 @@ void check_opened(int fd, const std::string& path, const std::string& what, bool
     if (info.st_uid != ::getuid() && info.st_uid != 0)
         throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) + ", not to uid " +
                           std::to_string(::getuid()) + " who runs it (accepted: the user's own files, or root's)");
+    // Opened once, but its bytes could still change under the descriptor.
+    if (info.st_mode & (S_IWGRP | S_IWOTH))
+        throw PolicyError(what + " '" + path + "' is writable by " + ((info.st_mode & S_IWOTH) ? "everyone" : "its group") +
+                          " (mode " + mode_text(info.st_mode) + "), who could change it while it is used (accepted: "
+                          "writable by its owner alone: chmod go-w)");
 }
 
 // Opens the image (and, for a .sqsh, the settings beside it) once, through its folder opened
@@ -189,10 +194,17 @@ std::shared_ptr<ImageFiles> open_image_files(const std::string& path, const std:
     int folder = int(::syscall(SYS_openat2, AT_FDCWD, canonical.parent_path().c_str(), &how, sizeof how));
     if (folder < 0)
         throw PolicyError(what + " '" + path + "': its folder changed while it was checked (" + std::strerror(errno) + ")");
-    files->image = ::openat(folder, canonical.filename().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO put in the file's place must not hold the open; checked as a
+    // regular file, then blocking again.
+    auto open_file = [&](const std::string& name) {
+        int fd = ::openat(folder, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0) ::fcntl(fd, F_SETFL, 0);
+        return fd;
+    };
+    files->image = open_file(canonical.filename().string());
     int error = errno;
     if (files->image >= 0 && !settings.empty()) {
-        files->settings = ::openat(folder, fs::path(settings).filename().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        files->settings = open_file(fs::path(settings).filename().string());
         error = errno;
     }
     ::close(folder);

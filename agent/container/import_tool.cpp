@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -45,16 +47,30 @@ int set_mount_attributes(const char* path, unsigned flags, std::uint64_t set, st
 }
 
 // In the child: every mount read-only, then `writable` bound over itself and writable again,
-// in a mount namespace of its own (the caller's mounts are not touched).
+// in a mount namespace of its own (the caller's mounts are not touched), and a PID namespace
+// of its own whose /proc shows only the tool: /proc/PID/root and /proc/PID/cwd of another of
+// the user's processes would otherwise lead back to the writable mounts. The caller goes on
+// as the tool's parent (it must fork once more: the tool is the new namespace's first
+// process) and returns only in the tool.
 bool confine_writes(uid_t uid, gid_t gid, const std::vector<std::string>& writable) {
-    if (!map_caller(uid, gid, CLONE_NEWNS, false) || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+    if (!map_caller(uid, gid, CLONE_NEWNS | CLONE_NEWPID, false) ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         set_mount_attributes("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0) != 0)
         return false;
     for (const auto& folder : writable)
         if (::mount(folder.c_str(), folder.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
             set_mount_attributes(folder.c_str(), 0, 0, MOUNT_ATTR_RDONLY) != 0)
             return false;
-    return true;
+    pid_t tool = ::fork();
+    if (tool < 0) return false;
+    if (tool > 0) {
+        int status = 0;
+        while (::waitpid(tool, &status, 0) < 0 && errno == EINTR) {
+        }
+        ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
 }
 
 }  // namespace
@@ -96,7 +112,8 @@ ToolResult run_tool(const ToolRun& run) {
         ::dup2(input >= 0 ? input : ::open("/dev/null", O_RDONLY), 0);
         ::dup2(out[1], 1);
         ::dup2(error_file, 2);
-        if (run.fd3 >= 0) ::dup2(run.fd3, 3);  // dup2 clears close-on-exec
+        // dup2 clears close-on-exec, except onto itself.
+        if (run.fd3 >= 0) run.fd3 == 3 ? ::fcntl(3, F_SETFD, 0) : ::dup2(run.fd3, 3);
         if (::close_range(run.fd3 >= 0 ? 4 : 3, ~0U, 0) != 0)
             for (int fd = run.fd3 >= 0 ? 4 : 3; fd < 65536; ++fd) ::close(fd);
         bool confined = run.writable_only.empty() ? !run.as_namespace_root || map_caller(uid, gid, 0, true)

@@ -299,27 +299,34 @@ for archive in "oci-archive:$work/x-oci.tar x-marker" "docker-archive:$work/y-do
         pass "$1 imports with the registry stopped ($(field digest archive))" || fail "$1: status $status $(cat "$work/archive.out")"
 done
 
-# 8b. A crafted archive (the review's R3): a link to the user's home, then a file through it.
-# skopeo unpacks an archive following such links; the import must not write outside its own
-# temporary folder.
-echo "the user's own" >"$work/home-$user1/victim.txt" && chown $user1 "$work/home-$user1/victim.txt"
-/usr/bin/python3 - "$work/x-oci.tar" "$work/evil.tar" "$work/home-$user1" <<'PY'
+# 8b. A crafted archive (the review's R3): a link to the user's home, then a file through it;
+# and a link through /proc/PID/root of another process of the user's (back to the host's
+# mounts), then a file through that. skopeo unpacks an archive following such links; the
+# import must not write outside its own temporary folder.
+for victim in victim victim2; do echo "the user's own" >"$work/home-$user1/$victim.txt"; done
+chown $user1 "$work/home-$user1/"victim*.txt
+setpriv --reuid=$user1 --regid=$user1 --init-groups sleep 120 &
+other=$!
+/usr/bin/python3 - "$work/x-oci.tar" "$work/evil.tar" "$work/home-$user1" "/proc/$other/root$work/home-$user1" <<'PY'
 import io, sys, tarfile
-source, target, home = sys.argv[1:]
+source, target, home, through_proc = sys.argv[1:]
 with tarfile.open(source) as tin, tarfile.open(target, "w") as tout:
     for member in tin.getmembers():
         tout.addfile(member, tin.extractfile(member) if member.isfile() else None)
-    link = tarfile.TarInfo("evil_home"); link.type = tarfile.SYMTYPE; link.linkname = home
-    tout.addfile(link)
-    data = b"overwritten by a crafted archive\n"
-    entry = tarfile.TarInfo("evil_home/victim.txt"); entry.size = len(data)
-    tout.addfile(entry, io.BytesIO(data))
+    for name, where, victim in (("evil_proc", through_proc, "victim2.txt"), ("evil_home", home, "victim.txt")):
+        link = tarfile.TarInfo(name); link.type = tarfile.SYMTYPE; link.linkname = where
+        tout.addfile(link)
+        data = b"overwritten by a crafted archive\n"
+        entry = tarfile.TarInfo(name + "/" + victim); entry.size = len(data)
+        tout.addfile(entry, io.BytesIO(data))
 PY
 chmod 644 "$work/evil.tar"
 import evil $user1 "oci-archive:$work/evil.tar"
-[ "$(cat "$work/home-$user1/victim.txt")" = "the user's own" ] && [ ! -e "$work/home-$user1/evil_home" ] &&
-    pass "a crafted archive wrote nothing in the user's home (import status $status: $(tail -n 1 "$work/evil.out" | cut -c1-160))" ||
-    fail "the crafted archive wrote through its link: $(cat "$work/home-$user1/victim.txt")"
+kill $other; wait $other 2>/dev/null
+[ "$(cat "$work/home-$user1/victim.txt" "$work/home-$user1/victim2.txt")" = "the user's own
+the user's own" ] && [ ! -e "$work/home-$user1/evil_home" ] &&
+    pass "a crafted archive wrote nothing in the user's home, directly or through /proc (import status $status: $(tail -n 1 "$work/evil.out" | cut -c1-160))" ||
+    fail "the crafted archive wrote through its links: $(cat "$work/home-$user1/victim.txt" "$work/home-$user1/victim2.txt")"
 
 # 8c. A manifest of 3 MiB (under skopeo's 4 MiB) imports whole, and its digest is its own.
 /usr/bin/python3 - "$work/registry/images" "$work/bigman" <<'PY'

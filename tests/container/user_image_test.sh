@@ -4,7 +4,8 @@
 # with his own (renameat2 RENAME_EXCHANGE, in a loop) while alice launches her image. In the
 # group folder every launch either runs alice's image with her settings or is refused naming
 # the folder; in a folder only alice may rename in, every launch runs her image. Never bob's
-# root filesystem, never his settings. Also: a link swapped in for the image is refused.
+# root filesystem, never his settings. Also: a sticky group folder is accepted, a file her
+# group may write is refused, a link to her own .sqsh runs it.
 set -u
 build=${TRELLIS_BUILD:?}
 agent=$build/trellis-agent
@@ -108,6 +109,14 @@ install -m 0644 -o $alice "$work/alice.json" "$work/shared/x.json"
 out=$(launch_as shared)
 echo "$out" | grep -qx "\[0\] image alice's image alice" && pass "a sticky group folder is accepted" ||
     fail "sticky group folder: $out"
+
+# A file of hers that her group may write (mksquashfs under umask 002): opened once, its bytes
+# could still change under the descriptor.
+chmod 664 "$work/alice/x.json"
+out=$(launch_as alice)
+echo "$out" | grep -q "x.json' is writable by its group (mode 0664)" && pass "a group-writable settings file is refused" ||
+    fail "group-writable settings: $out"
+chmod 644 "$work/alice/x.json"
 
 # A link in place of the image is followed once, when resolved, to a .sqsh that is checked.
 ln -s "$work/alice/x.sqsh" "$work/alice/link.sqsh" && chown -h $alice "$work/alice/link.sqsh"

@@ -90,6 +90,18 @@ as_user_srun noentry -N1 -n1 -w n1 "${image[@]}" echo command-ran
 grep -qx command-ran "$dir/noentry.out" && ! grep -q entrypoint-ran "$dir/noentry.out" &&
     pass "the Entrypoint is ignored by default" || fail "Entrypoint off: $(cat "$dir/noentry.out" "$dir/noentry.err")"
 
+# Signals Slurm sends to a step (srun --signal, scancel -s): the tasks may catch them, and
+# the image stays served meanwhile (prepare, a child of slurmstepd, gets them too).
+as_user_srun signalled -N1 -n1 -w n1 --job-name=sqsh-signal "${image[@]}" \
+    sh -c 'trap "" USR1 TERM; echo started; sleep 3; cat /etc/greeting' &
+srun_pid=$!
+for _ in $(seq 1 100); do [ -n "$(daemons)" ] && grep -qs started "$dir/user/signalled.task-0" && break; sleep 0.1; done
+scancel -s USR1 --name=sqsh-signal && sleep 0.3 && scancel -s TERM --name=sqsh-signal
+wait $srun_pid
+grep -qx "from the image" "$dir/signalled.out" &&
+    pass "SIGUSR1 and SIGTERM to the step: the tasks caught them and still read the image" ||
+    fail "signalled step: $(cat "$dir/signalled.out" "$dir/signalled.err")"
+
 # scancel, then kill -9 of slurmstepd.
 as_user srun -N2 -n2 --job-name=sqsh-scancel "${image[@]}" sleep 300 >/dev/null 2>&1 &
 srun_pid=$!
