@@ -197,7 +197,7 @@ import unknown $user1 "docker://$REGISTRY/x:nope"
     fail "unknown tag: status $status $(cat "$work/unknown.out")"
 config secure "$work/cache"
 sed -i '/insecure_registries/d' "$work/secure.toml"
-import http $user1 "docker://$REGISTRY/x:tag" secure
+import http $user1 "docker://$REGISTRY/y:tag" secure  # y: the user's registries.conf entry that says insecure
 [ $status -ne 0 ] && grep -q "insecure_registries" "$work/http.out" && pass "plain HTTP needs insecure_registries: $(cat "$work/http.out")" ||
     fail "plain HTTP: status $status $(cat "$work/http.out")"
 config noskopeo "$work/cache" 'skopeo = "/nonexistent/skopeo"'
@@ -360,7 +360,8 @@ for size in 1m 3m; do
     import full-$size $user1 "oci-archive:$work/x-oci.tar" full
     # Nothing of the failed import stays: no temporary, no blob (they would count against
     # image_cache_gib with no image to evict).
-    left=$(find "$work/full" -name 'oci-put-blob*' -print -o -path '*/blobs/*' -type f -print -o -path '*/oci' -prune -o \( -name '*.tmp*' -o -name '*.sqsh' -o -name '*.json' \) -print)
+    left=$(find "$work/full" \( -name 'oci-put-blob*' -o -path '*/blobs/*' \) -type f
+        find "$work/full" -path '*/oci' -prune -o \( -name '*.tmp*' -o -name '*.sqsh' -o -name '*.json' \) -print)
     [ $status -ne 0 ] && grep -q "image cache $work/full/$uid1 is full" "$work/full-$size.out" && [ -z "$left" ] &&
         grep -q "is a tmpfs" "$work/full-$size.out" &&
         pass "a full $size cache: $(grep -o "is full.*while [a-z]* [a-z]*" "$work/full-$size.out"), nothing left" ||
