@@ -33,13 +33,6 @@ const char* accepted_cache =
     "accepted: a folder on local disk that belongs to root and only root may write, mode 0755 or 0711, made by "
     "`trellis-agent cache-folder`, the package or the administrator";
 
-// "1777", "0755": the permission bits and the sticky, setuid and setgid bits.
-std::string mode_text(mode_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
-    return text;
-}
-
 // Opens <image_cache> after checking it: root's, writable by root alone, in folders only root
 // may change. Warns on `warnings` when it is a tmpfs. Throws PolicyError naming the key.
 int open_cache_top(const config::ContainerConfig& config, std::ostream* warnings) {

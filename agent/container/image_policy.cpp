@@ -119,11 +119,6 @@ bool matches_allowed_images(const std::string& path, const config::ContainerConf
     return false;
 }
 
-std::string mode_text(mode_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
-    return text;
-}
 
 // A user's image runs only in their own container, but another user who may rename entries in
 // a folder on its way could swap the image, or the folder the container's layers are mounted
@@ -301,6 +296,12 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     check_root_owned(checked.kind == ImageKind::oci_bundle ? checked.path + "/rootfs" : checked.path,
                      checked.kind == ImageKind::oci_bundle ? "OCI bundle" : "image");
     return checked;
+}
+
+std::string mode_text(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+    return text;
 }
 
 ImageFiles::~ImageFiles() {

@@ -133,7 +133,7 @@ TEST_CASE("image contents: root's and unchangeable by users, no device files, se
 
 TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mounts, image") {
     ContainerSpec spec;
-    spec.image = {"/images/model.sif", ImageKind::sif, {}, ""};
+    spec.image = {"/images/model.sif", ImageKind::sif, {}, "", nullptr};
     spec.mounts = parse_mounts("/data:/data:ro");
     spec.system_mounts = {{"/var/spool/slurmd/pmix.7.0", "/var/spool/slurmd/pmix.7.0", false}};
     spec.devices = {"/dev/infiniband/uverbs0"};
