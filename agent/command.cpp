@@ -4,14 +4,19 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
+#include "agent/files.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -54,40 +59,29 @@ bool become(const Identity& user) {
     return ::setresgid(user.gid, user.gid, user.gid) == 0 && ::setresuid(user.uid, user.uid, user.uid) == 0;
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as) {
-    if (argv.empty() || argv[0].empty() || argv[0][0] != '/')
-        throw UsageError("spawn: '" + (argv.empty() ? std::string() : argv[0]) + "' is not an absolute path");
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    // Looked up before the fork: the user database may take locks that another thread of the
-    // caller (slurmstepd) holds at that moment, which the child would wait on for ever.
-    std::vector<std::string> env = user_environment(as ? as->uid : ::getuid());
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid > 0) return pid;
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(stdio.in >= 0 ? stdio.in : null, 0);
-    ::dup2(stdio.out >= 0 ? stdio.out : null, 1);
-    ::dup2(stdio.err >= 0 ? stdio.err : null, 2);
-    // Nothing else of the caller's (a task's pipes, slurmstepd's descriptors) goes along.
-    if (::close_range(3, ~0U, 0) != 0)
-        for (int fd = 3; fd < 65536; ++fd) ::close(fd);
-    ::setsid();
-    // No signal blocked or ignored, whatever the caller had: exec keeps both, and slurmstepd's
-    // thread that runs the plugin blocks SIGTERM, by which a child (Apptainer) is asked to end.
-    // The dispositions first: a signal let through by the mask must not run the caller's handler.
-    for (int number = 1; number < NSIG; ++number) ::signal(number, SIG_DFL);
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (as && !as->join_cgroups.empty()) {
+namespace {
+
+// In the child: every descriptor from `first` on closed but those of `keep` (sorted), which
+// lose close-on-exec.
+void close_others(int first, const std::vector<int>& keep) {
+    for (int fd : keep) {
+        if (fd < first) continue;
+        if (fd > first && ::close_range(unsigned(first), unsigned(fd - 1), 0) != 0)
+            for (int other = first; other < fd; ++other) ::close(other);
+        ::fcntl(fd, F_SETFD, 0);
+        first = fd + 1;
+    }
+    if (::close_range(unsigned(first), ~0U, 0) != 0)
+        for (int fd = first; fd < 65536; ++fd) ::close(fd);
+}
+
+// In the child: steps into the step's cgroups (with root's rights when the saved ids hold
+// them), then becomes the user.
+void become_in_child(const Identity& as) {
+    if (!as.join_cgroups.empty()) {
         uid_t euid = ::geteuid();
         bool raised = euid != 0 && ::seteuid(0) == 0;
-        for (const auto& procs : as->join_cgroups) {
+        for (const auto& procs : as.join_cgroups) {
             int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
             if (fd < 0 || ::write(fd, "0", 1) != 1)
                 std::fprintf(stderr, "trellis: warning: cannot join %s: %s\n", procs.c_str(), std::strerror(errno));
@@ -95,14 +89,133 @@ pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const
         }
         if (raised && ::seteuid(euid) != 0) ::_exit(126);
     }
-    if (as && !become(*as)) {
-        std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as->uid, as->gid, std::strerror(errno));
+    if (!become(as)) {
+        std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as.uid, as.gid, std::strerror(errno));
         ::_exit(126);
     }
+}
+
+}  // namespace
+
+int exit_status(int wait_status) {
+    return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+int wait_for(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 128 + SIGKILL;
+    return exit_status(status);
+}
+
+pid_t start(const Command& command) {
+    const auto& argv = command.argv;
+    if (argv.empty() || argv[0].empty() || (argv[0][0] != '/' && command.program < 0))
+        throw UsageError("start: '" + (argv.empty() ? std::string() : argv[0]) + "' is not an absolute path");
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    // Looked up before the fork: the user database may take locks that another thread of the
+    // caller (slurmstepd) holds at that moment, which the child would wait on for ever.
+    std::vector<std::string> env =
+        command.env.empty() ? user_environment(command.as ? command.as->uid : ::getuid()) : command.env;
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<int> keep = command.keep;
+    if (command.program >= 0) keep.push_back(command.program);
+    std::sort(keep.begin(), keep.end());
+    const ChildStdio& stdio = command.stdio;
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid > 0) return pid;
+    // (A parent gone before the request is not seen by it.)
+    if (command.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) ::_exit(1);
+    int null = ::open("/dev/null", O_RDWR);
+    ::dup2(stdio.in >= 0 ? stdio.in : null, 0);
+    ::dup2(stdio.out >= 0 ? stdio.out : null, 1);
+    ::dup2(stdio.err >= 0 ? stdio.err : null, 2);
+    // dup2 clears close-on-exec, except onto itself.
+    if (command.fd3 >= 0) command.fd3 == 3 ? ::fcntl(3, F_SETFD, 0) : ::dup2(command.fd3, 3);
+    // Nothing else of the caller's (a task's pipes, slurmstepd's descriptors) goes along.
+    close_others(command.fd3 >= 0 ? 4 : 3, keep);
+    if (command.own_session) ::setsid();
+    // No signal blocked or ignored, whatever the caller had: exec keeps both, and slurmstepd's
+    // thread that runs the plugin blocks SIGTERM, by which a child (Apptainer) is asked to end.
+    // The dispositions first: a signal let through by the mask must not run the caller's handler.
+    for (int number = 1; number < NSIG; ++number) ::signal(number, SIG_DFL);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (command.as) become_in_child(*command.as);
+    if (command.setup && !command.setup()) ::_exit(126);
+    if (command.setup_in_fork) {
+        pid_t fork = ::fork();
+        if (fork < 0) ::_exit(126);
+        if (fork > 0) ::_exit(wait_for(fork));
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (!command.setup_in_fork()) ::_exit(126);
+    }
     if (::chdir("/") != 0) ::_exit(126);
-    ::execve(args[0], args.data(), envp.data());
+    // Kept open for fexecve, and closed by it.
+    if (command.program >= 0) ::fcntl(command.program, F_SETFD, FD_CLOEXEC);
+    if (command.program >= 0) ::fexecve(command.program, args.data(), envp.data());
+    else ::execve(args[0], args.data(), envp.data());
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as) {
+    Command command;
+    command.argv = argv;
+    command.stdio = stdio;
+    command.as = as;
+    return start(command);
+}
+
+Finished run(const Command& command) {
+    auto fail = [](const char* what) { throw std::runtime_error(std::string(what) + ": " + std::strerror(errno)); };
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) fail("pipe");
+    Fd reading(out[0]), writing(out[1]);
+    Fd errors(::memfd_create("helper-stderr", MFD_CLOEXEC));
+    if (!errors) fail("memfd_create");
+    Fd input;
+    if (!command.input.empty()) {
+        input = Fd(::memfd_create("helper-stdin", MFD_CLOEXEC));
+        if (!input || ::write(input.get(), command.input.data(), command.input.size()) != ssize_t(command.input.size()))
+            fail("cannot hold a helper's input");
+        ::lseek(input.get(), 0, SEEK_SET);
+    }
+    Command started = command;
+    started.stdio = {input.get(), writing.get(), errors.get()};
+    pid_t pid = start(started);
+    writing = Fd();
+    input = Fd();
+    Finished done;
+    std::string pending;
+    char buffer[4096];
+    for (;;) {
+        ssize_t n = ::read(reading.get(), buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (done.out.size() + std::size_t(n) <= command.output_limit) done.out.append(buffer, std::size_t(n));
+        else done.truncated = true;
+        if (!command.on_line) continue;
+        pending.append(buffer, std::size_t(n));
+        for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+            command.on_line(pending.substr(0, end));
+            pending.erase(0, end + 1);
+        }
+    }
+    reading = Fd();
+    done.status = wait_for(pid);
+    off_t size = ::lseek(errors.get(), 0, SEEK_END);
+    ::lseek(errors.get(), size > 4096 ? size - 4096 : 0, SEEK_SET);
+    done.err = read_bounded(errors.get(), 4096);
+    while (!done.err.empty() && done.err.back() == '\n') done.err.pop_back();
+    return done;
 }
 
 std::string read_bounded(int fd, std::size_t limit) {

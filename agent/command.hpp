@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,11 +27,61 @@ struct ChildStdio {
     int in = -1, out = -1, err = -1;  // -1: /dev/null
 };
 
-// Forks and execs `argv` (argv[0] an absolute path) with `stdio`, in a session of its own
-// (so that it and its children can be signalled together), with the environment
-// user_environment() gives for that user, after become(*as) when `as` is given. Returns the child's pid;
-// throws std::runtime_error when it cannot fork. A child that cannot become the user or
-// exec exits 126 or 127 with the reason on its stderr.
+// A helper program and how it is started. Every helper the agent and the plugin run (the
+// agent, Apptainer, skopeo, umoci, mksquashfs, squashfuse, fuse-overlayfs, ldconfig) is
+// started through start() or run(), the one place that forks them.
+struct Command {
+    std::vector<std::string> argv;  // argv[0]: the program's absolute path
+    // Its whole environment; empty: user_environment() of the user it runs as.
+    std::vector<std::string> env;
+    ChildStdio stdio;                // start() only: run() connects its own
+    const Identity* as = nullptr;    // become this user first
+    // A session of its own, so that it and its children are signalled together; else it
+    // stays in the caller's process group and a terminal's Ctrl-C reaches it too.
+    bool own_session = true;
+    bool die_with_parent = false;    // killed when its starter ends (a FUSE daemon)
+    std::vector<int> keep;           // descriptors it keeps, at their numbers
+    int fd3 = -1;                    // a descriptor it gets as its fd 3
+    int program = -1;                // exec this descriptor (opened before a chroot), not argv[0]
+    // Run in the child after its descriptors are set, before it becomes `as` and execs:
+    // namespaces, mounts, a chroot. Each returns false with errno set after saying on stderr
+    // what failed; the child then exits 126.
+    std::function<bool()> setup;
+    // After setup: the child forks once more, waits for the fork and exits with its status;
+    // the fork runs `setup_in_fork` and execs. For the first process of a PID namespace that
+    // `setup` made.
+    std::function<bool()> setup_in_fork;
+
+    // run() only:
+    std::string input;                    // its stdin (a memory file: /dev/stdin can be opened); "": /dev/null
+    std::size_t output_limit = 1 << 20;   // stdout kept up to this
+    std::function<void(const std::string& line)> on_line;  // each stdout line as it comes
+};
+
+// Starts `command` from /, with no signal blocked or handled, nothing of the caller's but its
+// stdio (and `keep`, fd3), and returns its pid. Throws std::runtime_error when it cannot fork.
+// A child that cannot be set up exits 126, one that cannot exec 127, with the reason on its
+// stderr.
+pid_t start(const Command& command);
+
+struct Finished {
+    int status = 0;          // the exit status; 128+N for a signal N
+    std::string out;         // stdout, up to Command::output_limit
+    bool truncated = false;  // stdout went past output_limit
+    std::string err;         // stderr: its last 4 KiB, without trailing newlines
+};
+
+// Starts `command`, reads its stdout as it comes (stderr goes to a memory file, so that
+// neither stream can block the other) and waits for it. Throws std::runtime_error when it
+// cannot start; a program that fails is a status.
+Finished run(const Command& command);
+
+// A wait status as a number: the exit status, or 128+N for a signal N.
+int exit_status(int wait_status);
+// Waits for `pid` (through EINTR) and returns exit_status() of it.
+int wait_for(pid_t pid);
+
+// The same as start() with only argv, stdio and the user.
 pid_t spawn(const std::vector<std::string>& argv, const ChildStdio& stdio, const Identity* as = nullptr);
 
 // PATH (a fixed system one), HOME, USER and LOGNAME of `uid`: all a helper is given of the

@@ -9,10 +9,8 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/binding/wireup.cpp agent/binding/wireup.hpp \
 	agent/command.cpp agent/command.hpp \
 	agent/container/cdi/apply.cpp agent/container/cdi/apply.hpp \
-	agent/container/cdi/cdi_edits.hpp \
 	agent/container/cdi/hooks.cpp agent/container/cdi/hooks.hpp \
-	agent/container/cdi/ld_cache.cpp agent/container/cdi/ld_cache.hpp \
-	agent/container/cdi/root_editor.cpp agent/container/cdi/root_editor.hpp \
+	agent/container/cdi/resolved_edits.hpp \
 	agent/container/cdi/selection.cpp agent/container/cdi/selection.hpp \
 	agent/container/cdi/spec.hpp \
 	agent/container/cdi/spec_folders.cpp agent/container/cdi/spec_folders.hpp \
@@ -23,20 +21,25 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/container_spec.hpp \
 	agent/container/devices.cpp agent/container/devices.hpp \
 	agent/container/held_container.cpp agent/container/held_container.hpp \
-	agent/container/image_cache.cpp agent/container/image_cache.hpp \
-	agent/container/image_import.cpp agent/container/image_import.hpp \
-	agent/container/image_policy.cpp agent/container/image_policy.hpp \
-	agent/container/import_tool.cpp agent/container/import_tool.hpp \
-	agent/container/image_reference.cpp agent/container/image_reference.hpp \
-	agent/container/image_settings.cpp agent/container/image_settings.hpp \
+	agent/container/ld_cache.cpp agent/container/ld_cache.hpp \
 	agent/container/mount_spec.cpp agent/container/mount_spec.hpp \
 	agent/container/namespaces.cpp agent/container/namespaces.hpp \
-	agent/container/registry_digest.cpp agent/container/registry_digest.hpp \
 	agent/container/oci_container.cpp agent/container/oci_container.hpp \
+	agent/container/rootfs.cpp agent/container/rootfs.hpp \
 	agent/container/sif_container.cpp agent/container/sif_container.hpp \
 	agent/container/squashfs_root.cpp agent/container/squashfs_root.hpp \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
-	agent/health/node_check.cpp agent/health/node_check.hpp
+	agent/files.cpp agent/files.hpp \
+	agent/health/node_check.cpp agent/health/node_check.hpp \
+	agent/image/cache.cpp agent/image/cache.hpp \
+	agent/image/cache_entry.cpp agent/image/cache_entry.hpp \
+	agent/image/import.cpp agent/image/import.hpp \
+	agent/image/import_tool.cpp agent/image/import_tool.hpp \
+	agent/image/policy.cpp agent/image/policy.hpp \
+	agent/image/reference.cpp agent/image/reference.hpp \
+	agent/image/registry_digest.cpp agent/image/registry_digest.hpp \
+	agent/image/settings.cpp agent/image/settings.hpp \
+	agent/image/skopeo.cpp agent/image/skopeo.hpp
 agent_libtrellis_agent_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS) $(JSON_CFLAGS) $(YAML_CFLAGS) $(SLURM_CPPFLAGS) \
 	-DTRELLIS_CONFIG_PATH='"$(sysconfdir)/trellis/trellis.toml"' \
 	-DTRELLIS_PAUSE_PATH='"$(pkglibexecdir)/trellis-pause"'
@@ -66,7 +69,7 @@ trellis_pause_LDFLAGS = $(AM_LDFLAGS) -all-static
 # Its tests: its pure parts, then launching ranks natively and in containers.
 unit_tests += tests/unit/agent_test
 tests_unit_agent_test_SOURCES = tests/unit/agent_test.cpp tests/unit/image_reference_test.cpp \
-	tests/unit/image_policy_test.cpp tests/unit/registry_digest_test.cpp \
+	tests/unit/image_policy_test.cpp tests/unit/registry_digest_test.cpp tests/unit/image_cache_test.cpp \
 	tests/unit/image_settings_test.cpp
 tests_unit_agent_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_agent_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
@@ -83,13 +86,21 @@ unit_tests += tests/unit/wireup_test
 tests_unit_wireup_test_SOURCES = tests/unit/wireup_test.cpp
 tests_unit_wireup_test_CPPFLAGS = $(UNIT_CPPFLAGS) $(TOMLPP_CFLAGS)
 tests_unit_wireup_test_LDADD = tests/unit/libcatch-main.la agent/libtrellis-agent-launch.la
+# Each concept of the agent written once (a lint over the sources).
+TESTS += tests/one_copy_test.sh
+EXTRA_DIST += tests/one_copy_test.sh
 TESTS += tests/container/launch_test.sh tests/container/import_test.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh
-check_PROGRAMS += tests/container/cdi_apply_probe
+	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh \
+	tests/container/skopeo_words_test.sh
+check_PROGRAMS += tests/container/cdi_apply_probe tests/container/skopeo_words
+tests_container_skopeo_words_SOURCES = tests/container/skopeo_words.cpp
+tests_container_skopeo_words_CPPFLAGS = $(agent_libtrellis_agent_la_CPPFLAGS)
+tests_container_skopeo_words_LDADD = agent/libtrellis-agent.la
 tests_container_cdi_apply_probe_SOURCES = tests/container/cdi_apply_probe.cpp
 tests_container_cdi_apply_probe_CPPFLAGS = $(AM_CPPFLAGS)
 tests_container_cdi_apply_probe_LDADD = agent/libtrellis-agent.la
 EXTRA_DIST += tests/container/launch_test.sh tests/container/apptainer-test-double tests/container/apptainer_double_left.sh \
 	tests/container/make_bundle \
 	tests/container/import_test.sh tests/container/registry.sh tests/container/cdi_apply_test.sh \
-	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh
+	tests/container/digest_test.sh tests/container/squashfs_test.sh tests/container/user_image_test.sh \
+	tests/container/skopeo_words_test.sh

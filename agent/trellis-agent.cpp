@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "agent/container/image_cache.hpp"
-#include "agent/container/image_import.hpp"
-#include "agent/container/registry_digest.hpp"
-#include "agent/container/image_settings.hpp"
+#include "agent/image/cache.hpp"
+#include "agent/image/import.hpp"
+#include "agent/image/registry_digest.hpp"
+#include "agent/image/settings.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/health/node_check.hpp"

@@ -141,7 +141,19 @@ std::vector<PlugstackLine> read_plugstack(const std::string& path) {
 
 SlurmConfigFiles SlurmConfigFiles::beside(const std::string& slurm_conf) {
     std::filesystem::path conf = slurm_conf.empty() ? "/etc/slurm/slurm.conf" : slurm_conf;
-    return {conf.string(), (conf.parent_path() / "gres.conf").string(), (conf.parent_path() / "cgroup.conf").string()};
+    return {conf.string(), (conf.parent_path() / "gres.conf").string(), (conf.parent_path() / "cgroup.conf").string(),
+            (conf.parent_path() / "mpi.conf").string()};
+}
+
+std::string slurm_conf_from_environment() {
+    const char* path = std::getenv("SLURM_CONF");
+    return path ? path : "";
+}
+
+std::string pmix_client_tmpdir_base(const std::string& slurm_conf) {
+    for (const Line& line : read_file(SlurmConfigFiles::beside(slurm_conf).mpi_conf))
+        if (const std::string* base = value_of(line.record, "pmixclitmpdirbase")) return *base;
+    return "";
 }
 
 std::vector<std::string> expand_hostlist(const std::string& list) {

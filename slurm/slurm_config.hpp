@@ -16,7 +16,7 @@
 namespace trellis::slurm {
 
 struct SlurmConfigFiles {
-    std::string slurm_conf, gres_conf, cgroup_conf;
+    std::string slurm_conf, gres_conf, cgroup_conf, mpi_conf;
     // The files beside slurm_conf ("" gives /etc/slurm/slurm.conf, Slurm's default).
     static SlurmConfigFiles beside(const std::string& slurm_conf);
 };
@@ -31,6 +31,15 @@ struct GresGpus {
     // regroups typed GPUs in the order of slurm.conf's Gres=; that is not followed here.
     std::vector<std::string> files;
 };
+
+// The slurm.conf the calling process's Slurm reads: SLURM_CONF (slurmd exports it to
+// slurmstepd, its configless cache too; srun and a job have it when the site sets it), else ""
+// (Slurm's default, which SlurmConfigFiles::beside and the readers below take).
+std::string slurm_conf_from_environment();
+
+// mpi.conf's PMIxCliTmpDirBase beside slurm.conf: where PMIx makes its clients' folders;
+// "" when it names none.
+std::string pmix_client_tmpdir_base(const std::string& slurm_conf);
 
 // A missing gres.conf means no GPU is managed by Slurm. Throws UsageError naming
 // the file and line of a File= or NodeName= value that libslurm cannot expand.

@@ -24,8 +24,7 @@ bool listed_as_optional(const std::vector<std::string>& args) {
     Dl_info self{};
     if (!dladdr(reinterpret_cast<void*>(&listed_as_optional), &self) || !self.dli_fname) return false;
     std::string name = std::filesystem::path(self.dli_fname).filename();
-    const char* slurm_conf = std::getenv("SLURM_CONF");
-    for (const auto& line : slurm::read_plugstack(slurm::plugstack_path(slurm_conf ? slurm_conf : "")))
+    for (const auto& line : slurm::read_plugstack(slurm::plugstack_path(slurm::slurm_conf_from_environment())))
         if (std::filesystem::path(line.plugin).filename() == name && line.args == args) return line.optional;
     return false;
 }

@@ -4,7 +4,6 @@
 // execs. Root never touches it: nothing the user chose is opened, run or joined with root's
 // rights. No process of it outlives the step: it is its tasks, in the job's cgroups, and
 // slurmstepd's descriptors, which go with slurmstepd, however it ends.
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,10 +16,10 @@
 
 #include "agent/container/cdi/step_edits.hpp"
 #include "agent/container/devices.hpp"
-#include "agent/container/image_cache.hpp"
-#include "agent/container/image_policy.hpp"
-#include "agent/container/registry_digest.hpp"
-#include "agent/container/image_settings.hpp"
+#include "agent/image/cache.hpp"
+#include "agent/image/policy.hpp"
+#include "agent/image/registry_digest.hpp"
+#include "agent/image/settings.hpp"
 #include "agent/container/step_container.hpp"
 #include "common/environment.hpp"
 #include "spank/contexts.hpp"
@@ -44,12 +43,8 @@ bool container_step(spank_t sp, std::uint32_t& job, std::uint32_t& step) {
 // from the job's environment, which may name anything: this names Slurm's own folders.
 std::string pmix_client_base() {
     if (const char* base = std::getenv("SLURM_PMIX_TMPDIR"); base && *base) return base;  // slurmstepd's own
-    const char* conf = std::getenv("SLURM_CONF");
-    auto mpi_conf = std::filesystem::path(conf && *conf ? conf : "/etc/slurm/slurm.conf").parent_path() / "mpi.conf";
-    std::ifstream in(mpi_conf);
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("PMIxCliTmpDirBase=", 0) == 0) return line.substr(std::strlen("PMIxCliTmpDirBase="));
-    return "/tmp";
+    auto base = slurm::pmix_client_tmpdir_base(slurm::slurm_conf_from_environment());
+    return base.empty() ? "/tmp" : base;
 }
 
 // A folder Slurm made for this step: a real folder (not a link), owned by `owner`.
@@ -212,8 +207,7 @@ void prepare_container(spank_t sp) {
     request.writable = s.choices.writable;
     request.system_mounts = pmix_mounts(uid, job, step);
     // Slurm runs the TaskProlog after the task has joined the container, so by its path there.
-    const char* conf = std::getenv("SLURM_CONF");
-    std::string prolog = slurm::task_prolog_path(conf ? conf : "");
+    std::string prolog = slurm::task_prolog_path(slurm::slurm_conf_from_environment());
     struct stat info {};
     if (!prolog.empty() && ::stat(prolog.c_str(), &info) == 0 && S_ISREG(info.st_mode))
         request.system_mounts.push_back(prolog + ":ro");
@@ -246,36 +240,30 @@ void enter_container(spank_t sp) {
         std::_Exit(1);
     };
     if (!s.container) refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
-    char cwd[4096] = {};
-    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-    std::string started;
+    agent::EnteredTask entered;
     try {
         std::vector<std::string> destinations;
         for (const auto& mount : agent::parse_mounts(s.choices.mounts)) destinations.push_back(mount.destination);
-        // Only the directories here: the Env is chosen once trellis's own variables are set
-        // (apply_image_environment), and the command is slurmstepd's.
-        auto task = agent::task_in_image(s.container->image_settings(), {s.choices.keep_env, false}, cwd,
-                                         destinations, [](const std::string&) { return false; }, {});
-        started = s.container->join(task.directories);
+        // The Env is chosen once trellis's own variables are set (apply_image_environment),
+        // and the command is slurmstepd's: only the directories are taken here.
+        entered = s.container->enter({s.choices.keep_env, false}, destinations, [](const std::string&) { return false; },
+                                     {}, s.choices.image);
     } catch (const std::exception& e) {
         refuse(std::string("container: ") + e.what());
     }
     // Once per step, from its first task: where the tasks start, and how to keep the folder.
     std::uint32_t rank = 1;
-    std::string note = agent::start_directory_note(started, cwd, s.container->image_settings(), s.choices.image);
-    if (!note.empty() && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS && rank == 0) {
-        std::string line = "trellis: " + note + "\n";
+    if (!entered.start_note.empty() && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS && rank == 0) {
+        std::string line = "trellis: " + entered.start_note + "\n";
         std::fputs(line.c_str(), stderr);
     }
     // Once per node: what the container's GPUs lack or skipped (CDI).
     std::uint32_t local = 1;
     if (spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS && local == 0)
-        for (const auto& text : agent::settings_notes(s.container->image_settings())) {
+        for (const auto& text : entered.notes) {
             std::string line = "trellis: " + (s.plan ? s.plan->host + ": " : std::string()) + text + "\n";
             std::fputs(line.c_str(), stderr);
         }
-    // Inside the image, setuid programs must not give privileges back.
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) refuse("container: cannot set no_new_privs");
 }
 
 void refuse_unhonoured_image(spank_t sp) {

@@ -1,13 +1,13 @@
 #include "spank/options.hpp"
 
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 #include "agent/container/mount_spec.hpp"
 
 #include <sstream>
 #include <stdexcept>
 
 #include "common/cli.hpp"
-#include "agent/container/image_reference.hpp"
+#include "agent/image/reference.hpp"
 #include "common/error.hpp"
 
 namespace trellis::spank {

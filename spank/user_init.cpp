@@ -26,12 +26,6 @@ uint32_t item(spank_t sp, spank_item_t which, const char* what) {
     return value;
 }
 
-// slurmd exports the path of the slurm.conf it reads (its configless cache too).
-std::string slurm_conf() {
-    const char* path = std::getenv("SLURM_CONF");
-    return path ? path : "";
-}
-
 // Where this step's ranks run and which port they meet at, for the frameworks' variables.
 agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     const Config& config = state().config;
@@ -58,11 +52,11 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     if (master < 0 || master >= static_cast<int>(nodes.size()))
         throw std::runtime_error("SLURM_STEP_TASKS_PER_NODE names more nodes than SLURM_STEP_NODELIST");
     if (wireup.tf) {
-        auto addresses = slurm::node_addresses(slurm_conf(), nodes);
+        auto addresses = slurm::node_addresses(slurm::slurm_conf_from_environment(), nodes);
         layout.master_addr = addresses[static_cast<size_t>(master)];
         layout.rank_addresses = agent::rank_addresses(addresses, ranks, layout.port);
     } else {
-        layout.master_addr = slurm::node_address(slurm_conf(), nodes[static_cast<size_t>(master)]);
+        layout.master_addr = slurm::node_address(slurm::slurm_conf_from_environment(), nodes[static_cast<size_t>(master)]);
     }
     return layout;
 }
@@ -112,7 +106,7 @@ int plan_node(spank_t sp) {
         request.share_gpus = s.choices.share_gpus;
         request.under_slurm = true;
         request.step_gpus = job_env(sp, "SLURM_STEP_GPUS");
-        request.slurm_conf = slurm_conf();
+        request.slurm_conf = slurm::slurm_conf_from_environment();
         request.slurm_gpus_per_task = per_task;
         request.slurm_task_sharing = !job_env(sp, env::slurm_gpu_sharing.name).empty();
         if (mapped) request.slurm_gpu_map = gpu_bind;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/container/cdi/cdi_edits.hpp"
-#include "agent/container/image_policy.hpp"
+#include "agent/container/cdi/resolved_edits.hpp"
+#include "agent/image/policy.hpp"
 #include "agent/container/mount_spec.hpp"
 #include "common/error.hpp"
 
@@ -35,7 +35,7 @@ struct ContainerSpec {
     bool root_edits = false;
     // The step's GPUs as CDI's specs have them (driver libraries, device nodes, links, the
     // library cache), applied to the root while it is made; none without GPUs or specs.
-    std::optional<cdi::CdiEdits> cdi;
+    std::optional<cdi::ResolvedEdits> cdi;
     std::vector<std::string> notes;  // for the step's first task to print (CDI's warning and notes)
 };
 

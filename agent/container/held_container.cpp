@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 #include "agent/container/namespaces.hpp"
 #include "common/error.hpp"
 
@@ -148,7 +149,7 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
         // The agent's own words, without its name: "refused: ..." (status 3), "container: ...".
         for (const std::string prefix : {"trellis-agent prepare: ", "container: "})
             if (errors_text.rfind(prefix, 0) == 0) errors_text.erase(0, prefix.size());
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        int code = exit_status(status);
         if (code == 3 && errors_text.rfind("refused: ", 0) == 0) throw PolicyError(errors_text.substr(9));
         if (code == 2) throw UsageError(errors_text);
         throw ContainerError(errors_text.empty() ? prepare[0] + " prepare: " + said : errors_text);
@@ -166,6 +167,24 @@ std::string HeldContainer::join(const std::vector<std::string>& directories) con
         if (!directory.empty() && ::chdir(directory.c_str()) == 0) return directory;
     if (::chdir("/") != 0) throw ContainerError(std::string("chdir /: ") + std::strerror(errno));
     return "/";
+}
+
+}  // namespace trellis::agent
+
+namespace trellis::agent {
+
+EnteredTask HeldContainer::enter(const SettingsChoices& choices, const std::vector<std::string>& mount_destinations,
+                                 const std::function<bool(const std::string&)>& task_has,
+                                 std::vector<std::string> command, const std::string& image) const {
+    char cwd[4096] = {};
+    if (!::getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    EnteredTask entered;
+    entered.task = task_in_image(settings_, choices, cwd, mount_destinations, task_has, std::move(command));
+    std::string started = join(entered.task.directories);
+    entered.start_note = start_directory_note(started, cwd, settings_, image);
+    entered.notes = settings_notes(settings_);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw ContainerError(std::string("cannot set no_new_privs: ") + std::strerror(errno));
+    return entered;
 }
 
 }  // namespace trellis::agent

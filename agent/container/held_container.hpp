@@ -11,14 +11,23 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/command.hpp"
 #include "agent/container/container_spec.hpp"
+#include "agent/image/settings.hpp"
 
 namespace trellis::agent {
+
+// What a task entering the container takes with it, and what it may say.
+struct EnteredTask {
+    TaskInImage task;                  // its environment and command in the image
+    std::string start_note;            // for the step's first task: where tasks start (start_directory_note)
+    std::vector<std::string> notes;    // for each node's first task: the settings' notes
+};
 
 class HeldContainer {
 public:
@@ -48,7 +57,16 @@ public:
     // Returns the directory the task starts in. Throws ContainerError.
     std::string join(const std::vector<std::string>& directories) const;
 
-    // The image's settings as JSON (image_settings.hpp), "" when the image has none.
+    // A task entering the container, as both front ends do it (srun's task_init and the
+    // ranks of trellis-agent launch), single-threaded, just before it execs: its directories,
+    // environment and command for the image (task_in_image, from the current directory and
+    // `choices`), join() and no_new_privs (setuid programs in the image give no privileges
+    // back). Throws ContainerError.
+    EnteredTask enter(const SettingsChoices& choices, const std::vector<std::string>& mount_destinations,
+                      const std::function<bool(const std::string&)>& task_has, std::vector<std::string> command,
+                      const std::string& image) const;
+
+    // The image's settings as JSON (agent/image/settings.hpp), "" when the image has none.
     const std::string& image_settings() const { return settings_; }
 
 private:

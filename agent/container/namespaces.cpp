@@ -14,6 +14,27 @@ namespace trellis::agent {
 
 namespace {
 
+bool write_proc(const char* path, const std::string& text) {
+    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    int error = errno;
+    ::close(fd);
+    errno = error;
+    return ok;
+}
+
+}  // namespace
+
+bool enter_user_namespace(int more, bool as_root) {
+    std::string uid = std::to_string(::getuid()), gid = std::to_string(::getgid());
+    return ::unshare(CLONE_NEWUSER | more) == 0 && write_proc("/proc/self/setgroups", "deny") &&
+           write_proc("/proc/self/uid_map", (as_root ? "0" : uid) + " " + uid + " 1\n") &&
+           write_proc("/proc/self/gid_map", (as_root ? "0" : gid) + " " + gid + " 1\n");
+}
+
+namespace {
+
 struct Kind {
     const char* proc;  // its name under /proc/PID/ns
     int flag;

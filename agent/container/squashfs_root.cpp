@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +13,7 @@
 #include <filesystem>
 
 #include "agent/command.hpp"
+#include "agent/container/rootfs.hpp"
 
 namespace trellis::agent {
 
@@ -29,55 +28,35 @@ bool at_or_under(const std::string& path, const std::string& folder) {
     return folder == "/" || path == folder || (path.starts_with(folder) && path[folder.size()] == '/');
 }
 
-// A FUSE file system at `target`, mounted here on a descriptor opened here: the kernel takes
-// a descriptor only from the user namespace that mounts it.
-int mount_fuse(const std::string& source, const std::string& target, const std::string& type, unsigned long flags) {
-    int fuse = ::open("/dev/fuse", O_RDWR);  // inherited by the daemon: no O_CLOEXEC
-    if (fuse < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
-    std::string options = "fd=" + std::to_string(fuse) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
-                          ",group_id=" + std::to_string(::getgid()) + ",default_permissions";
-    if (::mount(source.c_str(), target.c_str(), ("fuse." + type).c_str(), flags | MS_NOSUID | MS_NODEV,
-                options.c_str()) != 0) {
-        int error = errno;
-        ::close(fuse);
-        errno = error;
-        fail("cannot mount FUSE for " + type + " at " + target);
-    }
-    return fuse;
-}
-
 // Starts `argv` (its last argument /dev/fd/FUSE) to serve the mount, in the foreground: it
-// dies with this process (PR_SET_PDEATHSIG), and keeps nothing of this one's but stderr and
-// the descriptors it is given.
+// dies with this process, and keeps nothing of this one's but stderr and the descriptors it
+// is given, in a mount namespace of its own, a copy of this one as it is now: the container's
+// pivot_root must not move the daemon's root onto the mount it serves itself.
 pid_t start_daemon(std::vector<std::string> argv, const char* key, int fuse, int archive = -1) {
     if (argv[0].empty() || argv[0][0] != '/' || ::access(argv[0].c_str(), X_OK) != 0)
         throw ContainerError("cannot run " + std::string(key) + " '" + argv[0] + "': " +
                              (argv[0].empty() || argv[0][0] != '/' ? "not an absolute path" : std::strerror(errno)) +
                              " (it serves squashfs images: install the squashfuse and fuse-overlayfs packages, or set "
                              "[container] " + key + " in trellis.toml to its absolute path)");
-    pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) fail("fork");
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(1);
-        // A mount namespace of its own, a copy of this one as it is now: the container's
-        // pivot_root must not move the daemon's root onto the mount it serves itself.
-        if (::unshare(CLONE_NEWNS) != 0) {
-            std::fprintf(stderr, "cannot give %s a mount namespace: %s\n", argv[0].c_str(), std::strerror(errno));
-            ::_exit(126);
-        }
-        int null = ::open("/dev/null", O_RDWR);
-        ::dup2(null, 0);
-        ::dup2(null, 1);
-        for (int fd = 3; fd < 1024; ++fd)
-            if (fd != fuse && fd != archive) ::close(fd);
-        std::vector<char*> args;
-        for (auto& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        ::execv(args[0], args.data());
-        std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-        ::_exit(127);
+    Command daemon;
+    daemon.argv = std::move(argv);
+    daemon.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+    daemon.stdio.err = 2;
+    daemon.keep = {fuse};
+    if (archive >= 0) daemon.keep.push_back(archive);
+    daemon.die_with_parent = true;
+    daemon.own_session = false;
+    daemon.setup = [path = daemon.argv[0]] {
+        if (::unshare(CLONE_NEWNS) == 0) return true;
+        std::fprintf(stderr, "cannot give %s a mount namespace: %s\n", path.c_str(), std::strerror(errno));
+        return false;
+    };
+    pid_t pid;
+    try {
+        pid = start(daemon);
+    } catch (const std::runtime_error& error) {
+        ::close(fuse);
+        throw ContainerError(error.what());
     }
     ::close(fuse);
     return pid;
@@ -89,8 +68,7 @@ void await_daemon(pid_t daemon, const std::string& mounted, const std::string& w
         int status = 0;
         if (::waitpid(daemon, &status, WNOHANG) == daemon)
             throw ContainerError(what + " stopped before serving the image (status " +
-                                 std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
-                                 "; its message is above)");
+                                 std::to_string(exit_status(status)) + "; its message is above)");
         struct stat info {};
         if (::stat(mounted.c_str(), &info) == 0) return;
         if (errno != ENOTCONN && errno != EINTR) fail("cannot read the image through " + what);
@@ -104,8 +82,7 @@ void await_daemon(pid_t daemon, const std::string& mounted, const std::string& w
 void stop_fuse_daemons(const std::vector<pid_t>& daemons) {
     for (pid_t daemon : daemons) ::kill(daemon, SIGKILL);
     for (pid_t daemon : daemons)
-        while (::waitpid(daemon, nullptr, 0) < 0 && errno == EINTR) {
-        }
+        wait_for(daemon);
 }
 
 namespace {
@@ -126,23 +103,22 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
                                  ", which the container's layers cover (accepted: sources outside " + folder + ")");
     SquashfsRoot made;
     try {
-        if (::mount("trellis-layers", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=700") != 0)
-            fail("cannot mount the tmpfs for the image's layers over " + folder);
+        mount_tmpfs(folder, "mode=700", "cannot mount the tmpfs for the image's layers over " + folder);
         for (const char* part : {"image", "upper", "work", "root"})
             if (::mkdir((folder + "/" + part).c_str(), 0755) != 0) fail("cannot make the image's layers");
         std::string lower = folder + "/image", root = folder + "/root";
         mount_lower(lower, made);
         std::string layers = "lowerdir=" + lower + ",upperdir=" + folder + "/upper,workdir=" + folder + "/work";
         if (user_owned) {
-            int over = mount_fuse(image, root, "fuse-overlayfs", 0);
+            int over = mount_fuse(image, root, "fuse-overlayfs", false);
             made.fuse_daemons.push_back(start_daemon(
                 {fuse_overlayfs, "-f", "-o",
                  layers + ",squash_to_uid=" + std::to_string(::getuid()) + ",squash_to_gid=" + std::to_string(::getgid()),
                  "/dev/fd/" + std::to_string(over)},
                 "fuse_overlayfs", over));
             await_daemon(made.fuse_daemons.back(), root + "/.", "fuse-overlayfs");
-        } else if (::mount("overlay", root.c_str(), "overlay", MS_NOSUID | MS_NODEV, (layers + ",userxattr").c_str()) != 0) {
-            fail("cannot mount the overlay over the image");
+        } else {
+            mount_overlay(root, layers + ",userxattr", "cannot mount the overlay over the image");
         }
         made.root = root;
     } catch (...) {
@@ -162,7 +138,7 @@ SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user
     try {
         auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,
                                  programs.fuse_overlayfs, [&](const std::string& lower, SquashfsRoot& made) {
-                                     int fuse = mount_fuse(image, lower, "squashfuse", MS_RDONLY);
+                                     int fuse = mount_fuse(image, lower, "squashfuse", true);
                                      // squashfuse reads the image by /dev/fd: its folder is covered.
                                      made.fuse_daemons.push_back(start_daemon(
                                          {programs.squashfuse, "-f", "/dev/fd/" + std::to_string(archive),
@@ -185,11 +161,8 @@ SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<st
     try {
         auto made = mount_layers(bundle, bundle, true, mount_sources, programs.fuse_overlayfs,
                                  [&](const std::string& lower, SquashfsRoot&) {
-            std::string source = "/proc/self/fd/" + std::to_string(rootfs);
-            if (::mount(source.c_str(), lower.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
-                ::mount(nullptr, lower.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-                        nullptr) != 0)
-                fail("cannot bind the image " + bundle + "/rootfs under its layers");
+            bind_read_only("/proc/self/fd/" + std::to_string(rootfs), lower,
+                           "cannot bind the image " + bundle + "/rootfs under its layers");
         });
         ::close(rootfs);
         return made;

@@ -14,8 +14,8 @@
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/devices.hpp"
-#include "agent/container/image_policy.hpp"
-#include "agent/container/registry_digest.hpp"
+#include "agent/image/policy.hpp"
+#include "agent/image/registry_digest.hpp"
 #include "agent/container/step_container.hpp"
 #include "agent/launch/launch_options.hpp"
 #include "agent/launch/plugin_config.hpp"
@@ -23,6 +23,7 @@
 #include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/host.hpp"
+#include "slurm/slurm_config.hpp"
 #include "topology/plan.hpp"
 #include "topology/report.hpp"
 
@@ -59,8 +60,7 @@ void print_warnings(const topology::Plan& plan, int first_rank) {
 
 int launch_command(const std::vector<std::string>& args) {
     auto options = parse_launch_options(args);
-    const char* slurm_conf = std::getenv("SLURM_CONF");
-    auto [config, config_source] = agent_config(options.config_path, slurm_conf ? slurm_conf : "");
+    auto [config, config_source] = agent_config(options.config_path, slurm::slurm_conf_from_environment());
     auto place = find_node_place(options);
 
     StepRequest request;
@@ -71,7 +71,7 @@ int launch_command(const std::vector<std::string>& args) {
     if (const char* step = std::getenv("SLURM_STEP_ID")) {
         request.under_slurm = *step != 0;
         request.step_gpus = std::getenv("SLURM_STEP_GPUS") ? std::getenv("SLURM_STEP_GPUS") : "";
-        request.slurm_conf = std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "";
+        request.slurm_conf = slurm::slurm_conf_from_environment();
         request.slurm_visible_devices = std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "";
     }
     request.in_container = !options.image.empty();

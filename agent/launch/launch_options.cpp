@@ -11,7 +11,7 @@
 #include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/host.hpp"
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 #include "topology/plan.hpp"
 #include "slurm/node_list.hpp"
 

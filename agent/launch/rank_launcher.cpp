@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <stdexcept>
 
 #include "agent/binding/step_plan.hpp"
+#include "agent/command.hpp"
 
 namespace trellis::agent {
 
@@ -37,10 +37,6 @@ struct RankLauncher::Child {
 };
 
 namespace {
-
-int exit_status(int wait_status) {
-    return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-}
 
 // Whole lines go out with the rank in front; stdout to stdout, stderr to stderr.
 void emit_lines(std::string& pending, int rank, FILE* to, bool flush_all) {
@@ -82,22 +78,16 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     }
     std::vector<std::string> command = command_;
     if (container_) {
-        char cwd[4096] = {};
-        if (!::getcwd(cwd, sizeof cwd)) cwd[0] = 0;
         try {
-            auto task = task_in_image(container_->image_settings(), choices_, cwd, mount_destinations_,
-                                      [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; },
-                                      command_);
-            std::string started = container_->join(task.directories);
-            std::string note = start_directory_note(started, cwd, container_->image_settings(), image_);
-            if (!note.empty() && spec.first_on_node) std::fprintf(stderr, "trellis-agent: %s\n", note.c_str());
-            if (spec.first_on_node)
-                for (const auto& text : settings_notes(container_->image_settings()))
-                    std::fprintf(stderr, "trellis-agent: %s\n", text.c_str());
-            for (const auto& [name, value] : task.env) ::setenv(name.c_str(), value.c_str(), 1);
-            command = task.command;
-            // Inside an image, setuid programs must not give privileges back.
-            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw std::runtime_error("cannot set no_new_privs");
+            auto entered = container_->enter(choices_, mount_destinations_,
+                                             [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; },
+                                             command_, image_);
+            if (spec.first_on_node) {
+                if (!entered.start_note.empty()) std::fprintf(stderr, "trellis-agent: %s\n", entered.start_note.c_str());
+                for (const auto& text : entered.notes) std::fprintf(stderr, "trellis-agent: %s\n", text.c_str());
+            }
+            for (const auto& [name, value] : entered.task.env) ::setenv(name.c_str(), value.c_str(), 1);
+            command = entered.task.command;
         } catch (const std::exception& error) {
             std::fprintf(stderr, "trellis-agent: rank %d: %s\n", spec.rank, error.what());
             ::_exit(126);

@@ -16,7 +16,7 @@
 #include "topology/cpu_set.hpp"
 
 #include "agent/container/held_container.hpp"
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 
 namespace trellis::agent {
 
@@ -36,7 +36,7 @@ class RankLauncher {
 public:
     // `container` (made from `image`), when given, is joined by every rank before it execs;
     // it outlives the run.
-    // The ranks take the image's settings as `choices` say (image_settings.hpp); the job's
+    // The ranks take the image's settings as `choices` say (agent/image/settings.hpp); the job's
     // folder counts as mounted when it is at or under one of `mount_destinations`.
     RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container,
                  std::string image = "", SettingsChoices choices = {}, std::vector<std::string> mount_destinations = {})

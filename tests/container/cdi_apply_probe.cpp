@@ -1,7 +1,7 @@
 // The unprivileged half of cdi_apply_test.sh: as the job's user, reads the CDI specs of a
 // root-owned folder, selects GPU 0, makes a user and mount namespace of its own (mapping only
 // its uid and gid, as trellis containers do), mounts a tmpfs root, applies the edits through
-// MountedRoot and checks what a task would see. Prints "ok: ..." or "FAIL: ..." lines and
+// the container's Rootfs and checks what a task would see. Prints "ok: ..." or "FAIL: ..." lines and
 // exits 1 on any failure.
 //   cdi_apply_probe apply SPEC_DIR ROOT       the full check
 //   cdi_apply_probe refuse SPEC_DIR ROOT TEXT  expects a refusal whose message contains TEXT
@@ -21,9 +21,9 @@
 #include <string>
 
 #include "agent/container/cdi/apply.hpp"
-#include "agent/container/cdi/root_editor.hpp"
 #include "agent/container/cdi/selection.hpp"
 #include "agent/container/cdi/spec_folders.hpp"
+#include "agent/container/rootfs.hpp"
 
 using namespace trellis::agent::cdi;
 
@@ -72,7 +72,7 @@ std::string link_of(const std::string& path) {
     return n < 0 ? std::string("(") + std::strerror(errno) + ")" : std::string(target, static_cast<std::size_t>(n));
 }
 
-CdiEdits select_and_resolve(const std::string& spec_dir) {
+ResolvedEdits select_and_resolve(const std::string& spec_dir) {
     auto specs = load_specs({spec_dir});
     auto devices = step_gpu_devices(specs, {{0, ""}});
     return resolve_edits(specs, devices, {});
@@ -84,7 +84,7 @@ int apply(const std::string& spec_dir, const std::string& root) {
     enter_namespaces(root);
     // An image's absolute symbolic link: followed inside the root, never to the host's /usr/lib.
     if (::symlink("/usr/lib", (root + "/lib64").c_str()) != 0) throw std::runtime_error("symlink lib64");
-    MountedRoot editor(root);
+    trellis::agent::Rootfs editor(root, true, false);
     apply_edits(edits, editor);
     for (const auto& note : edits.notes) std::cout << "note: " << note << "\n";
 
@@ -131,7 +131,7 @@ int refuse(const std::string& spec_dir, const std::string& root, const std::stri
     try {
         auto edits = select_and_resolve(spec_dir);
         enter_namespaces(root);
-        MountedRoot editor(root);
+        trellis::agent::Rootfs editor(root, true, false);
         apply_edits(edits, editor);
         check(false, "refused: " + expected, "it was applied");
     } catch (const std::exception& error) {

@@ -75,7 +75,7 @@ out=$(resolve -- --image "docker://$host/x:tag" --config "$work/ask.toml" 2>&1)
     fail "blobs fetched while resolving: $(grep '/v2/x/blobs' "$REGISTRY_LOG" | tail -2)"
 
 # 2. The credentials: from auth.json, by --authfile; the password on no command line.
-grep -q -- "--authfile $home/.config/containers/auth.json" "$work/skopeo-args" && ! grep -q "$password" "$work/skopeo-args" &&
+grep -Eq -- "--authfile[= ]$home/.config/containers/auth.json" "$work/skopeo-args" && ! grep -q "$password" "$work/skopeo-args" &&
     ! grep -q -- "--creds" "$work/skopeo-args" && pass "credentials by --authfile only: $(head -1 "$work/skopeo-args")" ||
     fail "skopeo's command lines: $(cat "$work/skopeo-args")"
 out=$(resolve REGISTRY_AUTH_FILE="$home/.config/containers/auth.json" -- --image "docker://$host/x:tag" --config "$work/ask.toml" 2>&1)

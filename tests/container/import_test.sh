@@ -193,7 +193,7 @@ setpriv --reuid=$user1 --regid=$user1 --init-groups env -i PATH=/usr/bin:/bin HO
 [ $status -ne 0 ] && grep -q "unauthorized" "$work/nocreds.out" && grep -q "REGISTRY_AUTH_FILE" "$work/nocreds.out" &&
     pass "missing credentials say so: $(cat "$work/nocreds.out")" || fail "missing credentials: status $status $(cat "$work/nocreds.out")"
 import unknown $user1 "docker://$REGISTRY/x:nope"
-[ $status -ne 0 ] && grep -q "unknown tag" "$work/unknown.out" && pass "an unknown tag says so: $(cat "$work/unknown.out")" ||
+[ $status -ne 0 ] && grep -q "has no tag 'nope' of 'x'" "$work/unknown.out" && pass "an unknown tag says so: $(cat "$work/unknown.out")" ||
     fail "unknown tag: status $status $(cat "$work/unknown.out")"
 config secure "$work/cache"
 sed -i '/insecure_registries/d' "$work/secure.toml"
@@ -290,7 +290,7 @@ skopeo copy --quiet "oci:$work/registry/images:x" "oci-archive:$work/x-oci.tar" 
     fail "making the archives"
 registry_stop
 import unreachable $user1 "docker://$REGISTRY/x:tag"
-[ $status -ne 0 ] && grep -q "cannot be reached" "$work/unreachable.out" && pass "a stopped registry cannot be reached, and it says so" ||
+[ $status -ne 0 ] && grep -q "cannot reach the registry" "$work/unreachable.out" && pass "a stopped registry cannot be reached, and it says so" ||
     fail "unreachable: status $status $(cat "$work/unreachable.out")"
 for archive in "oci-archive:$work/x-oci.tar x-marker" "docker-archive:$work/y-docker.tar y-marker"; do
     set -- $archive

@@ -13,7 +13,7 @@
 
 #include "agent/binding/step_plan.hpp"
 #include "agent/container/devices.hpp"
-#include "agent/container/image_policy.hpp"
+#include "agent/image/policy.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/health/node_check.hpp"
 #include "agent/launch/launch_options.hpp"

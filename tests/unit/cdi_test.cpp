@@ -264,6 +264,56 @@ TEST_CASE("device nodes are bound from the host only: one given by major/minor a
     CHECK_THROWS_WITH(check_host_device_node(file), Contains("is not a device node"));
 }
 
+// What apply_edits asks of a container's root, in order, without a root: the container's
+// Rootfs does the same calls with real mounts (tests/container/cdi_apply_test.sh).
+class RecordingEditor : public RootEditor {
+public:
+    std::vector<std::string> calls;
+    void bind(const BindMount& mount) override { calls.push_back("bind " + mount.host_path + " " + mount.container_path); }
+    void symlink(const Symlink& link) override { calls.push_back("link " + link.link + " -> " + link.target); }
+    void write_file(const std::string& path, const std::string& content) override {
+        calls.push_back("write " + path + " " + std::to_string(content.size()) + " bytes");
+        written = content;
+    }
+    void build_ld_cache(const std::vector<std::string>& folders) override {
+        calls.push_back("ldcache " + std::to_string(folders.size()) + " folder(s)");
+    }
+    std::string written;
+};
+
+TEST_CASE("edits are applied in order: device nodes, mounts, links, then the ld.so.cache") {
+    ResolvedEdits edits;
+    edits.devices = {"vendor.com/gpu=0"};
+    edits.device_nodes = {BindMount{.host_path = "/dev/null", .container_path = "/dev/gpu0", .device = true,
+                                    .major = 1, .minor = 3, .type = "c", .origin = "s.yaml"}};
+    BindMount library;
+    library.host_path = library.container_path = "/usr/lib/x";
+    library.read_only = true;
+    BindMount inner;
+    inner.host_path = inner.container_path = "/usr/lib/x/y";
+    edits.mounts = {library, inner};
+    edits.symlinks = {Symlink{.target = "libx.so.1", .link = "/usr/lib/libx.so"}};
+    edits.ld_folders = {"/usr/lib/x"};
+    RecordingEditor root;
+    apply_edits(edits, root);
+    CHECK(root.calls == std::vector<std::string>{"bind /dev/null /dev/gpu0", "bind /usr/lib/x /usr/lib/x",
+                                                 "bind /usr/lib/x/y /usr/lib/x/y", "link /usr/lib/libx.so -> libx.so.1",
+                                                 std::string("write ") + ld_conf_file + " 85 bytes",
+                                                 "ldcache 1 folder(s)"});
+    CHECK(root.written.ends_with("vendor.com/gpu=0\n/usr/lib/x\n"));
+    // A device node the host lacks stops everything before the first bind.
+    edits.device_nodes[0].host_path = "/dev/trellis-no-such-node";
+    RecordingEditor refused;
+    CHECK_THROWS_AS(apply_edits(edits, refused), Refused);
+    CHECK(refused.calls.empty());
+    // Without update-ldcache no file is written and no cache built.
+    edits.device_nodes.clear();
+    edits.ld_folders.clear();
+    RecordingEditor plain;
+    apply_edits(edits, plain);
+    CHECK(plain.calls.size() == 3);
+}
+
 TEST_CASE("spec folders: JSON and YAML read in order, a later folder wins, others' folders and files refused") {
     trellis::test::Scratch scratch;
     auto first = scratch.make("etc-cdi"), second = scratch.make("run-cdi");

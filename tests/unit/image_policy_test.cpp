@@ -1,5 +1,5 @@
 // The image policy for registry references, archives and squashfs files
-// (agent/container/image_policy.hpp): every rule, and each refusal naming its setting and
+// (agent/image/policy.hpp): every rule, and each refusal naming its setting and
 // the file it comes from. Bundles and .sif files are agent_test.cpp's.
 #include "tests/catch.hpp"
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/container/image_policy.hpp"
+#include "agent/image/policy.hpp"
 #include "fixtures.hpp"
 
 using namespace trellis::agent;

@@ -1,7 +1,7 @@
-// Image references as --trellis-image takes them (agent/container/image_reference.hpp).
+// Image references as --trellis-image takes them (agent/image/reference.hpp).
 #include "tests/catch.hpp"
 
-#include "agent/container/image_reference.hpp"
+#include "agent/image/reference.hpp"
 #include "common/error.hpp"
 
 using namespace trellis::agent;
@@ -24,7 +24,7 @@ TEST_CASE("a first component with a dot, a port or localhost is the registry") {
     CHECK(ref.host == "127.0.0.1:5000");
     CHECK(ref.repository == "team/x");
     CHECK(ref.tag == "v1");
-    CHECK(ref.skopeo_source() == "docker://127.0.0.1:5000/team/x:v1");
+    CHECK(ref.text() == "docker://127.0.0.1:5000/team/x:v1");
     CHECK(parse_image_reference("docker://localhost/x").host == "localhost");
     CHECK(parse_image_reference("docker://nvcr.io/nvidia/pytorch:24.05-py3").host == "nvcr.io");
 }
@@ -33,14 +33,14 @@ TEST_CASE("a digest pins the image; a tag beside it only names it") {
     auto ref = parse_image_reference("docker://127.0.0.1:5000/x:v1@" + digest);
     CHECK(ref.digest == digest);
     CHECK(ref.tag.empty());
-    CHECK(ref.skopeo_source() == "docker://127.0.0.1:5000/x@" + digest);
+    CHECK(ref.text() == "docker://127.0.0.1:5000/x@" + digest);
     auto pinned = parse_image_reference("docker://127.0.0.1:5000/x:v1").pinned(digest);
     CHECK(pinned.text() == "docker://127.0.0.1:5000/x@" + digest);
 }
 
 TEST_CASE("archives and paths") {
     CHECK(parse_image_reference("oci-archive:/data/x.tar").kind == ReferenceKind::oci_archive);
-    CHECK(parse_image_reference("docker-archive:/data/x.tar").skopeo_source() == "docker-archive:/data/x.tar");
+    CHECK(parse_image_reference("docker-archive:/data/x.tar").text() == "docker-archive:/data/x.tar");
     CHECK(parse_image_reference("/images/x.sqsh").is_squashfs_file());
     CHECK(parse_image_reference("/images/bundle").kind == ReferenceKind::path);
 }

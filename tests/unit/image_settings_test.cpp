@@ -4,7 +4,7 @@
 #include <set>
 
 #include "agent/container/container_spec.hpp"
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 #include "common/error.hpp"
 
 using namespace trellis::agent;

@@ -1,4 +1,4 @@
-// The user's record of resolved digests (agent/container/registry_digest.hpp): used within
+// The user's record of resolved digests (agent/image/registry_digest.hpp): used within
 // digest_lifetime only, one line per reference, rewritten whole; a pinned reference asks no
 // one. The lookups themselves are tests/container/digest_test.sh's, against a real registry.
 #include "tests/catch.hpp"
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/container/image_policy.hpp"
-#include "agent/container/registry_digest.hpp"
+#include "agent/image/policy.hpp"
+#include "agent/image/registry_digest.hpp"
 #include "fixtures.hpp"
 
 using namespace trellis::agent;
@@ -66,7 +66,7 @@ TEST_CASE("a pinned reference is its own digest, with no lookup and no program r
     CHECK(resolve_digest(pinned, config) == first);
     // With a tag, the program is needed, and its absence is said clearly.
     auto tagged = parse_image_reference("docker://127.0.0.1:5000/x:tag");
-    CHECK_THROWS_WITH(resolve_digest(tagged, config), Catch::Contains("cannot run /nonexistent/skopeo"));
+    CHECK_THROWS_WITH(resolve_digest(tagged, config), Catch::Contains("cannot run skopeo '/nonexistent/skopeo'"));
 }
 
 TEST_CASE("checked_and_pinned refuses by policy before anything else") {
@@ -79,4 +79,33 @@ TEST_CASE("checked_and_pinned refuses by policy before anything else") {
               allowing.allowed_registries = {"127.0.0.1:5000"};
               return allowing;
           }()) == "docker://127.0.0.1:5000/x@" + first);
+}
+
+TEST_CASE("skopeo's failures are told by its status first, its words second") {
+    using F = SkopeoFailure;
+    // skopeo 1.15 and later exit 2 for an image that is not there, whatever the registry says.
+    CHECK(classify_skopeo(2, "reading manifest v9 in 127.0.0.1:5000/x: something else") == F::not_found);
+    CHECK(classify_skopeo(1, "reading manifest nope in 127.0.0.1:5000/x: manifest unknown: manifest unknown") ==
+          F::not_found);
+    CHECK(classify_skopeo(1, "initializing source docker://127.0.0.1:5000/x:tag: reading manifest tag in "
+                             "127.0.0.1:5000/x: unauthorized: authentication required") == F::unauthorized);
+    // An unauthorized answer with status 2 (some registries say "not found" to strangers) is
+    // still told as unauthorized when skopeo's words say so.
+    CHECK(classify_skopeo(2, "requested access to the resource is denied") == F::unauthorized);
+    CHECK(classify_skopeo(1, "pinging container registry 127.0.0.1:5000: Get \"https://127.0.0.1:5000/v2/\": http: "
+                             "server gave HTTP response to HTTPS client") == F::plain_http);
+    CHECK(classify_skopeo(1, "Get \"https://127.0.0.1:5000/v2/\": tls: failed to verify certificate: x509: "
+                             "certificate signed by unknown authority") == F::certificate);
+    CHECK(classify_skopeo(1, "Get \"https://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused") ==
+          F::unreachable);
+    CHECK(classify_skopeo(1, "writing blob: write /c/oci/blobs/x: no space left on device") == F::no_space);
+    // A local "permission denied" is not the registry refusing access.
+    CHECK(classify_skopeo(1, "open /c/oci/index.json: permission denied") == F::other);
+}
+
+TEST_CASE("skopeo's reason is its last log line's message, unquoted and kept short") {
+    CHECK(skopeo_reason("time=\"2026-11-28T10:00:00Z\" level=fatal msg=\"Error parsing image name \\\"x\\\": bad\"\n") ==
+          "Error parsing image name \"x\": bad");
+    CHECK(skopeo_reason("first line\nsecond line\n") == "second line");
+    CHECK(skopeo_reason(std::string(1000, 'a')).size() == 403);
 }

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/container/cdi/ld_cache.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent::cdi {
@@ -34,7 +33,7 @@ void check_host_device_node(const BindMount& node) {
                       std::to_string(minor(st.st_rdev)));
 }
 
-void apply_edits(const CdiEdits& edits, RootEditor& root, const std::string& ldconfig) {
+void apply_edits(const ResolvedEdits& edits, RootEditor& root) {
     for (const auto& node : edits.device_nodes) {
         check_host_device_node(node);
         root.bind(node);
@@ -45,7 +44,7 @@ void apply_edits(const CdiEdits& edits, RootEditor& root, const std::string& ldc
         std::string conf = "# Written by trellis from the CDI update-ldcache hook of " + edits.devices.front() + "\n";
         for (const auto& folder : edits.ld_folders) conf += folder + "\n";
         root.write_file(ld_conf_file, conf);
-        build_ld_cache(root.root_path(), edits.ld_folders, ldconfig);
+        root.build_ld_cache(edits.ld_folders);
     }
 }
 

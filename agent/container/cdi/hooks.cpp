@@ -56,7 +56,7 @@ bool is_absolute_clean(const std::string& path) {
 }  // namespace
 
 void interpret_hook(const Hook& hook, const std::string& origin, const std::vector<std::string>& allowed_hooks,
-                    CdiEdits& edits) {
+                    ResolvedEdits& edits) {
     // nvidia-cdi-hook SUBCOMMAND ... or nvidia-ctk hook SUBCOMMAND ...
     std::string program = base_name(hook.path);
     std::size_t at = 1;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/container/cdi/cdi_edits.hpp"
+#include "agent/container/cdi/resolved_edits.hpp"
 #include "agent/container/cdi/spec.hpp"
 
 namespace trellis::agent::cdi {
@@ -25,6 +25,6 @@ namespace trellis::agent::cdi {
 // Adds what `hook` means to `edits`. origin: the spec's file, for messages. Throws Refused
 // naming the hook, its file and what is accepted.
 void interpret_hook(const Hook& hook, const std::string& origin, const std::vector<std::string>& allowed_hooks,
-                    CdiEdits& edits);
+                    ResolvedEdits& edits);
 
 }  // namespace trellis::agent::cdi

@@ -80,7 +80,7 @@ BindMount mount(const Mount& m, const std::string& origin) {
 int depth(const std::string& path) { return static_cast<int>(std::count(path.begin(), path.end(), '/')); }
 
 void add_edits(const ContainerEdits& from, const std::string& origin, const std::vector<std::string>& allowed_hooks,
-               CdiEdits& to) {
+               ResolvedEdits& to) {
     if (!from.unsupported.empty())
         throw Refused(origin + ": CDI " + joined(from.unsupported) +
                       " cannot be applied by trellis (a container made by the job's user)");
@@ -133,9 +133,9 @@ std::vector<std::string> step_gpu_devices(const SpecSet& specs, const std::vecto
     return out;
 }
 
-CdiEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
+ResolvedEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
                        const std::vector<std::string>& allowed_hooks) {
-    CdiEdits edits;
+    ResolvedEdits edits;
     std::vector<const Spec*> used;
     for (const auto& qualified : devices) {
         auto equals = qualified.find('=');

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/container/cdi/cdi_edits.hpp"
+#include "agent/container/cdi/resolved_edits.hpp"
 #include "agent/container/cdi/spec_folders.hpp"
 
 namespace trellis::agent::cdi {
@@ -31,7 +31,7 @@ std::vector<std::string> step_gpu_devices(const SpecSet& specs, const std::vecto
 // container cannot do (a mount that is not a bind, a hook unknown to trellis and not in
 // allowed_hooks, intelRdt, netDevices). Device nodes are checked against the host when they
 // are bound (check_host_device_node, apply.hpp).
-CdiEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
+ResolvedEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
                        const std::vector<std::string>& allowed_hooks);
 
 // The one line a GPU step in a container prints when no CDI spec gives its GPUs' drivers.

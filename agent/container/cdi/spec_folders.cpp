@@ -1,45 +1,30 @@
 #include "agent/container/cdi/spec_folders.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "agent/container/cdi/spec_parser.hpp"
+#include "agent/files.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent::cdi {
 
 namespace {
 
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0) close(fd);
-    }
-};
-
 std::string owner_rule(uid_t trusted_owner) {
     return "accepted: owned by " + std::string(trusted_owner == 0 ? "root" : "uid " + std::to_string(trusted_owner)) +
            " and writable by no one else";
 }
 
-std::string octal_mode(mode_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-    return text;
-}
-
 void check_owner(const struct stat& st, const std::string& what, uid_t trusted_owner) {
     if (st.st_uid != trusted_owner || (st.st_mode & (S_IWGRP | S_IWOTH)))
         throw Refused("CDI " + what + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                      octal_mode(st.st_mode) +
+                      mode_text(st.st_mode) +
                       ": CDI specs bind host files into containers, so only the administrator's are read (" +
                       owner_rule(trusted_owner) + ")");
 }
@@ -52,36 +37,30 @@ bool is_spec_name(const std::string& name) {
 // The folder's specs by name; the folder and each file are checked on their open descriptors,
 // so that what is checked is what is read.
 std::vector<Spec> read_folder(const std::string& folder, uid_t trusted_owner) {
-    Fd dir;
-    dir.fd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir.fd < 0) {
+    Fd dir(open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) {
         if (errno == ENOENT) return {};
         throw Refused("cannot open the CDI folder " + folder + ": " + std::strerror(errno));
     }
     struct stat st;
-    if (fstat(dir.fd, &st) != 0) throw Error("cannot stat the CDI folder " + folder + ": " + std::strerror(errno));
+    if (fstat(dir.get(), &st) != 0) throw Error("cannot stat the CDI folder " + folder + ": " + std::strerror(errno));
     check_owner(st, "folder " + folder, trusted_owner);
     // A symbolic link on the way is fine when it ends at a checked folder; a link named as a
     // spec file is not followed (O_NOFOLLOW below).
     std::vector<std::string> names;
-    int listing = dup(dir.fd);
-    std::unique_ptr<DIR, int (*)(DIR*)> stream(fdopendir(listing), closedir);
-    if (!stream) {
-        if (listing >= 0) close(listing);
+    if (!for_each_entry(dir.get(), [&](const std::string& name) {
+            if (is_spec_name(name)) names.push_back(name);
+        }))
         throw Error("cannot list the CDI folder " + folder + ": " + std::strerror(errno));
-    }
-    while (auto* entry = readdir(stream.get()))
-        if (is_spec_name(entry->d_name)) names.push_back(entry->d_name);
     std::sort(names.begin(), names.end());
     std::vector<Spec> specs;
     for (const auto& name : names) {
         std::string path = folder + "/" + name;
-        Fd file;
-        file.fd = openat(dir.fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-        if (file.fd < 0)
+        Fd file(openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+        if (!file)
             throw Refused("cannot open the CDI spec " + path + ": " + std::strerror(errno) +
                           (errno == ELOOP ? " (a symbolic link; specs are read only as plain files)" : ""));
-        if (fstat(file.fd, &st) != 0) throw Error("cannot stat the CDI spec " + path + ": " + std::strerror(errno));
+        if (fstat(file.get(), &st) != 0) throw Error("cannot stat the CDI spec " + path + ": " + std::strerror(errno));
         if (!S_ISREG(st.st_mode)) throw Refused("the CDI spec " + path + " is not a plain file");
         check_owner(st, "spec " + path, trusted_owner);
         if (st.st_size > 16 * 1024 * 1024)
@@ -89,7 +68,7 @@ std::vector<Spec> read_folder(const std::string& folder, uid_t trusted_owner) {
         std::string text(static_cast<std::size_t>(st.st_size), '\0');
         std::size_t got = 0;
         while (got < text.size()) {
-            ssize_t n = read(file.fd, text.data() + got, text.size() - got);
+            ssize_t n = read(file.get(), text.data() + got, text.size() - got);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) throw Error("cannot read the CDI spec " + path + ": " + std::strerror(n < 0 ? errno : EIO));
             got += static_cast<std::size_t>(n);

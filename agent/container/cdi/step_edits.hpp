@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/container/cdi/cdi_edits.hpp"
+#include "agent/container/cdi/resolved_edits.hpp"
 #include "agent/container/cdi/selection.hpp"
 #include "config/config.hpp"
 #include "topology/plan.hpp"
@@ -16,7 +16,7 @@
 namespace trellis::agent::cdi {
 
 struct StepCdi {
-    std::optional<CdiEdits> edits;  // none: the step has no GPU here, or no spec is installed
+    std::optional<ResolvedEdits> edits;  // none: the step has no GPU here, or no spec is installed
     // For the step's stderr: that no driver library was injected (a GPU step without a spec),
     // and the verbose report's notes (skipped hooks, replaced devices).
     std::optional<std::string> warning;

@@ -11,7 +11,7 @@
 
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
-#include "agent/container/image_policy.hpp"
+#include "agent/image/policy.hpp"
 #include "agent/container/cdi/spec_parser.hpp"
 #include "common/error.hpp"
 #include "spank/options.hpp"

@@ -1,4 +1,4 @@
-#include "agent/container/image_policy.hpp"
+#include "agent/image/policy.hpp"
 
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/files.hpp"
 #include "common/error.hpp"
 
 namespace trellis::agent {
@@ -296,12 +297,6 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     check_root_owned(checked.kind == ImageKind::oci_bundle ? checked.path + "/rootfs" : checked.path,
                      checked.kind == ImageKind::oci_bundle ? "OCI bundle" : "image");
     return checked;
-}
-
-std::string mode_text(mode_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
-    return text;
 }
 
 ImageFiles::~ImageFiles() {

@@ -28,7 +28,7 @@ struct Symlink {
     std::string link;    // absolute path in the container
 };
 
-struct CdiEdits {
+struct ResolvedEdits {
     std::vector<std::string> devices;  // the qualified names applied ("nvidia.com/gpu=0")
     // "NAME=VALUE", to append after the image's environment (one entry per name, the last
     // definition winning).

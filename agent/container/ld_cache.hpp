@@ -12,15 +12,13 @@
 #include <string>
 #include <vector>
 
-namespace trellis::agent::cdi {
-
-// The file update-ldcache writes (apply.cpp), so that ldconfig run later in the container
-// keeps the folders; it stands in for /etc/ld.so.conf when the image has none.
-inline constexpr const char* ld_conf_file = "/etc/ld.so.conf.d/00-trellis-cdi.conf";
+namespace trellis::agent {
 
 // root: the container's root in the caller's mount namespace, writable at /etc. folders:
-// absolute paths in the container. Throws Error with ldconfig's status and output when it fails.
-void build_ld_cache(const std::string& root, const std::vector<std::string>& folders,
+// absolute paths in the container. `conf` (a path in the container) stands in for
+// /etc/ld.so.conf when the image has none. Throws Error with ldconfig's status and output
+// when it fails.
+void build_ld_cache(const std::string& root, const std::vector<std::string>& folders, const std::string& conf,
                     const std::string& ldconfig = "/sbin/ldconfig");
 
-}  // namespace trellis::agent::cdi
+}  // namespace trellis::agent

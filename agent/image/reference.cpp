@@ -1,4 +1,4 @@
-#include "agent/container/image_reference.hpp"
+#include "agent/image/reference.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -136,7 +136,7 @@ std::string ImageReference::registry_path() const { return host + "/" + reposito
 
 std::string ImageReference::text() const {
     switch (kind) {
-    case ReferenceKind::registry: return "docker://" + skopeo_source().substr(std::string("docker://").size());
+    case ReferenceKind::registry: return "docker://" + registry_path() + (digest.empty() ? ":" + tag : "@" + digest);
     case ReferenceKind::oci_archive: return "oci-archive:" + path;
     case ReferenceKind::docker_archive: return "docker-archive:" + path;
     case ReferenceKind::path: break;
@@ -149,17 +149,6 @@ ImageReference ImageReference::pinned(const std::string& manifest_digest) const 
     ref.digest = manifest_digest;
     ref.tag.clear();
     return ref;
-}
-
-std::string ImageReference::skopeo_source() const {
-    switch (kind) {
-    case ReferenceKind::registry:
-        return "docker://" + registry_path() + (digest.empty() ? ":" + tag : "@" + digest);
-    case ReferenceKind::oci_archive: return "oci-archive:" + path;
-    case ReferenceKind::docker_archive: return "docker-archive:" + path;
-    case ReferenceKind::path: break;
-    }
-    return path;
 }
 
 bool ImageReference::is_squashfs_file() const { return kind == ReferenceKind::path && ends_with(path, ".sqsh"); }

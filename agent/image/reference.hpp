@@ -25,13 +25,11 @@ struct ImageReference {
 
     // "host[:port]/repository": what allowed_registries patterns match.
     std::string registry_path() const;
-    // The reference in its normal form (docker://docker.io/library/busybox:latest).
+    // The reference in its normal form (docker://docker.io/library/busybox:latest,
+    // oci-archive:PATH), which is also how skopeo takes it.
     std::string text() const;
     // The same image pinned to `manifest_digest` (docker://HOST/REPO@sha256:...).
     ImageReference pinned(const std::string& manifest_digest) const;
-    // What skopeo takes as the source: "docker://HOST/REPO:TAG" (or "@DIGEST"),
-    // "oci-archive:PATH", "docker-archive:PATH".
-    std::string skopeo_source() const;
     bool is_squashfs_file() const;  // a path ending in .sqsh
 };
 

@@ -1,4 +1,4 @@
-#include "agent/container/image_settings.hpp"
+#include "agent/image/settings.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

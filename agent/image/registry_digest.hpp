@@ -8,24 +8,16 @@
 #include <ctime>
 #include <string>
 
-#include "agent/container/image_reference.hpp"
-#include "common/error.hpp"
+#include "agent/image/reference.hpp"
+#include "agent/image/skopeo.hpp"
 #include "config/config.hpp"
 
 namespace trellis::agent {
 
-// The registry could not be asked, or said no: unreachable, unauthorized, no such tag.
-struct RegistryError : Error {
-    using Error::Error;
-    const char* topic() const override { return "registry"; }
-};
-
 // `reference`'s manifest digest ("sha256:..."): its own when it is pinned (no request made),
 // else the one remembered for its tag within config.digest_lifetime seconds, else the
-// registry's answer, which is then remembered. Runs config.skopeo as the caller, with
-// --authfile $REGISTRY_AUTH_FILE (or ~/.config/containers/auth.json when it exists): the
-// credentials stay in that file, out of every command line. TLS is verified unless the
-// registry is listed in insecure_registries. Throws RegistryError saying what went wrong.
+// registry's answer (Skopeo::manifest_digest, as the caller), which is then remembered.
+// Throws RegistryError saying what went wrong.
 std::string resolve_digest(const ImageReference& reference, const config::ContainerConfig& config);
 
 // `image` checked against the policy (check_image, which throws PolicyError before any

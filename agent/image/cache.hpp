@@ -15,9 +15,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
-#include "config/config.hpp"
+#include "agent/files.hpp"
 #include "common/error.hpp"
+#include "config/config.hpp"
 
 namespace trellis::agent {
 
@@ -31,14 +33,11 @@ struct ImageImportError : Error {
 class CacheLock {
 public:
     CacheLock() = default;
-    explicit CacheLock(int fd) : fd_(fd) {}
-    CacheLock(CacheLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-    CacheLock& operator=(CacheLock&& other) noexcept;
-    ~CacheLock();
-    bool held() const { return fd_ >= 0; }
+    explicit CacheLock(Fd fd) : fd_(std::move(fd)) {}
+    bool held() const { return bool(fd_); }
 
 private:
-    int fd_ = -1;
+    Fd fd_;
 };
 
 class ImageCache {
@@ -48,12 +47,13 @@ public:
     // what makes it); refuses root (imports run as the job's user). Warns on `warnings` when
     // the cache is a tmpfs.
     ImageCache(const config::ContainerConfig& config, std::ostream& warnings);
-    ~ImageCache();
-    ImageCache(const ImageCache&) = delete;
-    ImageCache& operator=(const ImageCache&) = delete;
+    // The same protocol over `folder`, a folder of the caller's, without the checks of the
+    // node's cache (for tests, and tools over a copy). Throws ImageImportError.
+    static ImageCache own_folder(const std::string& folder);
+    ImageCache(ImageCache&&) = default;
 
     const std::string& folder() const { return folder_; }  // <image_cache>/<uid>
-    int fd() const { return fd_; }
+    int fd() const { return fd_.get(); }
     std::string path(const std::string& name) const { return folder_ + "/" + name; }
 
     // "<hex>.sqsh" etc. for "sha256:<hex>".
@@ -87,8 +87,9 @@ public:
     std::string evict_oldest(const std::string& keep) const;
 
 private:
+    ImageCache() = default;
     std::string folder_;
-    int fd_ = -1;
+    Fd fd_;
 };
 
 // As root: makes <image_cache> when missing (0755; the folders above must be root's), and

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/container/image_reference.hpp"
+#include "agent/image/reference.hpp"
 
 namespace trellis::agent {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "agent/container/image_reference.hpp"
+#include "agent/image/reference.hpp"
 #include "agent/container/mount_spec.hpp"
 #include "common/error.hpp"
 
@@ -86,9 +86,6 @@ void check_image_contents(const std::string& rootfs);
 // resolving links), with no ',' ':' or control character in its resolved path (a runtime's
 // list syntax would split it). Sources come back canonical. Throws PolicyError.
 std::vector<Mount> check_mounts(std::vector<Mount> mounts, const config::ContainerConfig& config);
-
-// "1777", "0755": a mode's permission, sticky, setuid and setgid bits, as refusals print them.
-std::string mode_text(mode_t mode);
 
 // Throws PolicyError unless `path` and the folders above it belong to root and only root may
 // change them (a sticky folder may hold root's entries).

@@ -1,6 +1,5 @@
-#include "agent/container/image_cache.hpp"
+#include "agent/image/cache.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -16,10 +15,12 @@
 #include <ctime>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <vector>
 
-#include "agent/container/image_policy.hpp"
+#include "agent/image/policy.hpp"
+#include "agent/files.hpp"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -35,33 +36,26 @@ const char* accepted_cache =
 
 // Opens <image_cache> after checking it: root's, writable by root alone, in folders only root
 // may change. Warns on `warnings` when it is a tmpfs. Throws PolicyError naming the key.
-int open_cache_top(const config::ContainerConfig& config, std::ostream* warnings) {
+Fd open_cache_top(const config::ContainerConfig& config, std::ostream* warnings) {
     const std::string& top = config.image_cache;
     std::string key = "image_cache '" + top + "' (from " + config.origin + ")";
     if (top.empty() || top[0] != '/') throw PolicyError(key + " is not an absolute path; " + accepted_cache);
-    int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    Fd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd)
         throw PolicyError(key + ": " + std::strerror(errno) +
                           (errno == ENOENT ? " (`trellis-agent cache-folder` run as root makes it; " : " (") +
                           accepted_cache + ")");
     struct stat info {};
     struct statfs filesystem {};
-    ::fstat(fd, &info);
-    bool on_tmpfs = ::fstatfs(fd, &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
-    if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))) {
-        ::close(fd);
+    ::fstat(fd.get(), &info);
+    bool on_tmpfs = ::fstatfs(fd.get(), &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
+    if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH)))
         throw PolicyError(key + " belongs to uid " + std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) +
                           "; " + accepted_cache +
                           ((info.st_mode & 01777) == 01777 ? " (a 1777 cache of an older trellis: `trellis-agent "
                                                              "cache-folder` run as root makes it 0755)"
                                                            : ""));
-    }
-    try {
-        check_root_owned(std::filesystem::path(top).parent_path().string(), "the folder above image_cache");
-    } catch (...) {
-        ::close(fd);
-        throw;
-    }
+    check_root_owned(std::filesystem::path(top).parent_path().string(), "the folder above image_cache");
     if (on_tmpfs && warnings)
         *warnings << "trellis-agent: warning: image_cache '" << top
                   << "' is a tmpfs: images take memory and are lost at reboot (a folder on local disk is meant)\n";
@@ -73,28 +67,27 @@ std::string hex_of(const std::string& digest) {
     return colon == std::string::npos ? digest : digest.substr(colon + 1);
 }
 
-// Sums the sizes of regular files under a folder (by descriptor; the folder is closed).
+// Sums the sizes of regular files under the folder `dir`.
 std::uint64_t tree_bytes(int dir) {
     std::uint64_t total = 0;
-    DIR* stream = ::fdopendir(dir);
-    if (!stream) {
-        ::close(dir);
-        return 0;
-    }
-    ::rewinddir(stream);
-    while (dirent* entry = ::readdir(stream)) {
-        std::string name = entry->d_name;
-        if (name == "." || name == "..") continue;
+    for_each_entry(dir, [&](const std::string& name) {
         struct stat info {};
-        if (::fstatat(::dirfd(stream), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return;
         if (S_ISREG(info.st_mode)) total += std::uint64_t(info.st_size);
-        if (S_ISDIR(info.st_mode)) {
-            int sub = ::openat(::dirfd(stream), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0) total += tree_bytes(sub);
-        }
-    }
-    ::closedir(stream);
+        if (S_ISDIR(info.st_mode))
+            if (Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)); sub)
+                total += tree_bytes(sub.get());
+    });
     return total;
+}
+
+// The names in the folder `dir` that `wanted` takes.
+std::vector<std::string> names_in(int dir, const std::function<bool(const std::string&)>& wanted) {
+    std::vector<std::string> names;
+    for_each_entry(dir, [&](const std::string& name) {
+        if (wanted(name)) names.push_back(name);
+    });
+    return names;
 }
 
 // Removes `name` in `parent` and everything under it, giving each folder u+rwx first: an
@@ -107,66 +100,40 @@ void remove_at(int parent, const std::string& name) {
         return;
     }
     if (::fchmodat(parent, name.c_str(), 0700, 0) != 0) return;
-    int dir = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir >= 0) {
-        std::vector<std::string> names;
-        if (DIR* stream = ::fdopendir(::dup(dir))) {
-            while (dirent* entry = ::readdir(stream))
-                if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
-                    names.emplace_back(entry->d_name);
-            ::closedir(stream);
-        }
-        for (auto& child : names) remove_at(dir, child);
-        ::close(dir);
-    }
+    if (Fd dir(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)); dir)
+        for (auto& child : names_in(dir.get(), [](const std::string&) { return true; })) remove_at(dir.get(), child);
     ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
 }
 
 }  // namespace
 
-CacheLock& CacheLock::operator=(CacheLock&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = other.fd_;
-        other.fd_ = -1;
-    }
-    return *this;
-}
-
-CacheLock::~CacheLock() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
 ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warnings) {
     uid_t uid = ::getuid();
     if (uid == 0 || ::geteuid() == 0)
         throw PolicyError("images are imported as the job's user, never as root (run it as the user who will use it)");
-    int top = open_cache_top(config, &warnings);
     folder_ = config.image_cache + "/" + std::to_string(uid);
     // O_PATH first: someone else's folder is examined (and refused by its owner) even when
     // it cannot be read.
-    int path_fd = ::openat(top, std::to_string(uid).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    Fd path_fd(::openat(open_cache_top(config, &warnings).get(), std::to_string(uid).c_str(),
+                        O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     int error = errno;
-    ::close(top);
-    if (path_fd < 0 && error == ENOENT)
+    if (!path_fd && error == ENOENT)
         throw PolicyError("the cache folder " + folder_ + " does not exist yet: root makes it at the start of a job "
                           "step that asks for a registry image or an archive (srun --trellis-image=...), or an "
                           "administrator with `trellis-agent cache-folder " + std::to_string(uid) + "`; an import or "
                           "`trellis-agent launch --image` outside such a step needs one of those first");
-    if (path_fd < 0)
+    if (!path_fd)
         throw PolicyError("the cache folder " + folder_ + " is refused: " +
                           (error == ELOOP || error == ENOTDIR ? std::string("it is a symbolic link or not a folder")
                                                               : std::string(std::strerror(error))) +
                           " (accepted: a folder of your own, mode 0700, made by root; the next job step that asks "
                           "for an image puts this one aside and makes it again)");
     struct stat info {};
-    ::fstat(path_fd, &info);
-    if (info.st_uid == uid) fd_ = ::openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ::close(path_fd);
-    if (fd_ >= 0) ::fstat(fd_, &info);
-    if (fd_ < 0 || info.st_uid != uid || (info.st_mode & 0777) != 0700) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
+    ::fstat(path_fd.get(), &info);
+    if (info.st_uid == uid) fd_ = Fd(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd_) ::fstat(fd_.get(), &info);
+    if (!fd_ || info.st_uid != uid || (info.st_mode & 0777) != 0700) {
+        fd_ = Fd();
         throw PolicyError("the cache folder " + folder_ + " is refused: it belongs to uid " + std::to_string(info.st_uid) +
                           " with mode " + mode_text(info.st_mode) + " (accepted: owned by uid " + std::to_string(uid) +
                           ", mode 0700; the next job step that asks for an image puts this one aside and makes it "
@@ -174,48 +141,47 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
     }
 }
 
-ImageCache::~ImageCache() {
-    if (fd_ >= 0) ::close(fd_);
+ImageCache ImageCache::own_folder(const std::string& folder) {
+    ImageCache cache;
+    cache.folder_ = folder;
+    cache.fd_ = Fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!cache.fd_) throw ImageImportError("cannot open " + folder + ": " + std::strerror(errno));
+    return cache;
 }
 
 std::string ImageCache::entry_name(const std::string& digest, const char* suffix) { return hex_of(digest) + suffix; }
 
 static CacheLock lock_file(int folder, const std::string& folder_path, const std::string& name, bool exclusive) {
-    int fd = ::openat(folder, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
+    Fd fd(::openat(folder, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd)
         throw ImageImportError("cannot open the lock " + folder_path + "/" + name + ": " + std::strerror(errno) +
                                (errno == ENOSPC ? " (the image cache " + folder_path + " is full)" : ""));
-    while (::flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0)
-        if (errno != EINTR) {
-            int error = errno;
-            ::close(fd);
-            throw ImageImportError("cannot lock " + folder_path + "/" + name + ": " + std::strerror(error));
-        }
-    return CacheLock(fd);
+    while (::flock(fd.get(), exclusive ? LOCK_EX : LOCK_SH) != 0)
+        if (errno != EINTR) throw ImageImportError("cannot lock " + folder_path + "/" + name + ": " + std::strerror(errno));
+    return CacheLock(std::move(fd));
 }
 
 CacheLock ImageCache::lock(const std::string& digest, bool exclusive) const {
-    return lock_file(fd_, folder_, entry_name(digest, ".lock"), exclusive);
+    return lock_file(fd_.get(), folder_, entry_name(digest, ".lock"), exclusive);
 }
 
-CacheLock ImageCache::lock_layout(bool exclusive) const { return lock_file(fd_, folder_, "oci.lock", exclusive); }
+CacheLock ImageCache::lock_layout(bool exclusive) const { return lock_file(fd_.get(), folder_, "oci.lock", exclusive); }
 
 bool ImageCache::has(const std::string& digest) const {
     struct stat info {};
-    return ::fstatat(fd_, entry_name(digest, ".sqsh").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode) &&
-           ::fstatat(fd_, entry_name(digest, ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode);
+    return ::fstatat(fd(), entry_name(digest, ".sqsh").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode) &&
+           ::fstatat(fd(), entry_name(digest, ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode);
 }
 
 std::string ImageCache::damage(const std::string& digest) const {
-    int fd = ::openat(fd_, entry_name(digest, ".sqsh").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
+    Fd image(::openat(fd(), entry_name(digest, ".sqsh").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!image) return std::string("cannot open it: ") + std::strerror(errno);
     // A squashfs superblock: the magic "hsqs", and at byte 40 the bytes the image takes
     // (little-endian, as x86 and arm64 read them).
     unsigned char block[48] = {};
     struct stat info {};
-    ssize_t n = ::pread(fd, block, sizeof block, 0);
-    ::fstat(fd, &info);
-    ::close(fd);
+    ssize_t n = ::pread(image.get(), block, sizeof block, 0);
+    ::fstat(image.get(), &info);
     if (n != ssize_t(sizeof block) || std::memcmp(block, "hsqs", 4) != 0)
         return info.st_size == 0 ? "it is empty" : "it has no squashfs superblock";
     std::uint64_t used = 0;
@@ -227,44 +193,32 @@ std::string ImageCache::damage(const std::string& digest) const {
 
 void ImageCache::remove_image(const std::string& digest) const {
     // The image first: whoever finds a .sqsh finds its .json.
-    ::unlinkat(fd_, entry_name(digest, ".sqsh").c_str(), 0);
-    ::unlinkat(fd_, entry_name(digest, ".json").c_str(), 0);
+    ::unlinkat(fd(), entry_name(digest, ".sqsh").c_str(), 0);
+    ::unlinkat(fd(), entry_name(digest, ".json").c_str(), 0);
 }
 
 void ImageCache::touch(const std::string& digest) const {
-    ::utimensat(fd_, entry_name(digest, ".sqsh").c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+    ::utimensat(fd(), entry_name(digest, ".sqsh").c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
 }
 
 void ImageCache::remove_temporaries(const std::string& digest) const {
     std::string prefix = entry_name(digest, ".tmp");
-    std::vector<std::string> names;
-    if (DIR* stream = ::fdopendir(::dup(fd_))) {
-        ::rewinddir(stream);
-        while (dirent* entry = ::readdir(stream))
-            if (std::string(entry->d_name).starts_with(prefix)) names.emplace_back(entry->d_name);
-        ::closedir(stream);
-    }
-    for (auto& name : names) remove_at(fd_, name);
+    for (auto& name : names_in(fd(), [&](const std::string& name) { return name.starts_with(prefix); }))
+        remove_at(fd(), name);
 }
 
 std::string ImageCache::inspection_name(pid_t pid) { return "inspect.tmp-" + std::to_string(pid); }
 
 void ImageCache::remove_dead_inspections() const {
-    std::vector<std::string> names;
-    if (DIR* stream = ::fdopendir(::dup(fd_))) {
-        ::rewinddir(stream);
-        while (dirent* entry = ::readdir(stream)) {
-            std::string name = entry->d_name;
-            if (!name.starts_with("inspect.tmp-")) continue;
-            pid_t pid = pid_t(std::strtol(name.c_str() + std::strlen("inspect.tmp-"), nullptr, 10));
-            if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) names.push_back(name);
-        }
-        ::closedir(stream);
-    }
-    for (auto& name : names) remove_at(fd_, name);
+    auto dead = [](const std::string& name) {
+        if (!name.starts_with("inspect.tmp-")) return false;
+        pid_t pid = pid_t(std::strtol(name.c_str() + std::strlen("inspect.tmp-"), nullptr, 10));
+        return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+    };
+    for (auto& name : names_in(fd(), dead)) remove_at(fd(), name);
 }
 
-std::uint64_t ImageCache::bytes() const { return tree_bytes(::dup(fd_)); }
+std::uint64_t ImageCache::bytes() const { return tree_bytes(fd()); }
 
 std::string ImageCache::evict_oldest(const std::string& keep) const {
     struct Image {
@@ -272,29 +226,22 @@ std::string ImageCache::evict_oldest(const std::string& keep) const {
         timespec used;
     };
     std::vector<Image> images;
-    if (DIR* stream = ::fdopendir(::dup(fd_))) {
-        ::rewinddir(stream);
-        while (dirent* entry = ::readdir(stream)) {
-            std::string name = entry->d_name;
-            struct stat info {};
-            if (name.size() == 64 + 5 && name.ends_with(".sqsh") && name.substr(0, 64) != hex_of(keep) &&
-                ::fstatat(fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode))
-                images.push_back({name.substr(0, 64), info.st_mtim});
-        }
-        ::closedir(stream);
-    }
+    for_each_entry(fd(), [&](const std::string& name) {
+        struct stat info {};
+        if (name.size() == 64 + 5 && name.ends_with(".sqsh") && name.substr(0, 64) != hex_of(keep) &&
+            ::fstatat(fd(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode))
+            images.push_back({name.substr(0, 64), info.st_mtim});
+    });
     std::sort(images.begin(), images.end(), [](const Image& a, const Image& b) {
         return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
     });
     for (const Image& image : images) {
         // An image being imported or used holds its lock: it stays. The lock file itself
         // stays too: a process waiting on it must not end up locking a file nobody else sees.
-        int fd = ::openat(fd_, (image.hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0) continue;
-        bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (free) remove_image(image.hex);
-        ::close(fd);
-        if (free) return "sha256:" + image.hex;
+        Fd lock(::openat(fd(), (image.hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+        remove_image(image.hex);
+        return "sha256:" + image.hex;
     }
     return "";
 }
@@ -310,39 +257,34 @@ std::string make_cache_top(const config::ContainerConfig& config) {
     check_root_owned(parent, "the folder above image_cache");
     bool made = ::mkdir(top.c_str(), 0755) == 0;
     if (!made && errno != EEXIST) throw ImageImportError("cannot make " + top + ": " + std::strerror(errno));
-    int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    Fd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat info {};
-    if (fd < 0 || ::fstat(fd, &info) != 0) {
-        if (fd >= 0) ::close(fd);
+    if (!fd || ::fstat(fd.get(), &info) != 0)
         throw PolicyError("image_cache '" + top + "' is refused: a symbolic link or not a folder");
-    }
     std::string note;
     if (made) {
-        ::fchmod(fd, 0755);  // whatever the umask was
+        ::fchmod(fd.get(), 0755);  // whatever the umask was
         note = "made " + top + " (root's, 0755)";
-    } else if (info.st_uid == 0 && (info.st_mode & 07777) == 01777 && ::fchmod(fd, 0755) == 0) {
+    } else if (info.st_uid == 0 && (info.st_mode & 07777) == 01777 && ::fchmod(fd.get(), 0755) == 0) {
         // An older trellis's top: every user could write there. Users' folders in it stay
         // theirs; anything else under a uid's name is put aside when that user's folder is made.
         note = top + " was 1777 (an older trellis): now 0755, and root makes each user's folder";
     } else if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))) {
-        ::close(fd);
         throw PolicyError("image_cache '" + top + "' (from " + config.origin + ") belongs to uid " +
                           std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) + "; " + accepted_cache +
                           " (left as it is: see what else uses it, then chown root and chmod 0755)");
     }
-    ::close(fd);
     return note;
 }
 
 std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t uid, gid_t gid) {
     if (::geteuid() != 0) throw PolicyError("a user's image cache folder is made by root (run as root)");
     if (uid == 0) throw PolicyError("root has no image cache folder: images are imported as the job's user");
-    int top = open_cache_top(config, nullptr);
+    Fd top_fd = open_cache_top(config, nullptr);
+    int top = top_fd.get();
     std::string name = std::to_string(uid), folder = config.image_cache + "/" + name, note;
     auto fail = [&](const std::string& what) {
-        int error = errno;
-        ::close(top);
-        throw ImageImportError("cannot " + what + " " + folder + ": " + std::strerror(error));
+        throw ImageImportError("cannot " + what + " " + folder + ": " + std::strerror(errno));
     };
     struct stat info {};
     if (::fstatat(top, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && (!S_ISDIR(info.st_mode) || info.st_uid != uid)) {
@@ -358,24 +300,19 @@ std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t 
                ": put aside as " + aside;
     }
     if (::mkdirat(top, name.c_str(), 0700) != 0 && errno != EEXIST) fail("make");
-    int fd = ::openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) fail("open");
-    ::close(top);
+    Fd fd(::openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) fail("open");
     // Only root writes in the top folder, so this is the folder just examined or made.
-    bool ok = ::fstat(fd, &info) == 0 && (info.st_uid == uid || ::fchown(fd, uid, gid) == 0) && ::fchmod(fd, 0700) == 0;
-    int error = errno;
-    ::close(fd);
-    if (!ok) throw ImageImportError("cannot give " + folder + " to uid " + std::to_string(uid) + ": " + std::strerror(error));
+    if (::fstat(fd.get(), &info) != 0 || (info.st_uid != uid && ::fchown(fd.get(), uid, gid) != 0) ||
+        ::fchmod(fd.get(), 0700) != 0)
+        throw ImageImportError("cannot give " + folder + " to uid " + std::to_string(uid) + ": " + std::strerror(errno));
     return note;
 }
 
 void remove_tree(const std::string& path) {
     auto slash = path.find_last_of('/');
     std::string parent = slash == 0 ? "/" : path.substr(0, slash);
-    int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    remove_at(fd, path.substr(slash + 1));
-    ::close(fd);
+    if (Fd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); fd) remove_at(fd.get(), path.substr(slash + 1));
 }
 
 }  // namespace trellis::agent

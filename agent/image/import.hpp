@@ -1,4 +1,4 @@
-// Importing an image as the job's user into their node cache (image_cache.hpp): a registry
+// Importing an image as the job's user into their node cache (cache.hpp): a registry
 // image (docker://, normally pinned @sha256: by srun) or an image archive (oci-archive:,
 // docker-archive:) becomes one squashfs and its settings file, keyed by manifest digest.
 //   skopeo copy     into the user's OCI layout in the cache (blobs already there are not
@@ -16,8 +16,8 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "agent/container/image_cache.hpp"
-#include "agent/container/image_policy.hpp"
+#include "agent/image/cache.hpp"
+#include "agent/image/policy.hpp"
 
 namespace trellis::agent {
 
@@ -37,8 +37,8 @@ struct ImportedImage {
 // removed and imported again), writing progress lines (what is fetched, bytes, seconds) on `progress`. A tag is
 // resolved to its digest here (`skopeo inspect`); an archive's key is the manifest digest
 // skopeo reports for it. Throws PolicyError (the cache or root refused), UsageError (a path
-// reference), ImageImportError (a tool missing, unauthorized, unknown image, registry
-// unreachable, cache full: nothing half-written is left).
+// reference), RegistryError (skopeo missing, unauthorized, unknown image, registry
+// unreachable), ImageImportError (a tool missing, the cache full): nothing half-written is left.
 ImportedImage import_image(const CheckedImage& image, const config::ContainerConfig& config,
                            std::ostream& progress);
 

@@ -1,0 +1,38 @@
+#include "agent/files.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace trellis::agent {
+
+Fd::~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::string mode_text(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+    return text;
+}
+
+bool for_each_entry(int dir, const std::function<void(const std::string& name)>& entry) {
+    // Its own open file description: readdir's position must not be shared with `dir`.
+    int copy = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (copy < 0) return false;
+    DIR* list = ::fdopendir(copy);
+    if (!list) {
+        ::close(copy);
+        return false;
+    }
+    while (dirent* found = ::readdir(list)) {
+        std::string name = found->d_name;
+        if (name != "." && name != "..") entry(name);
+    }
+    ::closedir(list);
+    return true;
+}
+
+}  // namespace trellis::agent
