@@ -18,6 +18,14 @@ std::string mode_text(mode_t mode) {
     return text;
 }
 
+bool owned_alone_by(const struct stat& info, uid_t owner) {
+    return info.st_uid == owner && !(info.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+std::string owner_and_mode(const struct stat& info) {
+    return "uid " + std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode);
+}
+
 bool for_each_entry(int dir, const std::function<void(const std::string& name)>& entry) {
     // Its own open file description: readdir's position must not be shared with `dir`.
     int copy = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

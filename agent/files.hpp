@@ -39,6 +39,12 @@ private:
 // "1777", "0755": a mode's permission, sticky, setuid and setgid bits, as refusals print them.
 std::string mode_text(mode_t mode);
 
+// Whether the file `info` describes is `owner`'s and no one else may write it (neither its
+// group nor others): what the agent asks of a file whose contents it trusts.
+bool owned_alone_by(const struct stat& info, uid_t owner);
+// "uid N with mode NNNN": whose a refused file is, as refusals print it.
+std::string owner_and_mode(const struct stat& info);
+
 // Calls `entry` with each name in the folder `dir` but "." and "..", from a duplicate of the
 // descriptor (`dir` keeps its place). Returns false with errno set when it cannot be listed.
 bool for_each_entry(int dir, const std::function<void(const std::string& name)>& entry);

@@ -24,7 +24,10 @@ struct ContainerSpec {
     CheckedImage image;                   // checked and canonical (image_policy)
     std::vector<Mount> mounts;            // the user's, checked
     std::vector<Mount> system_mounts;     // PMIx's folders, at their host paths
-    std::vector<std::string> devices;     // device files bound in at the same path
+    // Every device node the container gets, from one list: the plan's GPU and HCA files
+    // (devices.hpp) and the CDI specs' nodes (which win for the same path), bound by the
+    // container's one applier (Rootfs::bind).
+    std::vector<cdi::BindMount> device_nodes;
     std::vector<std::string> namespaces;  // what tasks join besides the user's: mount, ipc, uts
     std::string apptainer;                // the program that opens .sif images (absolute)
     std::string squashfuse, fuse_overlayfs;  // the programs that serve squashfs images (absolute)

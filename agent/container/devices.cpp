@@ -34,4 +34,24 @@ std::vector<std::string> plan_device_files(const topology::Plan& plan) {
     return device_files(gpus, hcas);
 }
 
+std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string>& files,
+                                                   cdi::ResolvedEdits* edits) {
+    std::vector<cdi::BindMount> nodes;
+    for (const auto& file : files) {
+        cdi::BindMount node;
+        node.host_path = node.container_path = file;
+        node.device = node.nosuid = node.noexec = true;
+        node.origin = "the step's plan";
+        nodes.push_back(node);
+    }
+    if (!edits) return nodes;
+    for (auto& node : edits->device_nodes) {
+        std::erase_if(nodes, [&](const cdi::BindMount& planned) { return planned.container_path == node.container_path; });
+        node.nosuid = true;
+        nodes.push_back(std::move(node));
+    }
+    edits->device_nodes.clear();
+    return nodes;
+}
+
 }  // namespace trellis::agent

@@ -35,7 +35,7 @@ void make_root(const ContainerSpec& spec, const std::string& path, bool layered,
     // read /sys; read-only all the way down).
     rootfs.bind("/proc", "/proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
     rootfs.bind("/sys", "/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    make_dev(rootfs, spec.devices);
+    make_dev(rootfs, spec.device_nodes);
     for (const char* scratch : {"/tmp", "/var/tmp"})
         if (Fd folder = rootfs.open(scratch); rootfs.layered() || (folder && is_directory(folder)))
             rootfs.mount_fs(scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
@@ -83,7 +83,7 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
         std::vector<std::string> sources;
         for (const auto& mount : spec.mounts) sources.push_back(mount.source);
         for (const auto& mount : spec.system_mounts) sources.push_back(mount.source);
-        sources.insert(sources.end(), spec.devices.begin(), spec.devices.end());
+        for (const auto& node : spec.device_nodes) sources.push_back(node.host_path);
         FusePrograms programs{spec.squashfuse, spec.fuse_overlayfs};
         layers = squashfs ? mount_squashfs_root(spec.image.path, spec.image.files ? spec.image.files->image : -1,
                                                 layered, sources, programs)

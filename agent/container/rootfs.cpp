@@ -262,11 +262,14 @@ void Rootfs::build_ld_cache(const std::vector<std::string>& folders) {
     agent::build_ld_cache(path_, folders, cdi::ld_conf_file);
 }
 
-void make_dev(Rootfs& rootfs, const std::vector<std::string>& devices) {
+void make_dev(Rootfs& rootfs, const std::vector<cdi::BindMount>& nodes) {
     rootfs.mount_fs("/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k");
     for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"})
         rootfs.bind(std::string("/dev/") + name, std::string("/dev/") + name, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
-    for (const auto& device : devices) rootfs.bind(device, device, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+    for (const auto& node : nodes) {
+        cdi::check_host_device_node(node);
+        rootfs.bind(node);
+    }
     rootfs.mount_fs_new("/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
     for (const auto& [name, target] : std::vector<std::pair<const char*, const char*>>{{"ptmx", "pts/ptmx"},
                                                                                       {"fd", "/proc/self/fd"},

@@ -63,9 +63,10 @@ private:
     std::vector<std::string> scratch_;  // the container's own tmpfs folders
 };
 
-// The container's /dev: a tmpfs with the standard device files and `devices`, bound from the
-// host (a user namespace may not make device files), its own /dev/pts and /dev/shm.
-void make_dev(Rootfs& rootfs, const std::vector<std::string>& devices);
+// The container's /dev: a tmpfs with the standard device files and the step's `nodes`, bound
+// from the host (a user namespace may not make device files; each is checked against the
+// host's first), its own /dev/pts and /dev/shm.
+void make_dev(Rootfs& rootfs, const std::vector<cdi::BindMount>& nodes);
 
 // Mounts outside a Rootfs, in the caller's own mount namespace. Each throws ContainerError
 // naming `what` and the kernel's reason.

@@ -135,7 +135,7 @@ std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
     // tasks joining the mount namespace see a /proc that matches them.
     std::vector<std::string> argv = {spec.apptainer, "exec", "--userns", "--contain", "--no-home", "--cleanenv"};
     argv.insert(argv.end(), {"--bind", spec.pause_program + ":" + pause_inside + ":ro"});
-    for (const auto& device : spec.devices) argv.insert(argv.end(), {"--bind", device + ":" + device});
+    for (const auto& node : spec.device_nodes) argv.insert(argv.end(), {"--bind", node.host_path + ":" + node.container_path});
     for (const auto& mount : spec.mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
     for (const auto& mount : spec.system_mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
     argv.insert(argv.end(), {spec.image.path, pause_inside});

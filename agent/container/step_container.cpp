@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "agent/container/cdi/step_edits.hpp"
+#include "agent/container/devices.hpp"
 #include "agent/container/oci_container.hpp"
 #include "agent/container/sif_container.hpp"
 #include "agent/container/squashfs_root.hpp"
@@ -48,12 +49,10 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
     if (spec.image.kind == ImageKind::oci_bundle) check_image_contents(spec.image.path + "/rootfs");
     spec.mounts = check_mounts(parse_mounts(request.user_mounts), config.container);
     spec.system_mounts = checked_system_mounts(request.system_mounts);
-    for (const auto& device : request.devices) {
+    for (const auto& device : request.devices)
         if (!device.starts_with("/dev/") || device.find("..") != std::string::npos ||
             device.find_first_of(",:") != std::string::npos)
             throw UsageError("--device '" + device + "' is not a device file under /dev");
-        spec.devices.push_back(device);
-    }
     spec.namespaces = config.container.namespaces;
     spec.apptainer = config.container.apptainer;
     spec.squashfuse = config.container.squashfuse;
@@ -69,6 +68,7 @@ ContainerSpec checked_container_spec(const StepContainerRequest& request, const 
         spec.notes = step.notes;
         if (step.warning) spec.notes.insert(spec.notes.begin(), "warning: " + *step.warning);
     }
+    spec.device_nodes = container_device_nodes(request.devices, spec.cdi ? &*spec.cdi : nullptr);
     return spec;
 }
 

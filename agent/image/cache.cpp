@@ -49,8 +49,8 @@ Fd open_cache_top(const config::ContainerConfig& config, std::ostream* warnings)
     struct statfs filesystem {};
     ::fstat(fd.get(), &info);
     bool on_tmpfs = ::fstatfs(fd.get(), &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
-    if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH)))
-        throw PolicyError(key + " belongs to uid " + std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) +
+    if (!owned_alone_by(info, 0))
+        throw PolicyError(key + " belongs to " + owner_and_mode(info) +
                           "; " + accepted_cache +
                           ((info.st_mode & 01777) == 01777 ? " (a 1777 cache of an older trellis: `trellis-agent "
                                                              "cache-folder` run as root makes it 0755)"
@@ -134,8 +134,8 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
     if (fd_) ::fstat(fd_.get(), &info);
     if (!fd_ || info.st_uid != uid || (info.st_mode & 0777) != 0700) {
         fd_ = Fd();
-        throw PolicyError("the cache folder " + folder_ + " is refused: it belongs to uid " + std::to_string(info.st_uid) +
-                          " with mode " + mode_text(info.st_mode) + " (accepted: owned by uid " + std::to_string(uid) +
+        throw PolicyError("the cache folder " + folder_ + " is refused: it belongs to " + owner_and_mode(info) +
+                          " (accepted: owned by uid " + std::to_string(uid) +
                           ", mode 0700; the next job step that asks for an image puts this one aside and makes it "
                           "again)");
     }
@@ -269,9 +269,9 @@ std::string make_cache_top(const config::ContainerConfig& config) {
         // An older trellis's top: every user could write there. Users' folders in it stay
         // theirs; anything else under a uid's name is put aside when that user's folder is made.
         note = top + " was 1777 (an older trellis): now 0755, and root makes each user's folder";
-    } else if (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))) {
-        throw PolicyError("image_cache '" + top + "' (from " + config.origin + ") belongs to uid " +
-                          std::to_string(info.st_uid) + " with mode " + mode_text(info.st_mode) + "; " + accepted_cache +
+    } else if (!owned_alone_by(info, 0)) {
+        throw PolicyError("image_cache '" + top + "' (from " + config.origin + ") belongs to " + owner_and_mode(info) +
+                          "; " + accepted_cache +
                           " (left as it is: see what else uses it, then chown root and chmod 0755)");
     }
     return note;

@@ -164,10 +164,9 @@ void check_opened(int fd, const std::string& path, const std::string& what, bool
     struct stat info {};
     ::fstat(fd, &info);
     if (!S_ISREG(info.st_mode)) throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
-    if (administrators && (info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH))))
+    if (administrators && !owned_alone_by(info, 0))
         throw PolicyError(what + " '" + path + "' is shared by every user, so it must belong to root and be writable "
-                          "by root alone (it belongs to uid " + std::to_string(info.st_uid) + ", mode " +
-                          mode_text(info.st_mode) + ")");
+                          "by root alone (it belongs to " + owner_and_mode(info) + ")");
     if (info.st_uid != ::getuid() && info.st_uid != 0)
         throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) + ", not to uid " +
                           std::to_string(::getuid()) + " who runs it (accepted: the user's own files, or root's)");

@@ -136,7 +136,7 @@ TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mo
     spec.image = {"/images/model.sif", ImageKind::sif, {}, "", nullptr};
     spec.mounts = parse_mounts("/data:/data:ro");
     spec.system_mounts = {{"/var/spool/slurmd/pmix.7.0", "/var/spool/slurmd/pmix.7.0", false}};
-    spec.devices = {"/dev/infiniband/uverbs0"};
+    spec.device_nodes = container_device_nodes({"/dev/infiniband/uverbs0"}, nullptr);
     spec.apptainer = "/usr/bin/apptainer";
     spec.pause_program = "/usr/libexec/trellis/trellis-pause";
     CHECK(apptainer_command(spec) ==
@@ -145,6 +145,23 @@ TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mo
                                    "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind", "/data:/data:ro",
                                    "--bind", "/var/spool/slurmd/pmix.7.0:/var/spool/slurmd/pmix.7.0",
                                    "/images/model.sif", "/tmp/.trellis-pause"});
+}
+
+TEST_CASE("a container's device nodes are one list: the plan's files, then CDI's nodes, which win for a path") {
+    cdi::ResolvedEdits edits;
+    cdi::BindMount gpu;
+    gpu.host_path = "/var/run/cdi-nodes/nvidia0";
+    gpu.container_path = "/dev/nvidia0";
+    gpu.device = true;
+    edits.device_nodes = {gpu};
+    auto nodes = container_device_nodes({"/dev/nvidia0", "/dev/nvidiactl", "/dev/infiniband/uverbs0"}, &edits);
+    REQUIRE(nodes.size() == 3);
+    CHECK(nodes[0].container_path == "/dev/nvidiactl");
+    CHECK(nodes[1].container_path == "/dev/infiniband/uverbs0");
+    CHECK(nodes[2].host_path == "/var/run/cdi-nodes/nvidia0");  // the spec's, bound once
+    for (const auto& node : nodes) CHECK((node.device && node.nosuid && !node.nodev));
+    CHECK(edits.device_nodes.empty());  // applied with the others, not again by the CDI applier
+    CHECK(container_device_nodes({"/dev/nvidia0"}, nullptr).front().host_path == "/dev/nvidia0");
 }
 
 TEST_CASE("device files: the GPUs' and HCAs' nodes that exist") {

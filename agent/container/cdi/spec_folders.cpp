@@ -22,9 +22,8 @@ std::string owner_rule(uid_t trusted_owner) {
 }
 
 void check_owner(const struct stat& st, const std::string& what, uid_t trusted_owner) {
-    if (st.st_uid != trusted_owner || (st.st_mode & (S_IWGRP | S_IWOTH)))
-        throw Refused("CDI " + what + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                      mode_text(st.st_mode) +
+    if (!owned_alone_by(st, trusted_owner))
+        throw Refused("CDI " + what + " is owned by " + owner_and_mode(st) +
                       ": CDI specs bind host files into containers, so only the administrator's are read (" +
                       owner_rule(trusted_owner) + ")");
 }
