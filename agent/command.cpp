@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +62,17 @@ bool become(const Identity& user) {
 
 namespace {
 
+// In a forked child of a threaded caller (slurmstepd, srun): its message written with
+// write(2), which takes no lock that another thread may have held at the fork.
+void child_says(std::initializer_list<const char*> parts) {
+    for (const char* part : parts)
+        if (::write(2, part, std::strlen(part)) < 0) return;
+}
+
+// In the child: `fd` at a number above those it is about to set up (0 to 3), so that setting
+// them cannot overwrite it; -1 stays -1.
+int above_stdio(int fd) { return fd >= 0 && fd < 4 ? ::fcntl(fd, F_DUPFD, 4) : fd; }
+
 // In the child: every descriptor from `first` on closed but those of `keep` (sorted), which
 // lose close-on-exec.
 void close_others(int first, const std::vector<int>& keep) {
@@ -84,13 +96,13 @@ void become_in_child(const Identity& as) {
         for (const auto& procs : as.join_cgroups) {
             int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
             if (fd < 0 || ::write(fd, "0", 1) != 1)
-                std::fprintf(stderr, "trellis: warning: cannot join %s: %s\n", procs.c_str(), std::strerror(errno));
+                child_says({"trellis: warning: cannot join ", procs.c_str(), ": ", std::strerror(errno), "\n"});
             if (fd >= 0) ::close(fd);
         }
         if (raised && ::seteuid(euid) != 0) ::_exit(126);
     }
     if (!become(as)) {
-        std::fprintf(stderr, "cannot become uid %u gid %u: %s\n", as.uid, as.gid, std::strerror(errno));
+        child_says({"cannot become the job's user: ", std::strerror(errno), "\n"});
         ::_exit(126);
     }
 }
@@ -103,8 +115,10 @@ int exit_status(int wait_status) {
 
 int wait_for(pid_t pid) {
     int status = 0;
+    // ECHILD: the caller ignores SIGCHLD, so the kernel reaped the child and kept no status;
+    // its output is what tells.
     while (::waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return 128 + SIGKILL;
+        if (errno != EINTR) return 0;
     return exit_status(status);
 }
 
@@ -122,9 +136,10 @@ pid_t start(const Command& command) {
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
+    for (int fd : command.keep)
+        if (fd < 4) throw UsageError("start: a kept descriptor must be 4 or above (0 to 3 are set up for the program)");
     std::vector<int> keep = command.keep;
-    if (command.program >= 0) keep.push_back(command.program);
-    std::sort(keep.begin(), keep.end());
+    keep.reserve(keep.size() + 1);  // the program's descriptor joins it in the child, without allocating
     const ChildStdio& stdio = command.stdio;
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
@@ -132,14 +147,19 @@ pid_t start(const Command& command) {
     if (pid > 0) return pid;
     // (A parent gone before the request is not seen by it.)
     if (command.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) ::_exit(1);
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(stdio.in >= 0 ? stdio.in : null, 0);
-    ::dup2(stdio.out >= 0 ? stdio.out : null, 1);
-    ::dup2(stdio.err >= 0 ? stdio.err : null, 2);
-    // dup2 clears close-on-exec, except onto itself.
-    if (command.fd3 >= 0) command.fd3 == 3 ? ::fcntl(3, F_SETFD, 0) : ::dup2(command.fd3, 3);
+    // Every source above 3 first: a caller with 0, 1 or 2 closed may hand one of those
+    // numbers over, which setting up another would overwrite.
+    int null = above_stdio(::open("/dev/null", O_RDWR));
+    int in = above_stdio(stdio.in), out = above_stdio(stdio.out), err = above_stdio(stdio.err);
+    int fd3 = above_stdio(command.fd3), program = above_stdio(command.program);
+    ::dup2(in >= 0 ? in : null, 0);
+    ::dup2(out >= 0 ? out : null, 1);
+    ::dup2(err >= 0 ? err : null, 2);
+    if (fd3 >= 0) ::dup2(fd3, 3);  // dup2 clears close-on-exec
     // Nothing else of the caller's (a task's pipes, slurmstepd's descriptors) goes along.
-    close_others(command.fd3 >= 0 ? 4 : 3, keep);
+    if (program >= 0) keep.push_back(program);
+    std::sort(keep.begin(), keep.end());
+    close_others(fd3 >= 0 ? 4 : 3, keep);
     if (command.own_session) ::setsid();
     // No signal blocked or ignored, whatever the caller had: exec keeps both, and slurmstepd's
     // thread that runs the plugin blocks SIGTERM, by which a child (Apptainer) is asked to end.
@@ -159,10 +179,10 @@ pid_t start(const Command& command) {
     }
     if (::chdir("/") != 0) ::_exit(126);
     // Kept open for fexecve, and closed by it.
-    if (command.program >= 0) ::fcntl(command.program, F_SETFD, FD_CLOEXEC);
-    if (command.program >= 0) ::fexecve(command.program, args.data(), envp.data());
+    if (program >= 0) ::fcntl(program, F_SETFD, FD_CLOEXEC);
+    if (program >= 0) ::fexecve(program, args.data(), envp.data());
     else ::execve(args[0], args.data(), envp.data());
-    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    child_says({"cannot run ", args[0], ": ", std::strerror(errno), "\n"});
     ::_exit(127);
 }
 
@@ -196,18 +216,31 @@ Finished run(const Command& command) {
     Finished done;
     std::string pending;
     char buffer[4096];
-    for (;;) {
-        ssize_t n = ::read(reading.get(), buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        if (done.out.size() + std::size_t(n) <= command.output_limit) done.out.append(buffer, std::size_t(n));
-        else done.truncated = true;
-        if (!command.on_line) continue;
-        pending.append(buffer, std::size_t(n));
-        for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
-            command.on_line(pending.substr(0, end));
-            pending.erase(0, end + 1);
+    try {
+        for (;;) {
+            ssize_t n = ::read(reading.get(), buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            // Whole up to the limit, then nothing more: the kept output has no gaps.
+            if (!done.truncated && done.out.size() + std::size_t(n) <= command.output_limit)
+                done.out.append(buffer, std::size_t(n));
+            else done.truncated = true;
+            if (!command.on_line) continue;
+            pending.append(buffer, std::size_t(n));
+            for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+                command.on_line(pending.substr(0, end));
+                pending.erase(0, end + 1);
+            }
+            // A line without end is passed on in pieces rather than held without bound.
+            if (pending.size() > command.output_limit) {
+                command.on_line(pending);
+                pending.clear();
+            }
         }
+    } catch (...) {
+        ::kill(pid, SIGKILL);
+        wait_for(pid);
+        throw;
     }
     reading = Fd();
     done.status = wait_for(pid);

@@ -40,10 +40,10 @@ struct Command {
     // stays in the caller's process group and a terminal's Ctrl-C reaches it too.
     bool own_session = true;
     bool die_with_parent = false;    // killed when its starter ends (a FUSE daemon)
-    std::vector<int> keep;           // descriptors it keeps, at their numbers
+    std::vector<int> keep;           // descriptors it keeps, at their numbers (4 and above)
     int fd3 = -1;                    // a descriptor it gets as its fd 3
     int program = -1;                // exec this descriptor (opened before a chroot), not argv[0]
-    // Run in the child after its descriptors are set, before it becomes `as` and execs:
+    // Run in the child after its descriptors are set and it became `as`, before it execs:
     // namespaces, mounts, a chroot. Each returns false with errno set after saying on stderr
     // what failed; the child then exits 126.
     std::function<bool()> setup;

@@ -25,6 +25,7 @@ void build_ld_cache(const std::string& root, const std::vector<std::string>& fol
     command.argv = {"ldconfig", "-f", has_conf ? "/etc/ld.so.conf" : conf};
     command.argv.insert(command.argv.end(), folders.begin(), folders.end());
     command.program = program.get();
+    command.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};  // nothing of the user's
     command.own_session = false;
     command.setup = [&root] {
         if (::chroot(root.c_str()) == 0) return true;
@@ -32,7 +33,12 @@ void build_ld_cache(const std::string& root, const std::vector<std::string>& fol
                      root.c_str(), std::strerror(errno));
         return false;
     };
-    Finished done = run(command);
+    Finished done;
+    try {
+        done = run(command);
+    } catch (const std::runtime_error& error) {
+        throw Error("cannot run " + ldconfig + " for the container's ld.so.cache: " + error.what());
+    }
     if (done.status != 0)
         throw Error("building the container's ld.so.cache (" + ldconfig + " in " + root + ") failed with status " +
                     std::to_string(done.status) + ": " + done.out + done.err);

@@ -96,27 +96,45 @@ void Rootfs::bind(const std::string& source, const std::string& destination, std
 }
 
 Fd Rootfs::create(const std::string& destination, bool directory) {
+    // Component by component, never through a link: what is made lands in the container's
+    // own file systems, never through one of the image's links into the image or a bind.
     fs::path path = fs::path(destination).lexically_normal();
-    fs::path walked = "/";
-    Fd folder = open(walked, O_DIRECTORY);
+    Fd folder(::fcntl(root_.get(), F_DUPFD_CLOEXEC, 0));
     std::vector<std::string> parts;
     for (const auto& part : path.relative_path()) parts.push_back(part.string());
-    for (std::size_t i = 0; i < parts.size() && folder; ++i) {
-        walked /= parts[i];
+    for (std::size_t i = 0; i < parts.size(); ++i) {
         if (i + 1 < parts.size() || directory) {
             if (::mkdirat(folder.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST)
                 fail("cannot make " + destination + " in the container");
+            folder = Fd(::openat(folder.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         } else {
-            // O_NONBLOCK: a FIFO the image has there must not hold the making.
-            Fd file(::openat(folder.get(), parts[i].c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
-            if (!file && errno != EEXIST && errno != ELOOP && errno != ENXIO && errno != EISDIR && errno != ETXTBSY)
-                fail("cannot make " + destination + " in the container");
+            Fd file(::openat(folder.get(), parts[i].c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+            if (!file) fail("cannot make " + destination + " in the container");
+            folder = Fd(::openat(folder.get(), parts[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
         }
-        // Reached afresh through the root: an image's link on the way leads inside it.
-        folder = open(walked, i + 1 < parts.size() || directory ? O_DIRECTORY : O_NOFOLLOW);
+        if (!folder) fail("cannot open " + destination + " in the container");
     }
-    if (!folder) fail("cannot open " + destination + " in the container");
     return folder;
+}
+
+Fd Rootfs::parent_in_root(const std::string& path, std::string& name) {
+    check_container_path(path);
+    std::vector<std::string> parts;
+    for (const auto& part : fs::path(path).relative_path()) parts.push_back(part.string());
+    name = parts.back();
+    parts.pop_back();
+    fs::path walked = "/";
+    for (const auto& part : parts) {
+        Fd parent = open(walked, O_DIRECTORY);
+        if (!parent || (::mkdirat(parent.get(), part.c_str(), 0755) != 0 && errno != EEXIST))
+            throw Error("CDI: cannot make " + (walked / part).string() + " in the container root " + path_ + ": " +
+                        std::strerror(errno));
+        walked /= part;
+    }
+    Fd parent = open(walked, O_DIRECTORY);
+    if (!parent)
+        throw Error("CDI: cannot open " + walked.string() + " in the container root " + path_ + ": " + std::strerror(errno));
+    return parent;
 }
 
 void Rootfs::link(const std::string& folder, const char* name, const char* target) {
@@ -211,7 +229,6 @@ void Rootfs::cover(const std::string& folder) {
 }
 
 void Rootfs::bind(const cdi::BindMount& mount) {
-    check_container_path(mount.container_path);
     struct stat source {};
     if (::stat(mount.host_path.c_str(), &source) != 0)
         throw Refused("CDI: cannot bind " + mount.host_path + " (from " + (mount.origin.empty() ? "a spec" : mount.origin) +
@@ -220,22 +237,34 @@ void Rootfs::bind(const cdi::BindMount& mount) {
     if (mount.device && ::statvfs(mount.host_path.c_str(), &host) == 0 && (host.f_flag & ST_NODEV))
         throw Refused("CDI: device node " + mount.host_path + " is on a nodev mount of the host; bound into the "
                       "container it could not be opened");
-    Fd target = mount_point(mount.container_path, S_ISDIR(source.st_mode), false);
-    if (::mount(mount.host_path.c_str(), target.path().c_str(), nullptr, MS_BIND | (mount.recursive ? MS_REC : 0),
-                nullptr) != 0)
+    std::string name;
+    Fd parent = parent_in_root(mount.container_path, name);
+    // The mount point: a folder for a folder, an empty file for anything else; the last
+    // component is never followed (a link there is mounted over, not through).
+    if (S_ISDIR(source.st_mode)) {
+        if (::mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
+            throw Error("CDI: cannot make " + mount.container_path + " in the container: " + std::strerror(errno));
+    } else if (Fd made(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644));
+               !made && errno != EEXIST && errno != ELOOP && errno != ENXIO && errno != EISDIR && errno != ETXTBSY) {
+        throw Error("CDI: cannot make " + mount.container_path + " in the container: " + std::strerror(errno));
+    }
+    Fd target = open(mount.container_path, O_NOFOLLOW);
+    if (!target ||
+        ::mount(mount.host_path.c_str(), target.path().c_str(), nullptr, MS_BIND | (mount.recursive ? MS_REC : 0), nullptr) != 0)
         throw Error("CDI: cannot bind " + mount.host_path + " on " + mount.container_path + " in the container: " +
                     std::strerror(errno));
     // Only flags are added: those a bind from outside the user namespace holds stay locked on.
+    // The new mount is reached afresh (`target` is what it covers).
     std::uint64_t flags = (mount.read_only ? MOUNT_ATTR_RDONLY : 0) | (mount.nosuid ? MOUNT_ATTR_NOSUID : 0) |
                           (mount.nodev && !mount.device ? MOUNT_ATTR_NODEV : 0) | (mount.noexec ? MOUNT_ATTR_NOEXEC : 0);
-    restrict_mount(existing(mount.container_path, S_ISDIR(source.st_mode)), flags, mount.recursive);
+    Fd bound = open(mount.container_path, O_NOFOLLOW);
+    if (!bound || set_attributes(bound.get(), "", AT_EMPTY_PATH | (mount.recursive ? AT_RECURSIVE : 0), flags, 0) != 0)
+        throw Error("CDI: cannot set the flags of " + mount.container_path + " in the container: " + std::strerror(errno));
 }
 
 void Rootfs::symlink(const cdi::Symlink& link) {
-    check_container_path(link.link);
-    fs::path path(link.link);
-    Fd parent = create(path.parent_path().string(), true);
-    std::string name = path.filename().string();
+    std::string name;
+    Fd parent = parent_in_root(link.link, name);
     struct stat st {};
     if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (!S_ISLNK(st.st_mode))
@@ -248,12 +277,11 @@ void Rootfs::symlink(const cdi::Symlink& link) {
 }
 
 void Rootfs::write_file(const std::string& container_path, const std::string& content) {
-    check_container_path(container_path);
-    fs::path path(container_path);
-    Fd parent = create(path.parent_path().string(), true);
+    std::string name;
+    Fd parent = parent_in_root(container_path, name);
     // An O_PATH descriptor cannot be written through: the folder reopened.
     Fd folder(::openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Fd file(::openat(folder.get(), path.filename().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    Fd file(::openat(folder.get(), name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!file || ::write(file.get(), content.data(), content.size()) != ssize_t(content.size()))
         throw Error("CDI: cannot write " + container_path + " in the container: " + std::strerror(errno));
 }
@@ -300,8 +328,13 @@ void bind_read_only(const std::string& source, const std::string& at, const std:
 }
 
 int mount_fuse(const std::string& source, const std::string& target, const std::string& type, bool read_only) {
-    int fuse = ::open("/dev/fuse", O_RDWR);  // inherited by the daemon: no O_CLOEXEC
-    if (fuse < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
+    // Inherited by the daemon at this number (no O_CLOEXEC), above the 0 to 3 a helper's
+    // start sets up.
+    int opened = ::open("/dev/fuse", O_RDWR);
+    if (opened < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
+    int fuse = opened < 4 ? ::fcntl(opened, F_DUPFD, 4) : opened;
+    if (fuse != opened) ::close(opened);
+    if (fuse < 0) fail("cannot hold /dev/fuse");
     std::string options = "fd=" + std::to_string(fuse) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
                           ",group_id=" + std::to_string(::getgid()) + ",default_permissions";
     if (::mount(source.c_str(), target.c_str(), ("fuse." + type).c_str(),

@@ -32,7 +32,8 @@ public:
     // tmpfs over its deepest folder the image has (that folder's entries bound back in).
     void bind(const std::string& source, const std::string& destination, std::uint64_t attributes,
               bool cover_missing_parent = false);
-    // An empty file or folder (and the folders above it) where the root may be written.
+    // An empty file or folder (and the folders above it) where the root may be written,
+    // component by component, never through a link.
     Fd create(const std::string& destination, bool directory);
     // `path` in the root, as the container will see it; an empty Fd when it is not there.
     Fd open(const std::string& path, int flags = 0) const;
@@ -51,6 +52,10 @@ public:
     void build_ld_cache(const std::vector<std::string>& folders) override;
 
 private:
+    // CDI's: the folder that holds `path` (absolute, no ".."), its folders made as needed,
+    // each reached through the root as the container resolves it (an image's /lib64 -> lib
+    // leads inside the root); `name` gets the last component.
+    Fd parent_in_root(const std::string& path, std::string& name);
     Fd existing(const std::string& destination, bool directory);
     bool in_scratch(const std::string& destination) const;
     Fd mount_point(const std::string& destination, bool directory, bool cover_missing_parent);

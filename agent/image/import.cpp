@@ -179,7 +179,7 @@ void import_into(const ImageCache& cache, CacheEntry& entry, const CheckedImage&
                                       });
         if (copied.status != 0 && classify_skopeo(copied.status, copied.err) == SkopeoFailure::no_space)
             cache_full(folder, "fetching " + reference.text());
-        if (copied.status != 0) skopeo.registry_failure(reference, "fetching", copied);
+        if (copied.status != 0) skopeo.registry_failure(source, "fetching", copied);
         std::uint64_t fetched = folder_bytes(cache.path("oci")) - before;
         progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in " << in_seconds(seconds_since(start)) << '\n' << std::flush;
     }
@@ -318,7 +318,7 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
         } catch (const ImageImportError& error) {
             throw ImageImportError(forget_import(cache, config, image.digest, error.what()));
         } catch (const RegistryError& error) {
-            throw RegistryError(forget_import(cache, config, image.digest, error.what()));
+            throw RegistryError(forget_import(cache, config, image.digest, error.what()), error.failure);
         }
     }
     cache.touch(image.digest);

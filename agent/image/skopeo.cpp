@@ -50,8 +50,10 @@ bool says(const std::string& message, std::initializer_list<const char*> phrases
 
 SkopeoFailure classify_skopeo(int status, const std::string& said) {
     if (says(said, {"no space left on device"})) return SkopeoFailure::no_space;
-    if (says(said, {"unauthorized", "authentication required", "resource is denied", "invalid username/password",
-                    "status code 401", "status 401"}))
+    // A registry's own error codes ("denied: ...", "unauthorized: ..."), not a local
+    // "permission denied".
+    if (says(said, {"unauthorized", "authentication required", "denied:", "resource is denied",
+                    "invalid username/password", "status code 401", "status 401", "401 unauthorized"}))
         return SkopeoFailure::unauthorized;
     // skopeo 1.15 and later exit 2 when the image is not there (registries may say so in
     // words of their own); earlier ones exit 1 and say it.
@@ -82,7 +84,11 @@ Skopeo::Skopeo(const config::ContainerConfig& config) : config_(config) {
                             (program.empty() || program[0] != '/' ? "not an absolute path" : std::strerror(errno)) +
                             " (install it, or set [container] skopeo in " +
                             (config.origin.empty() ? std::string("trellis.toml") : config.origin) + " to its absolute path)");
-    credentials_ = auth_file();
+}
+
+const std::string& Skopeo::credentials() const {
+    if (!credentials_) credentials_ = auth_file();
+    return *credentials_;
 }
 
 Finished Skopeo::run(std::vector<std::string> args, const SkopeoScratch& scratch, const std::string& input,
@@ -125,7 +131,7 @@ Finished Skopeo::run(std::vector<std::string> args, const SkopeoScratch& scratch
 std::vector<std::string> Skopeo::registry_options(const ImageReference& image, const char* prefix) const {
     if (image.kind != ReferenceKind::registry) return {};
     std::vector<std::string> options;
-    if (!credentials_.empty()) options.push_back(std::string("--") + prefix + "authfile=" + credentials_);
+    if (!credentials().empty()) options.push_back(std::string("--") + prefix + "authfile=" + credentials());
     // Always said: a registries.conf entry may not turn verification off.
     options.push_back(std::string("--") + prefix + "tls-verify=" + (registry_is_insecure(image, config_) ? "false" : "true"));
     return options;
@@ -140,7 +146,8 @@ std::string Skopeo::source(const ImageReference& image, const SkopeoScratch& scr
 
 std::string Skopeo::manifest_digest(const ImageReference& image, const SkopeoScratch& scratch) const {
     if (image.kind == ReferenceKind::registry && !image.digest.empty()) return image.digest;
-    std::vector<std::string> inspect = {"--command-timeout", "60s", "inspect", "--raw", "--no-tags"};
+    // --raw lists no tags: nothing else is asked of the registry.
+    std::vector<std::string> inspect = {"--command-timeout", "60s", "inspect", "--raw"};
     for (auto& option : registry_options(image, "")) inspect.push_back(option);
     inspect.push_back(source(image, scratch));
     Finished manifest = run(inspect, scratch);
@@ -180,9 +187,9 @@ void Skopeo::registry_failure(const ImageReference& image, const std::string& st
     switch (failure) {
     case SkopeoFailure::unauthorized:
         throw RegistryError(what + ": the registry " + host + " refused access (unauthorized): " +
-                            (credentials_.empty() ? std::string("no credentials were found (REGISTRY_AUTH_FILE is unset "
-                                                                "and ~/.config/containers/auth.json does not exist)")
-                                                  : "the credentials in " + credentials_ + " were not accepted") +
+                            (credentials().empty() ? std::string("no credentials were found (REGISTRY_AUTH_FILE is unset "
+                                                                 "and ~/.config/containers/auth.json does not exist)")
+                                                   : "the credentials in " + credentials() + " were not accepted") +
                             "; log in with: skopeo login --authfile ~/.config/containers/auth.json " + host,
                             failure);
     case SkopeoFailure::not_found:

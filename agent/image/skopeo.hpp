@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,13 @@ std::string skopeo_reason(std::string said);
 
 class Skopeo {
 public:
-    // Throws RegistryError when config.skopeo is not an absolute path to a program, or when
-    // $REGISTRY_AUTH_FILE names a file that cannot be read.
+    // Throws RegistryError when config.skopeo is not an absolute path to a program.
     explicit Skopeo(const config::ContainerConfig& config);
 
-    const std::string& credentials() const { return credentials_; }
+    // The credentials file a registry is asked with ("" for none), looked up when a registry
+    // is first asked (an archive needs none). Throws RegistryError when $REGISTRY_AUTH_FILE
+    // names a file that cannot be read.
+    const std::string& credentials() const;
 
     // The manifest digest ("sha256:...") `image` has now: only its manifest is fetched
     // (inspect --raw: no tag list, no configuration blob), and skopeo's manifest-digest hashes
@@ -86,7 +89,7 @@ private:
     std::string source(const ImageReference& image, const SkopeoScratch& scratch) const;
 
     const config::ContainerConfig& config_;
-    std::string credentials_;
+    mutable std::optional<std::string> credentials_;
 };
 
 }  // namespace trellis::agent

@@ -298,6 +298,12 @@ for archive in "oci-archive:$work/x-oci.tar x-marker" "docker-archive:$work/y-do
     [ $status -eq 0 ] && listing "$(field squashfs archive)" | grep -qx "/$2" &&
         pass "$1 imports with the registry stopped ($(field digest archive))" || fail "$1: status $status $(cat "$work/archive.out")"
 done
+# An archive asks no registry: a REGISTRY_AUTH_FILE that cannot be read is not its concern.
+status=0
+as $user1 env REGISTRY_AUTH_FILE=/nonexistent/auth.json "$agent" import "oci-archive:$work/x-oci.tar" \
+    --config "$work/main.toml" >"$work/archive-auth.out" 2>&1 || status=$?
+[ $status -eq 0 ] && pass "an archive imports whatever REGISTRY_AUTH_FILE names" ||
+    fail "an archive with an unreadable REGISTRY_AUTH_FILE: status $status $(cat "$work/archive-auth.out")"
 
 # 8b. A crafted archive (the review's R3): a link to the user's home, then a file through it;
 # and a link through /proc/PID/root of another process of the user's (back to the host's

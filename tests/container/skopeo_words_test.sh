@@ -63,7 +63,7 @@ try_skopeo() {  # NAME AUTH SKOPEO...
         args=${case#*|}
         args=${args//AUTH/$auth}
         status=0
-        said=$(env -i PATH=/usr/bin:/bin HOME=/nonexistent "$@" --command-timeout 30s inspect --raw --no-tags $args 2>&1 >/dev/null) ||
+        said=$(env -i PATH=/usr/bin:/bin HOME=/nonexistent "$@" --command-timeout 30s inspect --raw $args 2>&1 >/dev/null) ||
             status=$?
         got=$(printf '%s' "$said" | "$words" "$status")
         [ "$got" = "$expected" ] && pass "$name: $expected (status $status: ${said: -120})" ||

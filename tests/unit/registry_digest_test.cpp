@@ -92,6 +92,8 @@ TEST_CASE("skopeo's failures are told by its status first, its words second") {
     // An unauthorized answer with status 2 (some registries say "not found" to strangers) is
     // still told as unauthorized when skopeo's words say so.
     CHECK(classify_skopeo(2, "requested access to the resource is denied") == F::unauthorized);
+    CHECK(classify_skopeo(1, "reading manifest v1 in registry.example/x: denied: Your authorization token has expired") ==
+          F::unauthorized);
     CHECK(classify_skopeo(1, "pinging container registry 127.0.0.1:5000: Get \"https://127.0.0.1:5000/v2/\": http: "
                              "server gave HTTP response to HTTPS client") == F::plain_http);
     CHECK(classify_skopeo(1, "Get \"https://127.0.0.1:5000/v2/\": tls: failed to verify certificate: x509: "
