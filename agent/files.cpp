@@ -12,6 +12,13 @@ Fd::~Fd() {
     if (fd_ >= 0) ::close(fd_);
 }
 
+int above_helper_stdio(int fd) {
+    if (fd < 0 || fd >= 4) return fd;
+    int above = ::fcntl(fd, F_DUPFD, 4);
+    ::close(fd);
+    return above;
+}
+
 std::string mode_text(mode_t mode) {
     char text[8];
     std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));

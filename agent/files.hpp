@@ -36,6 +36,10 @@ private:
     int fd_;
 };
 
+// `fd` moved to a number of 4 or above (the original closed), so that a helper keeps it at
+// that number: start() sets up 0 to 3 for the program. -1 and failures give -1.
+int above_helper_stdio(int fd);
+
 // "1777", "0755": a mode's permission, sticky, setuid and setgid bits, as refusals print them.
 std::string mode_text(mode_t mode);
 

@@ -330,11 +330,8 @@ void bind_read_only(const std::string& source, const std::string& at, const std:
 int mount_fuse(const std::string& source, const std::string& target, const std::string& type, bool read_only) {
     // Inherited by the daemon at this number (no O_CLOEXEC), above the 0 to 3 a helper's
     // start sets up.
-    int opened = ::open("/dev/fuse", O_RDWR);
-    if (opened < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
-    int fuse = opened < 4 ? ::fcntl(opened, F_DUPFD, 4) : opened;
-    if (fuse != opened) ::close(opened);
-    if (fuse < 0) fail("cannot hold /dev/fuse");
+    int fuse = above_helper_stdio(::open("/dev/fuse", O_RDWR));
+    if (fuse < 0) fail("cannot open /dev/fuse (is the fuse module loaded, and /dev/fuse 0666?)");
     std::string options = "fd=" + std::to_string(fuse) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
                           ",group_id=" + std::to_string(::getgid()) + ",default_permissions";
     if (::mount(source.c_str(), target.c_str(), ("fuse." + type).c_str(),

@@ -14,6 +14,7 @@
 
 #include "agent/command.hpp"
 #include "agent/container/rootfs.hpp"
+#include "agent/files.hpp"
 
 namespace trellis::agent {
 
@@ -133,12 +134,7 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
 SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user_owned,
                                  const std::vector<std::string>& mount_sources, const FusePrograms& programs) {
     // Inherited by squashfuse alone: the descriptor the check opened, else the path.
-    int archive = opened >= 0 ? ::fcntl(opened, F_DUPFD, 4) : ::open(image.c_str(), O_RDONLY);
-    if (archive >= 0 && archive < 4) {  // above the 0 to 3 a helper's start sets up
-        int above = ::fcntl(archive, F_DUPFD, 4);
-        ::close(archive);
-        archive = above;
-    }
+    int archive = opened >= 0 ? ::fcntl(opened, F_DUPFD, 4) : above_helper_stdio(::open(image.c_str(), O_RDONLY));
     if (archive < 0) fail("cannot open the image " + image);
     try {
         auto made = mount_layers(image, fs::path(image).parent_path().string(), user_owned, mount_sources,
