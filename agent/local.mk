@@ -31,6 +31,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/container/step_container.cpp agent/container/step_container.hpp \
 	agent/files.cpp agent/files.hpp \
 	agent/health/node_check.cpp agent/health/node_check.hpp \
+	agent/image/broadcast.cpp agent/image/broadcast.hpp \
 	agent/image/cache.cpp agent/image/cache.hpp \
 	agent/image/cache_entry.cpp agent/image/cache_entry.hpp \
 	agent/image/import.cpp agent/image/import.hpp \

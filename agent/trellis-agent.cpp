@@ -64,6 +64,8 @@ cli::OptionTable prepare_table(StepContainerRequest& request, std::string& confi
                [&](auto& v) { request.gpus.push_back(cli::parse_int<int>(v, "--gpu", 0)); })
         .value("--auth-file", "PATH", "the job's REGISTRY_AUTH_FILE, for an import",
                [&](auto& v) { request.auth_file = v; })
+        .value("--sent", "JOB.STEP", "the step whose image srun sent to this node's cache (sbcast), taken when there",
+               [&](auto& v) { request.sent = v; })
         .flag("--writable", "a throw-away writable root", [&] { request.writable = true; });
     return table;
 }
@@ -103,7 +105,7 @@ int prepare(const std::vector<std::string>& args) {
     std::optional<ImportedImage> imported;
     if (spec.image.kind == ImageKind::registry || spec.image.kind == ImageKind::archive) {
         if (!request.auth_file.empty()) ::setenv("REGISTRY_AUTH_FILE", request.auth_file.c_str(), 1);
-        imported = import_image(spec.image, config.container, std::cerr);
+        imported = import_image(spec.image, config.container, std::cerr, {"", request.sent});
         spec.image.kind = ImageKind::squashfs;
         spec.image.path = imported->squashfs;
         spec.image.settings = imported->settings;
@@ -150,31 +152,34 @@ int prepare(const std::vector<std::string>& args) {
     return 0;
 }
 
-cli::OptionTable import_table(std::string& config_path) {
+cli::OptionTable import_table(std::string& config_path, std::string& folder) {
     cli::OptionTable table("trellis-agent import --help");
     table.value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
-                [&](auto& v) { config_path = v; });
+                [&](auto& v) { config_path = v; })
+        .value("--folder", "DIR", "a folder of yours instead of this node's image cache (srun's host, "
+                                  "which sends the image to the job's nodes)",
+               [&](auto& v) { folder = v; });
     return table;
 }
 
 std::string import_help() {
-    std::string config_path;
-    return "usage: trellis-agent import REFERENCE [--config FILE]\n\n"
+    std::string config_path, folder;
+    return "usage: trellis-agent import REFERENCE [--config FILE] [--folder DIR]\n\n"
            "REFERENCE: docker://[HOST[:PORT]/]REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH or\n"
-           "docker-archive:PATH. Progress goes to stderr; stdout gets three lines:\n"
-           "  squashfs PATH\n  settings PATH\n  digest sha256:HEX\n\n" +
-           import_table(config_path).help();
+           "docker-archive:PATH. Progress goes to stderr; stdout gets four lines:\n"
+           "  squashfs PATH\n  settings PATH\n  digest sha256:HEX\n  cached yes|no\n\n" +
+           import_table(config_path, folder).help();
 }
 
 // The reference comes first or after the options.
 int import_command(const std::vector<std::string>& args) {
-    std::string config_path, reference;
+    std::string config_path, folder, reference;
     std::vector<std::string> options = args;
     if (!options.empty() && !options[0].starts_with("-")) {
         reference = options[0];
         options.erase(options.begin());
     }
-    auto rest = import_table(config_path).parse(options, cli::OptionTable::Rest::command);
+    auto rest = import_table(config_path, folder).parse(options, cli::OptionTable::Rest::command);
     if (reference.empty() && rest.size() == 1) reference = rest[0], rest.clear();
     if (reference.empty() || !rest.empty())
         throw UsageError("import takes one image reference, then its options (see trellis-agent import --help)");
@@ -184,9 +189,10 @@ int import_command(const std::vector<std::string>& args) {
     if (parse_image_reference(reference).kind == ReferenceKind::path)
         throw UsageError("'" + reference + "' is a file on the node, not an image to import (accepted: "
                          "docker://HOST/REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH, docker-archive:PATH)");
-    ImportedImage image = import_image(check_image(reference, config.container), config.container, std::cerr);
-    std::printf("squashfs %s\nsettings %s\ndigest %s\n", image.squashfs.c_str(), image.settings.c_str(),
-                image.digest.c_str());
+    ImportedImage image =
+        import_image(check_image(reference, config.container), config.container, std::cerr, {folder, ""});
+    std::printf("squashfs %s\nsettings %s\ndigest %s\ncached %s\n", image.squashfs.c_str(), image.settings.c_str(),
+                image.digest.c_str(), image.cached ? "yes" : "no");
     return 0;
 }
 

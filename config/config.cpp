@@ -146,6 +146,7 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
         {"image_cache", [](ContainerConfig& c, const RawValue& v) { c.image_cache = as_path(v); }},
         {"image_cache_gib",
          [](ContainerConfig& c, const RawValue& v) { c.image_cache_gib = as_count(v, "GiB per user"); }},
+        {"image_broadcast", [](ContainerConfig& c, const RawValue& v) { c.image_broadcast = as_bool(v); }},
         {"digest_lifetime",
          [](ContainerConfig& c, const RawValue& v) { c.digest_lifetime = as_count(v, "seconds"); }},
         {"cdi_dirs", [](ContainerConfig& c, const RawValue& v) { c.cdi_dirs = as_list(v, "folders"); }},

@@ -62,10 +62,14 @@ struct ContainerConfig {
     // Whether users may run image files of their own (oci-archive:, docker-archive:, .sqsh)
     // that allowed_images does not match.
     bool allow_user_images = false;
-    // The node's image cache: a folder on local disk, 1777 with the sticky bit, one 0700
+    // The node's image cache: a folder on local disk, root's and 0755, one 0700
     // folder per user in it; least recently used images go past image_cache_gib per user.
     std::string image_cache = "/var/cache/trellis/images";
     long image_cache_gib = 50;
+    // A registry image for a step on several nodes is imported once, by srun as the user, and
+    // sent to the job's nodes with sbcast (agent/image/broadcast.hpp); false: each node
+    // imports it itself.
+    bool image_broadcast = true;
     // Seconds a tag's digest, once resolved, is used without asking the registry again (for
     // nodes without a way out); 0: every step asks.
     long digest_lifetime = 0;

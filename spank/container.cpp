@@ -212,6 +212,7 @@ void prepare_container(spank_t sp) {
     if (!prolog.empty() && ::stat(prolog.c_str(), &info) == 0 && S_ISREG(info.st_mode))
         request.system_mounts.push_back(prolog + ":ro");
     request.auth_file = job_env(sp, "REGISTRY_AUTH_FILE");
+    request.sent = std::to_string(job) + "." + std::to_string(step);
     if (s.plan) {
         request.devices = agent::plan_device_files(*s.plan);
         for (const auto& gpu : agent::cdi::plan_step_gpus(*s.plan)) request.gpus.push_back(gpu.index);

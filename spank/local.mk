@@ -15,6 +15,7 @@ spank_spank_trellis_la_SOURCES = \
 	spank/container.cpp \
 	spank/job_info.cpp \
 	spank/contexts.hpp \
+	spank/image_broadcast.cpp \
 	spank/option_callbacks.cpp \
 	spank/plugin.cpp \
 	spank/spank_api.hpp \

@@ -75,6 +75,25 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
     return guarded("init_post_opt", [&] { return take_environment_defaults(sp); });
 }
 
+extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
+    return guarded("local_user_init", [&] {
+        send_image_to_nodes(sp);
+        return 0;
+    });
+}
+
+// As root on each node of the job, before its first step when PrologFlags=Alloc. Never a
+// failure: a failed prolog drains the node, and the step's own start makes the folder too.
+extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
+    try {
+        make_cache_folder_for_job(sp, arguments(ac, av));
+    } catch (const std::exception& e) {
+        log_error(std::string("job_prolog: ") + e.what());
+    } catch (...) {
+    }
+    return 0;
+}
+
 extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
     return guarded("user_init", [&] {
         int planned = plan_node(sp);

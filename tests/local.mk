@@ -56,8 +56,8 @@ tests_slurm_pmix_exchange_LDADD = $(PMIX_LIBS)
 endif
 TESTS += tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/registry_test.sh \
-	tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh
-EXTRA_DIST += tests/slurm/apptainer_test.sh tests/slurm/registry_test.sh tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster tests/slurm/network \
+	tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh tests/slurm/image_spread_test.sh
+EXTRA_DIST += tests/slurm/apptainer_test.sh tests/slurm/registry_test.sh tests/slurm/image_spread_test.sh tests/slurm/squashfs_test.sh tests/slurm/cdi_test.sh tests/slurm/slurm_test.sh tests/slurm/train_test.sh tests/slurm/container_test.sh tests/slurm/cluster tests/slurm/network \
 	tests/slurm/gpu_test.sh tests/slurm/frameworks_test.sh tests/slurm/cpu_alloc_test.sh tests/slurm/task_probe.py tests/slurm/gpu_oracle.py \
 	tests/slurm/frameworks/ddp_train.py tests/slurm/frameworks/mpi_exchange.c \
 	tests/slurm/harness.sh

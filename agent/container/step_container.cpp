@@ -104,6 +104,7 @@ std::vector<std::string> prepare_command(const std::string& agent, const StepCon
     if (request.writable) argv.push_back("--writable");
     for (int gpu : request.gpus) argv.insert(argv.end(), {"--gpu", std::to_string(gpu)});
     if (!request.auth_file.empty()) argv.insert(argv.end(), {"--auth-file", request.auth_file});
+    if (!request.sent.empty()) argv.insert(argv.end(), {"--sent", request.sent});
     if (!config_path.empty()) argv.insert(argv.end(), {"--config", config_path});
     return argv;
 }

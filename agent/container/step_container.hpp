@@ -29,6 +29,8 @@ struct StepContainerRequest {
     // environment, and an import reads the user's credentials from there, else from
     // ~/.config/containers/auth.json.
     std::string auth_file;
+    // "JOB.STEP": srun may have sent the image to this node's cache for the step (broadcast.hpp).
+    std::string sent;
 };
 
 // How long the plugin and launch wait for prepare: a registry image or an archive may be

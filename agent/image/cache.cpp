@@ -207,6 +207,14 @@ void ImageCache::remove_temporaries(const std::string& digest) const {
         remove_at(fd(), name);
 }
 
+void ImageCache::remove_entries(const std::function<bool(const std::string&, const struct stat&)>& unwanted) const {
+    auto matches = [&](const std::string& name) {
+        struct stat info {};
+        return ::fstatat(fd(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && unwanted(name, info);
+    };
+    for (auto& name : names_in(fd(), matches)) remove_at(fd(), name);
+}
+
 std::string ImageCache::inspection_name(pid_t pid) { return "inspect.tmp-" + std::to_string(pid); }
 
 void ImageCache::remove_dead_inspections() const {

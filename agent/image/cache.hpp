@@ -5,15 +5,19 @@
 //   <hex>.lock   flock'd while the image is imported (exclusively) or used (shared)
 //   <hex>.tmp*   an import's temporaries, removed on failure and by the next import
 //   inspect.tmp-<pid>  an archive's manifest being read (before its digest is known)
+//   <hex>.sent-JOB.STEP.sqsh, .json  an image srun sent for that step (broadcast.hpp), until
+//                the node's prepare takes it
 //   oci/         an OCI layout of the blobs fetched so far, so that none is fetched twice
 // The top folder is root's and only root writes in it: root makes each user's folder (the
 // plugin at the start of a step that imports, or `trellis-agent cache-folder`), so no user can
 // make, squat or block another's; the user's side checks its folder by descriptor.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -75,6 +79,8 @@ public:
     void touch(const std::string& digest) const;
     // Removes <hex>.tmp* left by an import that died (call with the digest's lock held).
     void remove_temporaries(const std::string& digest) const;
+    // Removes the entries (and what is under them) that `unwanted` names, as lstat sees them.
+    void remove_entries(const std::function<bool(const std::string& name, const struct stat& info)>& unwanted) const;
     // Where process `pid` reads an archive's manifest before its digest is known, and the
     // removal of those whose process is gone (killed before it removed its own).
     static std::string inspection_name(pid_t pid);

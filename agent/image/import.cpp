@@ -19,6 +19,7 @@
 
 #include "agent/command.hpp"
 #include "agent/files.hpp"
+#include "agent/image/broadcast.hpp"
 #include "agent/image/cache_entry.hpp"
 #include "agent/image/cache.hpp"
 #include "agent/image/policy.hpp"
@@ -280,7 +281,8 @@ std::string forget_import(const ImageCache& cache, const config::ContainerConfig
 
 }  // namespace
 
-ImportedImage import_image(const CheckedImage& checked, const config::ContainerConfig& config, std::ostream& progress) {
+ImportedImage import_image(const CheckedImage& checked, const config::ContainerConfig& config, std::ostream& progress,
+                           const ImportPlace& place) {
     auto start = Clock::now();
     const ImageReference& reference = checked.reference;
     if (checked.kind != ImageKind::registry && checked.kind != ImageKind::archive)
@@ -289,7 +291,7 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
     Skopeo skopeo(config);
     require_tool(config.umoci, "umoci");
     require_tool(config.mksquashfs, "mksquashfs");
-    ImageCache cache(config, progress);
+    ImageCache cache = place.folder.empty() ? ImageCache(config, progress) : ImageCache::own_folder(place.folder);
     cache.remove_dead_inspections();
 
     ImportedImage image;
@@ -312,7 +314,11 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
                      << "): removed, and imported again\n";
             cache.remove_image(image.digest);
         }
-        image.cached = false;
+        if (received_image(cache, entry, image.digest, place.sent)) {
+            image.received = true;
+            continue;
+        }
+        image.cached = image.received = false;
         try {
             import_into(cache, entry, checked, image.digest, config, skopeo, progress);
         } catch (const ImageImportError& error) {
@@ -321,10 +327,11 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
             throw RegistryError(forget_import(cache, config, image.digest, error.what()), error.failure);
         }
     }
+    remove_sent_files(cache, image.digest, place.sent);
     cache.touch(image.digest);
     trim(cache, config, image.digest, progress);
     image.seconds = seconds_since(start);
-    progress << "trellis-agent: " << (image.cached ? "found " : "imported ") << reference.text() << " as " << image.digest
+    progress << "trellis-agent: " << (image.received ? "received " : image.cached ? "found " : "imported ") << reference.text() << " as " << image.digest
              << " in " << in_seconds(image.seconds) << '\n'
              << std::flush;
     return image;

@@ -32,10 +32,12 @@ std::string home_folder() {
 
 }  // namespace
 
-std::string digest_record_path() {
-    if (auto cache = variable("XDG_CACHE_HOME"); !cache.empty() && cache[0] == '/') return cache + "/trellis/digests";
-    return home_folder() + "/.cache/trellis/digests";
+std::string user_cache_path(const std::string& name) {
+    if (auto cache = variable("XDG_CACHE_HOME"); !cache.empty() && cache[0] == '/') return cache + "/trellis/" + name;
+    return home_folder() + "/.cache/trellis/" + name;
 }
+
+std::string digest_record_path() { return user_cache_path("digests"); }
 
 std::string remembered_digest(const std::string& record, const ImageReference& reference, long lifetime,
                               std::time_t now) {

@@ -25,6 +25,10 @@ std::string resolve_digest(const ImageReference& reference, const config::Contai
 // (resolve_digest): docker://HOST/REPO@sha256:.... Any other image comes back as given.
 std::string checked_and_pinned(const std::string& image, const config::ContainerConfig& config);
 
+// "$XDG_CACHE_HOME/trellis/NAME", else "$HOME/.cache/trellis/NAME": the user's own trellis
+// files on srun's host.
+std::string user_cache_path(const std::string& name);
+
 // Where the user's resolved digests are remembered: $XDG_CACHE_HOME/trellis/digests, else
 // $HOME/.cache/trellis/digests. One line each: "SECONDS REFERENCE DIGEST".
 std::string digest_record_path();
