@@ -15,6 +15,8 @@ sys.path.insert(0, os.environ.get("TRELLIS_STUDIES_PYTHON") or os.path.join(os.p
 
 from trellis_studies.predict.cluster import Cluster  # noqa: E402
 from trellis_studies.predict.command import main  # noqa: E402
+from trellis_studies.predict.image_spread import (  # noqa: E402
+    ImageInputs, each_node_imports, one_import_then_sbcast, tree_depth)
 from trellis_studies.predict.jsonlines import InputError  # noqa: E402
 from trellis_studies.predict.measured import measured_overlap, rank_timing  # noqa: E402
 from trellis_studies.predict.network import level_from_numbers, load_level, load_network  # noqa: E402
@@ -236,6 +238,37 @@ class Command(unittest.TestCase):
                                   "--link", "10:1", "--nodes", "4", "--strategies", "ring", "--compress", "bf16",
                                   "--json")
         self.assertAlmostEqual(json.loads(out)["predictions"][0]["comm_seconds"], 6 * (10 * US + 12.5 * MB / 1e9))
+
+
+class ImageSpread(unittest.TestCase):
+    # 100 MB (12 blocks of 8 MiB), one import 10 s, registry 1 GB/s, link alpha 10 us and 1 GB/s.
+    IMAGE = ImageInputs(100 * MB, 10.0, 1e9, tree_width=16)
+
+    def test_tree_depth(self):
+        self.assertEqual([tree_depth(n, 16) for n in (1, 16, 17, 272, 273, 1024)], [1, 1, 2, 2, 3, 3])
+        self.assertEqual(tree_depth(1024, 50), 2)
+
+    def test_each_way_by_hand(self):
+        # 64 nodes pulling at once: 63 more pulls of 100 MB through the registry's 1 GB/s
+        self.assertAlmostEqual(each_node_imports(64, self.IMAGE), 10 + 63 * 0.1)
+        # two hops, each 12 blocks' alpha and 16 copies of 100 MB at 1 GB/s
+        link = NETWORK["link"]
+        self.assertAlmostEqual(one_import_then_sbcast(64, self.IMAGE, link), 10 + 2 * (12 * 10 * US + 16 * 0.1))
+        self.assertEqual(one_import_then_sbcast(1, self.IMAGE, link), 10)
+
+    def test_command(self):
+        status, out, _ = Command.run_main(self, "--image-bytes", "100M", "--image-import-seconds", "10",
+                                          "--link", "10:1", "--nodes", "64,1024", "--json")
+        self.assertEqual(status, 0)
+        rows = json.loads(out)["image_spread"]
+        self.assertEqual([r["nodes"] for r in rows], [64, 1024])
+        self.assertGreater(rows[1]["each_node_imports_seconds"], rows[1]["sbcast_seconds"])
+        status, _, err = Command.run_main(self, "--image-bytes", "100M", "--image-import-seconds", "10")
+        self.assertEqual(status, 2)
+        self.assertIn("--link", err)
+        status, _, err = Command.run_main(self, "--image-bytes", "100M", "--link", "10:1")
+        self.assertEqual(status, 2)
+        self.assertIn("--image-import-seconds", err)
 
 
 class SeedsWorkedExample(unittest.TestCase):

@@ -6,6 +6,7 @@ import sys
 
 from trellis_studies.predict import tables
 from trellis_studies.predict.cluster import PLACEMENTS, Cluster
+from trellis_studies.predict.image_spread import ImageInputs, spread_rows, spread_table
 from trellis_studies.predict.jsonlines import InputError
 from trellis_studies.predict.measured import alone_step_seconds, measured_overlap, rank_timing
 from trellis_studies.predict.network import load_network
@@ -74,8 +75,30 @@ def parser():
     p.add_argument("--allreduce-bytes", metavar="SIZES",
                    help="instead: one allreduce of each size (e.g. 16M,64M) per algorithm, as trellis-bench "
                         "allreduce times it")
+    p.add_argument("--image-bytes", type=byte_size, metavar="SIZE",
+                   help="instead: the start-up of a job whose step runs in a registry image of SIZE (e.g. "
+                        "5G), each node importing it against one import sent by sbcast; needs --link")
+    p.add_argument("--image-import-seconds", type=float, metavar="S",
+                   help="one node's import of that image alone (srun --trellis-verbose says it)")
+    p.add_argument("--registry-gbps", type=float, default=1.25, metavar="GBPS",
+                   help="the registry's link out, GB/s (default 1.25: 10 Gb/s)")
+    p.add_argument("--tree-width", type=int, default=16, metavar="W",
+                   help="slurm.conf's TreeWidth (default 16, Slurm's since 23.11; 50 before)")
     p.add_argument("--json", action="store_true", help="JSON instead of the table")
     return p
+
+
+def image_spread(args, network):
+    if not args.image_import_seconds or args.image_import_seconds <= 0:
+        raise UsageError("--image-bytes needs --image-import-seconds: one node's import of the image alone")
+    if args.registry_gbps <= 0 or args.tree_width < 1:
+        raise UsageError("--registry-gbps must be above 0 and --tree-width at least 1")
+    if "link" not in network:
+        raise UsageError("--image-bytes needs --link (trellis-bench p2p between two nodes, or ALPHA_US:GBPS): "
+                         "sbcast's blocks cross it")
+    image = ImageInputs(args.image_bytes, args.image_import_seconds, args.registry_gbps * 1e9, args.tree_width)
+    rows = spread_rows(positive_list(args.nodes, "--nodes"), image, network["link"])
+    return json.dumps({"image_spread": rows}) if args.json else spread_table(rows, image)
 
 
 def strategies(args):
@@ -146,6 +169,9 @@ def main(argv):
         return exit.code
     try:
         network = load_network(args.shm, args.link, args.network)
+        if args.image_bytes:
+            print(image_spread(args, network))
+            return 0
         jobs = clusters(args)
         if args.allreduce_bytes:
             sizes = positive_list(args.allreduce_bytes, "--allreduce-bytes", byte_size)
