@@ -1,6 +1,7 @@
 // The node cache's protocol (agent/image/cache.hpp, cache_entry.hpp) in a folder of
 // the test's own, with no root and no tools: an entry publishes by rename or leaves nothing,
-// a cut image is seen as damaged, eviction takes the least recently used image no one holds.
+// a cut image is seen as damaged, eviction takes the least recently used image no one holds,
+// an image srun sent is taken only whole.
 // The checks of the node's cache top and the imports themselves are
 // tests/container/import_test.sh's.
 #include "tests/catch.hpp"
@@ -10,10 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "agent/image/broadcast.hpp"
 #include "agent/image/cache_entry.hpp"
 #include "agent/image/cache.hpp"
 #include "fixtures.hpp"
@@ -124,4 +127,45 @@ TEST_CASE("eviction takes the least recently used image that no one holds, never
     CHECK(cache.evict_oldest(first).empty());  // the only one left is kept
     CHECK(cache.evict_oldest("") == first);
     CHECK(cache.evict_oldest("").empty());
+}
+
+TEST_CASE("an image srun sent for the step is taken whole, and only with its settings") {
+    Scratch scratch;
+    auto cache = ImageCache::own_folder(scratch.path.string());
+    std::string hex(64, 'a');
+    CHECK(sent_name(first, "7.0", ".sqsh") == hex + ".sent-7.0.sqsh");
+    // The squashfs alone (the broadcast cut short before the settings): not taken.
+    write(cache.path(sent_name(first, "7.0", ".sqsh")), squashfs_of(4096));
+    {
+        CacheEntry entry(cache, first);
+        CHECK_FALSE(received_image(cache, entry, first, "7.0"));
+    }
+    CHECK_FALSE(cache.has(first));
+    // Another step's files are not this step's.
+    write(cache.path(sent_name(first, "7.0", ".json")), "{}");
+    {
+        CacheEntry entry(cache, first);
+        CHECK_FALSE(received_image(cache, entry, first, "7.1"));
+        CHECK(received_image(cache, entry, first, "7.0"));
+    }
+    CHECK(cache.has(first));
+    CHECK(cache.damage(first).empty());
+    CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(first, "7.0", ".sqsh"))));
+    CHECK_FALSE(std::filesystem::exists(scratch.path / (hex + ".tmp")));
+}
+
+TEST_CASE("sent files not taken go: the step's own, and others' after a day") {
+    Scratch scratch;
+    auto cache = ImageCache::own_folder(scratch.path.string());
+    write(cache.path(sent_name(first, "7.0", ".sqsh")), "x");
+    write(cache.path(sent_name(first, "8.0", ".sqsh")), "x");
+    write(cache.path(sent_name(second, "9.0", ".json")), "x");
+    struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 2 * 24 * 3600, 0}};
+    ::utimensat(cache.fd(), sent_name(second, "9.0", ".json").c_str(), old, AT_SYMLINK_NOFOLLOW);
+    publish(cache, first, 4096);
+    remove_sent_files(cache, first, "7.0");
+    CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(first, "7.0", ".sqsh"))));
+    CHECK(std::filesystem::exists(cache.path(sent_name(first, "8.0", ".sqsh"))));  // a step still starting
+    CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(second, "9.0", ".json"))));
+    CHECK(cache.has(first));
 }
