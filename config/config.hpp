@@ -67,7 +67,7 @@ struct ContainerConfig {
     std::string image_cache = "/var/cache/trellis/images";
     long image_cache_gib = 50;
     // A registry image for a step on several nodes is imported once, by srun as the user, and
-    // sent to the job's nodes with sbcast (agent/image/broadcast.hpp); false: each node
+    // sent to the step's nodes with sbcast (agent/image/broadcast.hpp); false: each node
     // imports it itself.
     bool image_broadcast = true;
     // Seconds a tag's digest, once resolved, is used without asking the registry again (for

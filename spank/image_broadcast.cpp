@@ -1,5 +1,5 @@
 // One registry pull per job (agent/image/broadcast.hpp): srun imports a step's registry image
-// once and sends it to the job's nodes before the step is launched; the job prolog makes each
+// once and sends it to the step's nodes before it is launched; the job prolog makes each
 // node's user folder it is sent to.
 #include <pwd.h>
 #include <unistd.h>
@@ -48,7 +48,7 @@ void send_image_to_nodes(spank_t sp) {
         if (s.choices.verbose) {
             char line[512];
             std::snprintf(line, sizeof line,
-                          "trellis: %s %s on srun's host in %.2f s and sent to the job's nodes in %.2f s (sbcast)\n",
+                          "trellis: %s %s on srun's host in %.2f s and sent to the step's nodes in %.2f s (sbcast)\n",
                           pinned.c_str(), sent.imported ? "imported" : "found", sent.import_seconds, sent.send_seconds);
             std::fputs(line, stderr);
         }

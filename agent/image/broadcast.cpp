@@ -86,7 +86,7 @@ SentImage send_image(const std::string& pinned, const config::Config& config, co
     // short on any node leaves no image anywhere.
     for (auto [file, suffix] : {std::pair{squashfs, ".sqsh"}, std::pair{settings, ".json"}}) {
         Command send;
-        send.argv = {sbcast, "--jobid", std::to_string(job), file, folder + "/" + sent_name(sent.digest, tag, suffix)};
+        send.argv = {sbcast, "--jobid", tag, file, folder + "/" + sent_name(sent.digest, tag, suffix)};
         send.env = environment;
         send.own_session = false;
         Finished sent_file = run(send);
@@ -114,11 +114,11 @@ bool received_image(const ImageCache& cache, CacheEntry& entry, const std::strin
 }
 
 void remove_sent_files(const ImageCache& cache, const std::string& digest, const std::string& step) {
-    std::string own = sent_name(digest, step, "");
     std::time_t day_ago = std::time(nullptr) - 24 * 3600;
     cache.remove_entries([&](const std::string& name, const struct stat& info) {
         if (name.find(".sent-") == std::string::npos || !S_ISREG(info.st_mode)) return false;
-        return (!step.empty() && name.starts_with(own)) || info.st_mtime < day_ago;
+        bool own = !step.empty() && (name == sent_name(digest, step, ".sqsh") || name == sent_name(digest, step, ".json"));
+        return own || info.st_mtime < day_ago;
     });
 }
 

@@ -1,7 +1,7 @@
 // One registry pull per job. For a step on several nodes srun imports the pinned image once,
 // as the user, into a folder of the user's on its own host, and sends the squashfs and then
-// its settings to every node of the job with Slurm's sbcast: slurmd passes the blocks down a
-// tree of the job's nodes and each writes them as the job's user, into that user's folder of
+// its settings to every node of the step with Slurm's sbcast: slurmd passes the blocks down a
+// tree of those nodes and each writes them as the job's user, into that user's folder of
 // its own cache, as <hex>.sent-JOB.STEP.sqsh and .json. The step is launched only after that,
 // so no node is still fetching while another node's ranks wait for it. Each node's prepare
 // then takes the two files into its cache under the digest's lock (received_image).
@@ -36,7 +36,7 @@ struct SentImage {
 
 // srun's side, as the user: imports `pinned` (docker://...@sha256:) with `agent` into
 // `staging` (a folder of the user's; "" for the node cache when srun runs on a node) and sends
-// it to the job's nodes. `environment` is srun's own (credentials, proxies, SLURM_CONF).
+// it to the step's nodes. `environment` is srun's own (credentials, proxies, SLURM_CONF).
 // Throws ImageImportError saying what failed; nothing is sent then.
 SentImage send_image(const std::string& pinned, const config::Config& config, const std::string& staging,
                      std::uint32_t job, std::uint32_t step, const std::vector<std::string>& environment);

@@ -89,7 +89,7 @@ for way in node broadcast; do
         built=$(cat "$dir/$way-$n.err" "$dir/$way-$n.out" | grep -c "into this node's image cache")
         srun_line=$(grep "on srun's host in" "$dir/$way-$n.err")
         [ -n "$srun_line" ] && grep -q "imported on srun's host" <<<"$srun_line" && built=$((built + 1))
-        times=$(sed -nE "s/.* in ([0-9.]+) s and sent to the job's nodes in ([0-9.]+) s.*/\1, \2/p" <<<"$srun_line")
+        times=$(sed -nE "s/.* in ([0-9.]+) s and sent to the step's nodes in ([0-9.]+) s.*/\1, \2/p" <<<"$srun_line")
         table+=$'\n'"$(printf '%-6s %-10s %-14s %-16s %-9.2f %s' "$n" "$way" "$requests" "$built" "$took" "${times:--}")"
         [ $rc -eq 0 ] && [ "$(grep -cx one "$dir/$way-$n.out")" -eq $n ] ||
             { fail "$way, $n nodes: status $rc: $(cat "$dir/$way-$n.err")"; continue; }
@@ -142,7 +142,7 @@ else
     kill -CONT "$(cat "$dir/run/slurmd-n2.pid")"
     wait $step
     rc=$?
-    send=$(sed -nE "s/.*sent to the job's nodes in ([0-9.]+) s.*/\1/p" "$dir/fence-broadcast.err")
+    send=$(sed -nE "s/.*sent to the step's nodes in ([0-9.]+) s.*/\1/p" "$dir/fence-broadcast.err")
     [ $rc -eq 0 ] && [ "$(grep -c 'sees: rank 0 on n1; rank 1 on n2' "$dir/fence-broadcast.out")" -eq 2 ] &&
         awk -v s="${send:-0}" 'BEGIN { exit !(s >= 3) }' &&
         pass "broadcast, n2's slurmd stopped 6 s: sending took $send s, and the PMIx exchange across n1 and n2 worked" ||

@@ -159,6 +159,7 @@ TEST_CASE("sent files not taken go: the step's own, and others' after a day") {
     auto cache = ImageCache::own_folder(scratch.path.string());
     write(cache.path(sent_name(first, "7.0", ".sqsh")), "x");
     write(cache.path(sent_name(first, "8.0", ".sqsh")), "x");
+    write(cache.path(sent_name(first, "7.01", ".sqsh")), "x");  // another step's, though its name begins the same
     write(cache.path(sent_name(second, "9.0", ".json")), "x");
     struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 2 * 24 * 3600, 0}};
     ::utimensat(cache.fd(), sent_name(second, "9.0", ".json").c_str(), old, AT_SYMLINK_NOFOLLOW);
@@ -166,6 +167,7 @@ TEST_CASE("sent files not taken go: the step's own, and others' after a day") {
     remove_sent_files(cache, first, "7.0");
     CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(first, "7.0", ".sqsh"))));
     CHECK(std::filesystem::exists(cache.path(sent_name(first, "8.0", ".sqsh"))));  // a step still starting
+    CHECK(std::filesystem::exists(cache.path(sent_name(first, "7.01", ".sqsh"))));
     CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(second, "9.0", ".json"))));
     CHECK(cache.has(first));
 }
