@@ -24,11 +24,21 @@ cleanup=registry_stop
 
 make_cluster_dir trellis-slurm-spread
 registry_start "$dir/registry" && registry_auth_at "$dir/userhome/auth.json" || exit 1
-registry_build_images && digest=$(registry_push_text x:tag one) || { fail "cannot push the test image"; exit 1; }
-blobs=$(skopeo inspect --raw --authfile "$REGISTRY_AUTH" --tls-verify=false "docker://$REGISTRY/x@$digest" |
-    python3 -c 'import json,sys; m=json.load(sys.stdin); print(1 + len(m["layers"]))')
+# TRELLIS_SPREAD_PROGRAM=PATH: the image holds that program and its libraries (make_bundle),
+# e.g. trellis-train for figures at a real image's size, instead of busybox.
+if [ -n "${TRELLIS_SPREAD_PROGRAM:-}" ]; then
+    "$here/../container/make_bundle" "$dir/big" "$TRELLIS_SPREAD_PROGRAM" >/dev/null &&
+        echo one >"$dir/big/rootfs/what" && registry_image_from big "$dir/big/rootfs" && registry_push_as big x:tag &&
+        digest=$(cat "$REGISTRY_DIR/pushed") || { fail "cannot push an image of $TRELLIS_SPREAD_PROGRAM"; exit 1; }
+    rm -rf "$dir/big"
+else
+    registry_build_images && digest=$(registry_push_text x:tag one) || { fail "cannot push the test image"; exit 1; }
+fi
+manifest=$(skopeo inspect --raw --authfile "$REGISTRY_AUTH" --tls-verify=false "docker://$REGISTRY/x@$digest")
+blobs=$(python3 -c 'import json,sys; print(1 + len(json.loads(sys.argv[1])["layers"]))' "$manifest")
+echo "the image: $(python3 -c 'import json,sys; print(sum(l["size"] for l in json.loads(sys.argv[1])["layers"]) // 1024)' "$manifest") KiB of layers"
 pmix_image=0
-if [ -x "$build/tests/slurm/pmix_exchange" ] && [ ! -f "$dir/no-mpi-pmix" ]; then
+if [ -x "$build/tests/slurm/pmix_exchange" ]; then
     "$here/../container/make_bundle" "$dir/pmix-bundle" "$build/tests/slurm/pmix_exchange" >/dev/null &&
         registry_image_from pmix "$dir/pmix-bundle/rootfs" && registry_push_as pmix x:pmix &&
         pmix_digest=$(cat "$REGISTRY_DIR/pushed") && pmix_image=1
@@ -51,6 +61,7 @@ TOML
 broadcast true
 TRELLIS_CLUSTER_NODES=4 TRELLIS_CLUSTER_PROLOG_FLAGS=Alloc TRELLIS_CLUSTER_MPI_CONF=PMIxTimeout=3 start_cluster
 chown -R "$job_user" "$dir/userhome"
+[ -f "$dir/no-mpi-pmix" ] && pmix_image=0
 uid=$(id -u "$job_user")
 node_root() { echo "/proc/$(cat "$dir/run/slurmd-$1.pid")/root"; }
 for node in n1 n2 n3 n4; do
