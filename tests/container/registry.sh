@@ -200,6 +200,19 @@ registry_digest() {
 
 registry_requests() { grep -cE "$1" "$REGISTRY_LOG"; }
 
+# The Slurm tests' trellis.toml for images of REGISTRY/x, in the node cache CACHE, with the
+# build tree's agent; more [container] lines may follow.
+registry_config() {  # FILE CACHE [LINE...]
+    local file=$1 cache=$2
+    shift 2
+    {
+        printf '[binding]\npolicy = "closest"\n[container]\n'
+        printf 'allowed_registries = ["%s/x"]\ninsecure_registries = ["%s"]\n' "$REGISTRY" "$REGISTRY"
+        printf 'image_cache = "%s"\nagent = "%s"\n' "$cache" "$build/trellis-agent"
+        printf '%s\n' "$@"
+    } >"$file"
+}
+
 registry_listener() {  # FILE
     local port
     port=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../free_port.py") || return 1

@@ -46,18 +46,7 @@ if [ -x "$build/tests/slurm/pmix_exchange" ]; then
 fi
 cache=/var/tmp/$(basename "$dir")/images
 staging=$dir/userhome/cache/trellis/images  # srun's host: the job user's own folder
-broadcast() {
-    cat >"$dir/trellis.toml" <<TOML
-[binding]
-policy = "closest"
-[container]
-allowed_registries = ["$REGISTRY/x"]
-insecure_registries = ["$REGISTRY"]
-image_cache = "$cache"
-image_broadcast = $1
-agent = "$build/trellis-agent"
-TOML
-}
+broadcast() { registry_config "$dir/trellis.toml" "$cache" "image_broadcast = $1"; }
 broadcast true
 TRELLIS_CLUSTER_NODES=4 TRELLIS_CLUSTER_PROLOG_FLAGS=Alloc TRELLIS_CLUSTER_MPI_CONF=PMIxTimeout=3 start_cluster
 chown -R "$job_user" "$dir/userhome"

@@ -43,15 +43,7 @@ cache=/var/tmp/$(basename "$dir")/images
 # A registry nobody may use: a listener that writes down every connection it accepts.
 registry_listener "$dir/accepts" || exit 1
 
-cat >"$dir/trellis.toml" <<TOML
-[binding]
-policy = "closest"
-[container]
-allowed_registries = ["$REGISTRY/x"]
-insecure_registries = ["$REGISTRY"]
-image_cache = "$cache"
-agent = "$build/trellis-agent"
-TOML
+registry_config "$dir/trellis.toml" "$cache"
 start_cluster
 chown -R "$job_user" "$dir/userhome"
 uid=$(id -u "$job_user")
