@@ -28,9 +28,9 @@ const char* system_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 
 }  // namespace
 
-std::string find_program(const std::string& name) {
+std::string find_program(const std::string& name, const std::string& path) {
     if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-    std::stringstream in(system_path);
+    std::stringstream in(path.empty() ? std::string(system_path) : path);
     for (std::string folder; std::getline(in, folder, ':');) {
         auto candidate = folder + "/" + name;
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;

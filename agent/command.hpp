@@ -94,8 +94,9 @@ std::vector<std::string> user_environment(uid_t uid);
 // with errno set on failure.
 bool become(const Identity& user);
 
-// The full path of a program found in the fixed system PATH, or "" when there is none.
-std::string find_program(const std::string& name);
+// The full path of a program found in the fixed system PATH (or in `path`, a PATH of the
+// caller's), or "" when there is none.
+std::string find_program(const std::string& name, const std::string& path = "");
 
 // At most `limit` bytes from `fd` (to its end or the limit): a helper's output is read with a
 // bound.

@@ -18,6 +18,7 @@
 
 #include "config/config.hpp"
 #include "agent/image/cache.hpp"
+#include "agent/image/broadcast.hpp"
 #include "agent/image/import.hpp"
 #include "agent/image/registry_digest.hpp"
 #include "agent/image/settings.hpp"
@@ -65,7 +66,11 @@ cli::OptionTable prepare_table(StepContainerRequest& request, std::string& confi
         .value("--auth-file", "PATH", "the job's REGISTRY_AUTH_FILE, for an import",
                [&](auto& v) { request.auth_file = v; })
         .value("--sent", "JOB.STEP", "the step whose image srun sent to this node's cache (sbcast), taken when there",
-               [&](auto& v) { request.sent = v; })
+               [&](auto& v) {
+                   if (!is_step_name(v))
+                       throw UsageError("--sent '" + v + "': expected JOB.STEP, Slurm's numbers (e.g. 4242.0)");
+                   request.sent = v;
+               })
         .flag("--writable", "a throw-away writable root", [&] { request.writable = true; });
     return table;
 }

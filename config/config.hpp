@@ -66,7 +66,7 @@ struct ContainerConfig {
     // folder per user in it; least recently used images go past image_cache_gib per user.
     std::string image_cache = "/var/cache/trellis/images";
     long image_cache_gib = 50;
-    // A registry image for a step on several nodes is imported once, by srun as the user, and
+    // A registry image is imported once, by srun as the user, and
     // sent to the step's nodes with sbcast (agent/image/broadcast.hpp); false: each node
     // imports it itself.
     bool image_broadcast = true;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -126,6 +127,19 @@ std::string task_prolog_path(const std::string& slurm_conf) {
     for (const Line& line : read_file(SlurmConfigFiles::beside(slurm_conf).slurm_conf))
         if (const std::string* path = value_of(line.record, "taskprolog")) return *path;
     return "";
+}
+
+long credential_lifetime(const std::string& slurm_conf) {
+    for (const Line& line : read_file(SlurmConfigFiles::beside(slurm_conf).slurm_conf))
+        if (const std::string* info = value_of(line.record, "authinfo")) {
+            std::stringstream options(*info);
+            for (std::string option; std::getline(options, option, ',');)
+                if (option.starts_with("cred_expire=")) {
+                    long seconds = std::strtol(option.c_str() + std::strlen("cred_expire="), nullptr, 10);
+                    if (seconds > 0) return seconds;
+                }
+        }
+    return 120;
 }
 
 std::vector<PlugstackLine> read_plugstack(const std::string& path) {

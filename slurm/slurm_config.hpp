@@ -60,6 +60,9 @@ struct PlugstackLine {
 std::string plugstack_path(const std::string& slurm_conf);
 // slurm.conf's TaskProlog ("" when none): a container step needs it at the same path.
 std::string task_prolog_path(const std::string& slurm_conf);
+// How long a step's credential lets its launch wait, in seconds: AuthInfo's cred_expire in
+// slurm.conf, else Slurm's default of 120.
+long credential_lifetime(const std::string& slurm_conf);
 // Every plugin line of plugstack.conf, its `include GLOB` files followed in order.
 std::vector<PlugstackLine> read_plugstack(const std::string& path);
 

@@ -104,9 +104,11 @@ int check_container_request() {
     // own credentials), and once for the whole step: every node runs the same image even if
     // the tag moves while the step starts. slurmstepd takes the pinned reference from srun's
     // environment, which Slurm hands to the step.
-    if (image.kind != agent::ImageKind::registry || !image.reference.digest.empty()) return 0;
+    if (image.kind != agent::ImageKind::registry) return 0;
+    if (!image.reference.digest.empty()) return stage_image_for_step(image.reference.text());
+    std::string pinned;
     try {
-        auto pinned = image.reference.pinned(agent::resolve_digest(image.reference, s.config.container)).text();
+        pinned = image.reference.pinned(agent::resolve_digest(image.reference, s.config.container)).text();
         setenv(env::image_pinned.name, pinned.c_str(), 1);
         if (s.choices.verbose) {
             std::string line = "trellis: " + image.reference.text() + " is " + pinned + " (resolved by srun)\n";
@@ -116,7 +118,7 @@ int check_container_request() {
         log_error(std::string("container: ") + e.what());
         return -1;
     }
-    return 0;
+    return stage_image_for_step(pinned);
 }
 
 void take_pinned_image(spank_t sp) {

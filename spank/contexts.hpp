@@ -24,9 +24,11 @@ int check_container_request();  // srun: also resolves a registry tag to its dig
 // slurmstepd: a registry image with a tag becomes the reference srun pinned to its digest.
 void take_pinned_image(spank_t sp);
 void make_image_cache_folder(spank_t sp);  // init_post_opt, as root: the user's cache folder for an import
-// srun, once the job's nodes are known and before the step is launched: a registry image for
-// several nodes is imported here once and sent to them (image_broadcast.cpp).
-void send_image_to_nodes(spank_t sp);
+// srun (image_broadcast.cpp): a registry image is imported here once, before the step exists
+// (check_container_request), and sent to the step's nodes once they are known, before the
+// launch (local_user_init). -1: interrupted, the step does not start.
+int stage_image_for_step(const std::string& pinned);
+int send_image_to_nodes(spank_t sp);
 // job_prolog, as root on each node of the job: the job's user's folder in the image cache.
 void make_cache_folder_for_job(spank_t sp, const std::vector<std::string>& args);
 void prepare_container(spank_t sp);     // user_init, after plan_node: the plan names the devices

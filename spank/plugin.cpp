@@ -76,10 +76,7 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 }
 
 extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
-    return guarded("local_user_init", [&] {
-        send_image_to_nodes(sp);
-        return 0;
-    });
+    return guarded("local_user_init", [&] { return send_image_to_nodes(sp); });
 }
 
 // As root on each node of the job, before its first step when PrologFlags=Alloc. Never a

@@ -10,6 +10,7 @@
 #include "agent/binding/wireup.hpp"
 #include "config/config.hpp"
 #include "agent/container/held_container.hpp"
+#include "agent/image/broadcast.hpp"
 #include "spank/options.hpp"
 #include "topology/plan.hpp"
 
@@ -42,6 +43,7 @@ struct PluginState {
     std::optional<agent::HeldContainer> container;
     std::string container_error;  // why there is none: every task says so and exits
     std::string image_as_asked;   // a registry image's tag, when choices.image is its pinned form
+    std::optional<agent::StagedImage> staged;  // srun: the image it imported, to send to the nodes
 };
 
 PluginState& state();

@@ -314,9 +314,13 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
                      << "): removed, and imported again\n";
             cache.remove_image(image.digest);
         }
-        if (received_image(cache, entry, image.digest, place.sent)) {
-            image.received = true;
-            continue;
+        try {
+            if (received_image(cache, entry, image.digest, place.sent)) {
+                image.received = true;
+                continue;
+            }
+        } catch (const ImageImportError& error) {
+            progress << "trellis-agent: " << error.what() << ": importing it here\n";
         }
         image.cached = image.received = false;
         try {

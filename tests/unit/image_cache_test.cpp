@@ -154,20 +154,31 @@ TEST_CASE("an image srun sent for the step is taken whole, and only with its set
     CHECK_FALSE(std::filesystem::exists(scratch.path / (hex + ".tmp")));
 }
 
-TEST_CASE("sent files not taken go: the step's own, and others' after a day") {
+TEST_CASE("sent files not taken go: the step's own, whole names only; another step's stay") {
     Scratch scratch;
     auto cache = ImageCache::own_folder(scratch.path.string());
     write(cache.path(sent_name(first, "7.0", ".sqsh")), "x");
+    write(cache.path(sent_name(first, "7.0", ".json")), "x");
     write(cache.path(sent_name(first, "8.0", ".sqsh")), "x");
     write(cache.path(sent_name(first, "7.01", ".sqsh")), "x");  // another step's, though its name begins the same
+    // sbcast -p keeps the staged file's old mtime: a file arriving now is not a day old.
     write(cache.path(sent_name(second, "9.0", ".json")), "x");
     struct timespec old[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - 2 * 24 * 3600, 0}};
     ::utimensat(cache.fd(), sent_name(second, "9.0", ".json").c_str(), old, AT_SYMLINK_NOFOLLOW);
     publish(cache, first, 4096);
     remove_sent_files(cache, first, "7.0");
     CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(first, "7.0", ".sqsh"))));
+    CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(first, "7.0", ".json"))));
     CHECK(std::filesystem::exists(cache.path(sent_name(first, "8.0", ".sqsh"))));  // a step still starting
     CHECK(std::filesystem::exists(cache.path(sent_name(first, "7.01", ".sqsh"))));
-    CHECK_FALSE(std::filesystem::exists(cache.path(sent_name(second, "9.0", ".json"))));
+    CHECK(std::filesystem::exists(cache.path(sent_name(second, "9.0", ".json"))));
     CHECK(cache.has(first));
+}
+
+TEST_CASE("a step is named JOB.STEP in digits") {
+    CHECK(is_step_name("4242.0"));
+    CHECK_FALSE(is_step_name("4242"));
+    CHECK_FALSE(is_step_name("4242.0/../x"));
+    CHECK_FALSE(is_step_name(".0"));
+    CHECK_FALSE(is_step_name("1.2.3"));
 }

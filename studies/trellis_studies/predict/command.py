@@ -82,8 +82,8 @@ def parser():
                    help="one node's import of that image alone (srun --trellis-verbose says it)")
     p.add_argument("--registry-gbps", type=float, default=1.25, metavar="GBPS",
                    help="the registry's link out, GB/s (default 1.25: 10 Gb/s)")
-    p.add_argument("--tree-width", type=int, default=16, metavar="W",
-                   help="slurm.conf's TreeWidth (default 16, Slurm's since 23.11; 50 before)")
+    p.add_argument("--tree-width", type=int, default=8, metavar="W",
+                   help="sbcast's fanout (default 8, sbcast's own; not slurm.conf's TreeWidth)")
     p.add_argument("--json", action="store_true", help="JSON instead of the table")
     return p
 

@@ -5,8 +5,9 @@ trellis can spread it (image_broadcast in trellis.toml):
         N nodes pull the image's S bytes at once, and the registry's link carries them all;
         one pull of them is in the measured import (pull and build of one node alone)
     one import, sbcast:  import + depth x (ceil(S / B) x alpha + W x S / beta)
-        srun's host imports once, then Slurm sends blocks of B bytes (8 MiB, sbcast's default)
-        down a tree of width W (slurm.conf's TreeWidth): each node forwards each block to up to W
+        srun's host imports once, then sbcast sends blocks of B bytes (8 MiB, its default) down
+        a tree of width W (sbcast's own fanout, not slurm.conf's TreeWidth: 8 by default, at
+        most 8 in Slurm 22.05, up to 64 with sbcast -F since 23.02): each node forwards each block to up to W
         others over its link; depth is the number of hops that reach N nodes.
 
 alpha and beta are the link between nodes that trellis-bench p2p measured (beta at B)."""
@@ -22,7 +23,7 @@ class ImageInputs:
     image_bytes: float  # the image's compressed layers, about its squashfs (zstd) too
     import_seconds: float  # one node's import alone: pull, unpack, pack
     registry_bytes_per_second: float  # the registry's link out
-    tree_width: int = 16  # slurm.conf's TreeWidth (16 since Slurm 23.11; 50 before)
+    tree_width: int = 8  # sbcast's fanout
 
 
 def tree_depth(nodes, width):
@@ -58,7 +59,7 @@ def spread_rows(node_counts, image: ImageInputs, link):
 def spread_table(rows, image: ImageInputs):
     lines = [f"the image on every node before the first step: {image.image_bytes / 1e6:.0f} MB, one import "
              f"{image.import_seconds:.2f} s, registry {image.registry_bytes_per_second / 1e9:.3g} GB/s, "
-             f"TreeWidth {image.tree_width}",
+             f"sbcast fanout {image.tree_width}",
              f"  {'nodes':>6} {'each node imports, s':>21} {'one import + sbcast, s':>23} {'hops':>5}"]
     for row in rows:
         lines.append(f"  {row['nodes']:>6} {row['each_node_imports_seconds']:>21.1f} {row['sbcast_seconds']:>23.1f} "
