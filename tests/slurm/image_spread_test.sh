@@ -141,6 +141,8 @@ else
     broadcast true
     forget_images
     job=$(as_user sbatch -N2 -o /dev/null --parsable --wrap 'sleep 300')
+    # srun --jobid refuses a job still pending (the nodes of the steps before may be completing).
+    for _ in $(seq 120); do [ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break; sleep 0.5; done
     srun_as fence-first -- --jobid="$job" --overlap -N2 -n2 --trellis-image="docker://$REGISTRY/x@$pmix_digest" true ||
         fail "the first step of the job: $(cat "$dir/fence-first.err")"
     kill -STOP "$(cat "$dir/run/slurmd-n2.pid")"
