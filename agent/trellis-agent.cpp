@@ -162,7 +162,7 @@ cli::OptionTable import_table(std::string& config_path, std::string& folder) {
     table.value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
                 [&](auto& v) { config_path = v; })
         .value("--folder", "DIR", "a folder of yours instead of this node's image cache (srun's host, "
-                                  "which sends the image to the job's nodes)",
+                                  "which sends the image to the step's nodes)",
                [&](auto& v) { folder = v; });
     return table;
 }

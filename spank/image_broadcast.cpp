@@ -50,7 +50,9 @@ int stage_image_for_step(const std::string& pinned) {
     PluginState& s = state();
     // A heterogeneous step is launched under its first component's job: the others' nodes
     // would keep files addressed to a job they do not run.
-    if (!s.config.container.image_broadcast || std::getenv("SLURM_HET_SIZE")) return 0;
+    // Root's steps are refused an image on the nodes (imports run as the job's user): nothing
+    // to import for them here either.
+    if (!s.config.container.image_broadcast || std::getenv("SLURM_HET_SIZE") || ::getuid() == 0) return 0;
     if (s.choices.verbose) say("importing " + pinned + " on srun's host, to send it to the step's nodes");
     return or_fall_back([&] {
         s.staged = agent::stage_image(pinned, s.config, agent::staging_folder(s.config.container, ::getuid()),
