@@ -34,6 +34,7 @@ agent_libtrellis_agent_la_SOURCES = \
 	agent/image/broadcast.cpp agent/image/broadcast.hpp \
 	agent/image/cache.cpp agent/image/cache.hpp \
 	agent/image/cache_entry.cpp agent/image/cache_entry.hpp \
+	agent/image/elapsed.hpp \
 	agent/image/import.cpp agent/image/import.hpp \
 	agent/image/import_tool.cpp agent/image/import_tool.hpp \
 	agent/image/policy.cpp agent/image/policy.hpp \

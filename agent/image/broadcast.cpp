@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "agent/command.hpp"
+#include "agent/image/elapsed.hpp"
 #include "agent/image/registry_digest.hpp"
 
 namespace trellis::agent {
@@ -21,8 +22,6 @@ namespace trellis::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // What `trellis-agent import` printed: "KEY VALUE" lines.
 std::string printed(const std::string& out, const std::string& key) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/command.hpp"
+#include "agent/image/elapsed.hpp"
 #include "agent/files.hpp"
 #include "agent/image/broadcast.hpp"
 #include "agent/image/cache_entry.hpp"
@@ -42,8 +43,6 @@ SkopeoScratch scratch_for(const CheckedImage& image, const std::string& tmpdir, 
     }
     return scratch;
 }
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // "1.23 s": progress lines are read by people.
 std::string in_seconds(double seconds) {
