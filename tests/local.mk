@@ -26,7 +26,7 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 	tests/perf/gpu_vs_pytorch tests/perf/pytorch_resnet_gpu.py \
 	tests/perf/time_to_accuracy tests/perf/pytorch_fashion_mnist.py tests/perf/data_vs_pytorch tests/perf/pytorch_data.py \
 	tests/perf/fashion_mnist_srun tests/perf/models_vs_pytorch tests/perf/pytorch_zoo.py tests/perf/comm_bound_models \
-	tests/perf/shaped_network tests/perf/budget.sh tests/perf/sgemm_peak.py
+	tests/perf/shaped_network tests/perf/budget.sh tests/perf/sgemm_peak.py tests/perf/rank_scaling
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
@@ -36,8 +36,11 @@ perf: all
 # bf16 against a parameter server (a few minutes); ResNet-50 on the shaped network, 1 to 4
 # nodes, both profiles (about 10 minutes); the per-model table with oneDNN capped at AVX2 on an
 # AVX-512 CPU (about 7 minutes); a 1 GiB image's start through Apptainer against trellis's own
-# squashfs path (about a minute, with the Debian 13 root that has Apptainer).
+# squashfs path (about a minute, with the Debian 13 root that has Apptainer); 64, 256 and 512 ranks
+# of trellis-bench on this machine, what each holds and how long the job lasts (a minute; with
+# TRELLIS_BEFORE_BENCH an older build's beside it, minutes more).
 perf-long: all
+	$(srcdir)/tests/perf/rank_scaling '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/models_vs_pytorch '$(abs_top_builddir)' '$(abs_top_srcdir)' avx2
 	$(srcdir)/tests/perf/time_to_accuracy '$(abs_top_builddir)' '$(abs_top_srcdir)' long
 	$(srcdir)/tests/perf/fashion_mnist_srun '$(abs_top_builddir)' '$(abs_top_srcdir)'

@@ -62,7 +62,7 @@ CHECKPOINT_LIBS = trainer/libtrellis-checkpoint.la $(NN_LIBS) $(DATA_LIBS)
 noinst_LTLIBRARIES += trainer/libtrellis-comm.la
 trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/allreduce.cpp trainer/comm/allreduce.hpp \
-	trainer/comm/barrier.cpp trainer/comm/barrier.hpp \
+	trainer/comm/barrier.cpp trainer/comm/barrier.hpp trainer/comm/binomial_tree.hpp \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp trainer/comm/comm_stats.hpp trainer/comm/gradient_buckets.hpp \
@@ -77,7 +77,9 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/shared_memory_transport.cpp trainer/comm/shared_memory_transport.hpp \
 	trainer/comm/shm_mailbox.cpp trainer/comm/shm_mailbox.hpp \
 	trainer/comm/socket.cpp trainer/comm/socket.hpp \
-	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp \
+	trainer/comm/tcp_links.cpp trainer/comm/tcp_links.hpp \
+	trainer/comm/tcp_transport.cpp trainer/comm/tcp_transport.hpp trainer/comm/tcp_watch.cpp \
+	trainer/comm/watch_graph.cpp trainer/comm/watch_graph.hpp \
 	trainer/comm/transport.hpp \
 	trainer/comm/verbs_device.cpp trainer/comm/verbs_device.hpp \
 	trainer/comm/verbs_resources.hpp \

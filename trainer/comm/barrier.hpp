@@ -8,9 +8,8 @@
 
 namespace trellis::comm {
 
-// The dissemination barrier: in round k each rank signals the rank 2^k ahead and waits for
-// the one 2^k behind; after ceil(log2 n) rounds every rank has heard, directly or not, from
-// all the others.
+// Up the binomial tree (a rank signals its parent once its whole subtree has entered) and down
+// again: 2 ceil(log2 n) steps, each rank talking only to the partners of halving-doubling.
 void barrier(Transport& transport);
 
 }  // namespace trellis::comm

@@ -2,22 +2,24 @@
 
 #include <vector>
 
+#include "trainer/comm/binomial_tree.hpp"
 #include "trainer/comm/group_transport.hpp"
 
 namespace trellis::comm {
 
 namespace {
 
-// Rank 0 of `transport` sends to each of the others.
-void send_to_each(Transport& transport, std::span<std::byte> data) {
-    if (transport.rank() != 0) {
-        auto receive = Transfer::recv(0, data.data(), data.size_bytes());
+// Rank 0 of `transport` to the others down the binomial tree: each rank receives the data once
+// and passes it to its children, so that no rank talks to more than log2 n others.
+void down_the_tree(Transport& transport, std::span<std::byte> data) {
+    BinomialTree tree{transport.rank(), transport.size()};
+    if (tree.rank != 0) {
+        auto receive = Transfer::recv(tree.parent(), data.data(), data.size_bytes());
         transport.exchange({&receive, 1});
-        return;
     }
     std::vector<Transfer> sends;
-    for (int r = 1; r < transport.size(); ++r) sends.push_back(Transfer::send(r, data.data(), data.size_bytes()));
-    transport.exchange(sends);
+    for (int child : tree.children()) sends.push_back(Transfer::send(child, data.data(), data.size_bytes()));
+    if (!sends.empty()) transport.exchange(sends);
 }
 
 }  // namespace
@@ -28,7 +30,7 @@ void broadcast_from_root(Transport& transport, std::span<std::byte> data) {
     // it on inside its node. The network then carries the data once per node, not once per rank.
     NodeGroups groups(transport);
     if (groups.nodes.size() < 2 || groups.nodes.size() == std::size_t(transport.size())) {
-        send_to_each(transport, data);
+        down_the_tree(transport, data);
         return;
     }
     // Nodes are in the order of their first rank, so rank 0 leads the first node.
@@ -37,11 +39,11 @@ void broadcast_from_root(Transport& transport, std::span<std::byte> data) {
         std::vector<int> leaders;
         for (const auto& n : groups.nodes) leaders.push_back(n.front());
         GroupTransport across(transport, leaders);
-        send_to_each(across, data);
+        down_the_tree(across, data);
     }
     if (node.size() > 1) {
         GroupTransport inside(transport, node);
-        send_to_each(inside, data);
+        down_the_tree(inside, data);
     }
 }
 

@@ -169,9 +169,10 @@ void SharedMemoryTransport::exchange(std::span<const Transfer> transfers) {
     for (const auto& t : transfers) {
         if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
             throw UsageError("shm: transfer with rank " + std::to_string(t.peer) + " from rank " + std::to_string(rank_));
-        if (same_node(t.peer))
+        if (same_node(t.peer)) {
+            tcp_->link(t.peer);  // its heartbeats and goodbye say whether it is still there
             local.push_back({&t});
-        else
+        } else
             remote.push_back(t);
     }
     if (local.empty()) return tcp_->exchange(remote);
@@ -235,7 +236,10 @@ std::size_t SharedMemoryTransport::exchange_first(std::span<const Transfer> rece
     auto last_progress = Clock::now();
     std::vector<Pending> waiting;
     for (const auto& r : receives)
-        if (same_node(r.peer)) waiting.push_back({&r});
+        if (same_node(r.peer)) {
+            tcp_->link(r.peer);
+            waiting.push_back({&r});
+        }
     while (true) {
         auto seen = own_->doorbell();
         for (std::size_t i = 0; i < receives.size(); ++i)

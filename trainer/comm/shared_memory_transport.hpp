@@ -4,9 +4,9 @@
 // running at once, with no system call but a futex wake per pass. The ranks of a node are those
 // whose wireup names the same host and whose kernels have the same boot id.
 //
-// The TCP mesh is made as for the TCP transport, for the ranks elsewhere and for every rank's
-// failure notices and heartbeats: a rank that dies is named by the others within moments
-// whether it shared their node or not.
+// The TCP transport carries the messages to ranks elsewhere and every rank's failure notices
+// and heartbeats: a rank links over TCP to each peer it exchanges with, on its node or not, so
+// that a rank that dies is named by the others within moments whether it shared their node or not.
 #pragma once
 
 #include <memory>

@@ -174,6 +174,25 @@ Socket connect_to(const std::string& host, std::uint16_t port, Clock::time_point
     }
 }
 
+Socket start_connect(const std::string& address, std::uint16_t port) {
+    auto to = ipv4(address, port);
+    Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!socket.valid())
+        throw CommError(std::string("socket: ") + std::strerror(errno) +
+                        (errno == EMFILE ? " (raise ulimit -n)" : ""));
+    if (::connect(socket.fd(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)
+        throw CommError("cannot connect to " + address + ":" + std::to_string(port) + ": " + std::strerror(errno));
+    socket.tune_for_bulk();
+    return socket;
+}
+
+int connect_error(const Socket& socket) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errno;
+    return error;
+}
+
 Listener::Listener(const std::string& address, std::uint16_t port) {
     socket_ = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int one = 1;
@@ -198,6 +217,21 @@ Socket Listener::accept(Clock::time_point deadline, const std::string& what) {
             return socket;
         }
         if (errno != EINTR && errno != ECONNABORTED) throw CommError(what + ": accept: " + std::strerror(errno));
+    }
+}
+
+Socket Listener::accept_waiting() {
+    socket_.set_nonblocking();  // a caller that gave up between poll and accept must not block us
+    while (true) {
+        int fd = ::accept4(socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            Socket socket(fd);
+            socket.tune_for_bulk();
+            return socket;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Socket();
+        if (errno != EINTR && errno != ECONNABORTED)
+            throw CommError(std::string("accept: ") + std::strerror(errno) + (errno == EMFILE ? " (raise ulimit -n)" : ""));
     }
 }
 

@@ -51,12 +51,20 @@ std::string resolve_ipv4(const std::string& host);
 // Connects to host:port, retrying until the deadline (the listener may not be up yet).
 Socket connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline);
 
+// Starts connecting a non-blocking socket to address:port (IPv4, dotted): writable once done,
+// when connect_error says how it went (0, or an errno). Throws CommError when it cannot start.
+Socket start_connect(const std::string& address, std::uint16_t port);
+int connect_error(const Socket& socket);
+
 class Listener {
 public:
     // Binds address:port (port 0: any free port) and listens.
     Listener(const std::string& address, std::uint16_t port);
     std::uint16_t port() const { return port_; }
+    int fd() const { return socket_.fd(); }
     Socket accept(Clock::time_point deadline, const std::string& what);
+    // A waiting connection, non-blocking, or an invalid Socket when none is waiting.
+    Socket accept_waiting();
 
 private:
     Socket socket_;

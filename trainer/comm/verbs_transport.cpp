@@ -109,7 +109,7 @@ void VerbsTransport::connect(Wireup&) {
         info.lid = endpoint_.lid;
         std::memcpy(info.gid, endpoint_.gid.raw, 16);
     }
-    // Queue-pair numbers and addresses over the TCP mesh.
+    // Queue-pair numbers and addresses over TCP.
     std::vector<Transfer> swap;
     for (int r = 0; r < size_; ++r)
         if (r != rank_) {

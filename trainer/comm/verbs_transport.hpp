@@ -3,8 +3,8 @@
 // receiver tells the sender where its buffer is (a small SEND: address, rkey, length), the
 // sender writes the data there with RDMA WRITE, the last piece WITH IMMEDIATE so that the
 // receiver's completion says the message is in. Queue-pair numbers, LIDs and GIDs are
-// exchanged over a TCP mesh, which then also carries failure notices: a dead peer is seen
-// there within moments, as with the TCP transport.
+// exchanged over the TCP transport (with every peer: a queue pair per peer is made at the
+// start), which then also carries failure notices: a dead peer is seen there within moments.
 #pragma once
 
 #include <infiniband/verbs.h>
