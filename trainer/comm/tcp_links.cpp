@@ -94,10 +94,13 @@ bool TcpLinks::dial_control(int peer, Clock::time_point deadline, const std::fun
     std::uint8_t answer = refused;
     const auto& host = endpoint(peer).host;
     if (!wait_for(socket, POLLIN, deadline, check)) throw PeerFailure(peer, host, "did not answer this rank's call in time");
-    if (::recv(socket.fd(), &answer, 1, MSG_DONTWAIT) != 1)
-        throw PeerFailure(peer, host, "exited or was killed (it closed the connection this rank was making)");
-    if (answer != accepted) return false;
+    bool answered = ::recv(socket.fd(), &answer, 1, MSG_DONTWAIT) == 1;
     std::lock_guard lock(mutex_);
+    // A peer whose own dial this rank took may have finished with the link, and ended, before
+    // answering this one.
+    if (!answered && links_[std::size_t(peer)].state == State::dialing)
+        throw PeerFailure(peer, host, "exited or was killed (it closed the connection this rank was making)");
+    if (!answered || answer != accepted) return false;
     links_[std::size_t(peer)].control = std::move(socket);
     changed_.notify_all();
     return true;
