@@ -4,6 +4,7 @@ dist_studies_python_predict_DATA = \
 	studies/trellis_studies/predict/__init__.py \
 	studies/trellis_studies/predict/cluster.py \
 	studies/trellis_studies/predict/command.py \
+	studies/trellis_studies/predict/connection_setup.py \
 	studies/trellis_studies/predict/image_spread.py \
 	studies/trellis_studies/predict/jsonlines.py \
 	studies/trellis_studies/predict/measured.py \

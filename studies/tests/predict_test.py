@@ -15,6 +15,7 @@ sys.path.insert(0, os.environ.get("TRELLIS_STUDIES_PYTHON") or os.path.join(os.p
 
 from trellis_studies.predict.cluster import Cluster  # noqa: E402
 from trellis_studies.predict.command import main  # noqa: E402
+from trellis_studies.predict.connection_setup import connection_setup  # noqa: E402
 from trellis_studies.predict.image_spread import (  # noqa: E402
     ImageInputs, each_node_imports, one_import_then_sbcast, tree_depth)
 from trellis_studies.predict.jsonlines import InputError  # noqa: E402
@@ -269,6 +270,34 @@ class ImageSpread(unittest.TestCase):
         status, _, err = Command.run_main(self, "--image-bytes", "100M", "--link", "10:1")
         self.assertEqual(status, 2)
         self.assertIn("--image-import-seconds", err)
+
+
+class ConnectionSetup(unittest.TestCase):
+    # The link: alpha 10 us (a round trip 20 us), 1 GB/s; 2 streams a link.
+    def test_by_hand_at_1024_ranks(self):
+        setup = connection_setup(1024, NETWORK["link"])
+        trip, depth, table = 20 * US, 10, 1024 * 40 / 1e9
+        rendezvous = 1023 * 2 * trip + depth * (2 * trip + table) + 2 * depth * (trip + table)
+        self.assertAlmostEqual(setup.rendezvous_seconds, rendezvous)
+        self.assertAlmostEqual(setup.links_seconds, 11 * 4 * trip)  # 11 watch peers, 4 round trips each
+        self.assertEqual(setup.descriptors, 11 * 3 + 11)
+        self.assertAlmostEqual(setup.mesh_seconds, 1023 * trip + 1024 * table + 1023 * 3 * trip)
+        self.assertEqual(setup.mesh_descriptors, 1023 * 3 + 1)
+        self.assertEqual(connection_setup(1, NETWORK["link"]).seconds, 0)
+
+    def test_the_table_shows_it_from_1024_ranks(self):
+        argv = ["--step-seconds", "0.2", "--batch-size", "32", "--gradient-bytes", "100000000", "--link", "10:1",
+                "--shm", "1:10", "--strategies", "ring", "--ranks-per-node", "8"]
+        _, small, _ = Command.run_main(self, *argv, "--nodes", "2,4")
+        self.assertNotIn("connection set-up", small)
+        _, large, _ = Command.run_main(self, *argv, "--nodes", "4,128")
+        self.assertIn("connection set-up before the first step", large)
+        row = next(line for line in large.splitlines() if line.strip().startswith("descriptors a rank"))
+        self.assertEqual(row.split()[-2:], ["44", "(3070)"])
+        self.assertEqual(row.split()[3], "-")  # 32 ranks: not shown
+        _, out, _ = Command.run_main(self, *argv, "--nodes", "128", "--json")
+        self.assertAlmostEqual(json.loads(out)["predictions"][0]["setup_seconds"],
+                               connection_setup(1024, NETWORK["link"]).seconds)
 
 
 class SeedsWorkedExample(unittest.TestCase):

@@ -15,6 +15,7 @@ other's). Communication cannot hide behind more than the step's own compute."""
 from dataclasses import dataclass, field
 
 from trellis_studies.predict.cluster import Cluster
+from trellis_studies.predict.connection_setup import connection_setup
 from trellis_studies.predict.schedules import Strategy
 
 
@@ -41,6 +42,11 @@ class Prediction:
     step_seconds: float = 0.0
     images_per_sec: float = 0.0
     scaling_efficiency: float = 0.0
+    # before the first step (connection_setup.py), and against a full mesh of links
+    setup_seconds: float = 0.0
+    setup_descriptors: int = 0
+    mesh_setup_seconds: float = 0.0
+    mesh_descriptors: int = 0
 
 
 def predict(strategy, cluster: Cluster, inputs: Inputs, network):
@@ -48,6 +54,9 @@ def predict(strategy, cluster: Cluster, inputs: Inputs, network):
     workers = strategy.workers(ranks)
     schedule = strategy.schedule(cluster, inputs.gradient_bytes)
     prediction = Prediction(strategy.label, cluster.nodes, cluster.per_node, ranks, workers, schedule is not None)
+    setup = connection_setup(ranks, network.get("link" if cluster.nodes > 1 else "shm"))
+    prediction.setup_seconds, prediction.setup_descriptors = setup.seconds, setup.descriptors
+    prediction.mesh_setup_seconds, prediction.mesh_descriptors = setup.mesh_seconds, setup.mesh_descriptors
     if schedule is None:
         return prediction
     compute = inputs.alone.get(ranks, inputs.step_seconds)

@@ -2,6 +2,8 @@
 
 from dataclasses import asdict
 
+from trellis_studies.predict.connection_setup import SHOWN_FROM_RANKS
+
 
 def busbw_gbs(size, ranks, seconds):
     """nccl-tests' bus bandwidth, as trellis-bench prints it."""
@@ -46,6 +48,17 @@ def prediction_table(described, network, model, predictions, jobs):
         cells = [f"{p.comm_seconds * 1e3:.1f} ({p.exposed_seconds * 1e3:.1f})" if p.applies else "n/a"
                  for p in predictions if p.strategy == strategy]
         lines.append(f"  {strategy:<{width}}" + "".join(f"{c:>16}" for c in cells))
+    if any(p.ranks >= SHOWN_FROM_RANKS for p in predictions):
+        first = predictions[0].strategy  # the same for every strategy
+        jobs_of_first = [p for p in predictions if p.strategy == first]
+        lines.append(f"connection set-up before the first step, s (a full mesh), jobs of {SHOWN_FROM_RANKS} ranks "
+                     "and more:")
+        lines.append(f"  {'seconds':<{width}}" + "".join(
+            f"{f'{p.setup_seconds:.2f} ({p.mesh_setup_seconds:.1f})' if p.ranks >= SHOWN_FROM_RANKS else '-':>16}"
+            for p in jobs_of_first))
+        lines.append(f"  {'descriptors a rank':<{width}}" + "".join(
+            f"{f'{p.setup_descriptors} ({p.mesh_descriptors})' if p.ranks >= SHOWN_FROM_RANKS else '-':>16}"
+            for p in jobs_of_first))
     lines.append("n/a: the trainer refuses it (halving-doubling: a power-of-two number of ranks; hierarchical: "
                  "several nodes with several ranks each; ps: at least one worker)")
     return "\n".join(lines)
