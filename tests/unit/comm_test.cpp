@@ -1,7 +1,7 @@
 // The communication layer with real TCP connections between ranks running as threads of
 // this process (they meet in memory, so no port is fixed): both allreduce schedules, bucketed
-// gradient averaging, broadcast, the failure notice naming the rank that failed, and the TCP
-// rendezvous itself.
+// gradient averaging, broadcast, the watch graph and the links a rank makes, the failure
+// notice naming the rank that failed, and the TCP rendezvous itself.
 #include "tests/catch.hpp"
 
 #include <arpa/inet.h>
@@ -9,16 +9,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
 #include "common/error.hpp"
+#include "trainer/comm/barrier.hpp"
 #include "trainer/comm/broadcast.hpp"
+#include "trainer/comm/group_transport.hpp"
 #include "trainer/comm/halving_doubling_allreduce.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/rendezvous.hpp"
 #include "trainer/comm/ring_allreduce.hpp"
 #include "trainer/comm/tcp_transport.hpp"
+#include "trainer/comm/watch_graph.hpp"
 #include "tests/unit/ranks_in_threads.hpp"
 
 using namespace trellis::comm;
@@ -124,6 +128,76 @@ TEST_CASE("broadcast gives every rank rank 0's values") {
     });
     for (const auto& r : results)
         for (float v : r) REQUIRE(v == 0.0f);
+}
+
+TEST_CASE("the watch graph: symmetric, joined, and about log2 n peers a rank") {
+    for (int size : {1, 2, 3, 5, 16, 37, 64, 512, 1000}) {
+        INFO(size << " ranks");
+        std::vector<std::vector<int>> peers;
+        std::size_t most = 0;
+        for (int r = 0; r < size; ++r) {
+            peers.push_back(watch_peers(r, size));
+            most = std::max(most, peers.back().size());
+        }
+        int bits = 0;
+        while ((1 << bits) < size) ++bits;
+        CHECK(most <= std::size_t(bits + 1));
+        for (int r = 0; r < size; ++r)
+            for (int p : peers[std::size_t(r)]) {
+                REQUIRE(p != r);
+                REQUIRE(std::count(peers[std::size_t(p)].begin(), peers[std::size_t(p)].end(), r) == 1);
+            }
+        // Joined even without any one rank (a dead one): every other rank is reached from another.
+        for (int dead : {0, size / 2}) {
+            if (size < 3) continue;
+            std::vector<bool> reached(static_cast<std::size_t>(size), false);
+            std::vector<int> queue{dead == 0 ? 1 : 0};
+            reached[std::size_t(queue[0])] = true;
+            while (!queue.empty()) {
+                int r = queue.back();
+                queue.pop_back();
+                for (int p : peers[std::size_t(r)])
+                    if (p != dead && !reached[std::size_t(p)]) queue.push_back(p), reached[std::size_t(p)] = true;
+            }
+            CHECK(std::count(reached.begin(), reached.end(), true) == size - 1);
+        }
+    }
+}
+
+TEST_CASE("a rank links only to its watch peers and the peers its schedules use") {
+    const int ranks = 16;
+    std::vector<int> links(ranks), after_ring(ranks);
+    with_ranks(ranks, [&](int rank, Transport& transport) {
+        auto& tcp = dynamic_cast<TcpTransport&>(transport);
+        std::vector<float> data(5000, 1.0f);
+        // Halving-doubling, the binomial broadcast and the barrier use the watch peers alone.
+        make_allreduce(transport, AllreduceAlgorithm::halving_doubling)->sum(data);
+        broadcast_from_root(transport, data);
+        barrier(transport);
+        links[std::size_t(rank)] = tcp.links();
+        barrier(transport);  // every rank has counted before any dials a new peer
+        // A ring over every other rank links to its new neighbours when it first needs them.
+        std::vector<int> evens;
+        for (int r = 0; r < ranks; r += 2) evens.push_back(r);
+        if (rank % 2 == 0) {
+            GroupTransport group(transport, evens);
+            RingAllreduce(group).sum(data);
+        }
+        after_ring[std::size_t(rank)] = tcp.links();
+    });
+    for (int r = 0; r < ranks; ++r) {
+        INFO("rank " << r);
+        CHECK(links[std::size_t(r)] == int(watch_peers(r, ranks).size()));
+        // Of an even rank's ring neighbours r - 2 and r + 2, one is a bit away from it (the one
+        // reached without a carry) and the other is not: one new link each, odd ranks none.
+        auto watched = watch_peers(r, ranks);
+        int added = 0;
+        if (r % 2 == 0)
+            for (int neighbour : {(r + 2) % ranks, (r + ranks - 2) % ranks})
+                added += std::count(watched.begin(), watched.end(), neighbour) == 0;
+        CHECK(added == (r % 2 == 0 ? 1 : 0));
+        CHECK(after_ring[std::size_t(r)] == links[std::size_t(r)] + added);
+    }
 }
 
 TEST_CASE("a rank that fails is named to the others, who stop instead of hanging") {
