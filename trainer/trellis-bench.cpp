@@ -7,6 +7,14 @@
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/make_transport.hpp"
 
+namespace {
+
+int report_peer_failure(const trellis::comm::PeerFailure& error) {
+    return trellis::report_error("trellis-bench: ", error, error.silent ? " (--comm-timeout)" : "");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace trellis;
     int rank = comm::rank_before_wireup();
@@ -31,15 +39,24 @@ int main(int argc, char** argv) {
         auto transport =
             comm::make_transport(options.transport, *wireup, comm::with_binding(tcp), comm::verbs_options_from_binding);
         if (!transport) throw UsageError("a single process has nobody to talk to: start it on several ranks");
-        switch (options.benchmark) {
-            case bench::Benchmark::p2p: return bench::run_p2p(options, *transport, results);
-            case bench::Benchmark::ps: return bench::run_ps(options, *transport, results);
-            case bench::Benchmark::allreduce: break;
-            case bench::Benchmark::data: break;  // ran above, without a transport
+        auto run = [&] {
+            switch (options.benchmark) {
+                case bench::Benchmark::p2p: return bench::run_p2p(options, *transport, results);
+                case bench::Benchmark::ps: return bench::run_ps(options, *transport, results);
+                case bench::Benchmark::allreduce: break;
+                case bench::Benchmark::data: break;  // ran above, without a transport
+            }
+            return bench::run_allreduce(options, *transport, results);
+        };
+        // A peer's failure is said while the transport still stands: taking down a node's
+        // shared memory (every local rank's mailbox) takes a while on a node of many ranks.
+        try {
+            return run();
+        } catch (const comm::PeerFailure& error) {
+            return report_peer_failure(error);
         }
-        return bench::run_allreduce(options, *transport, results);
     } catch (const comm::PeerFailure& error) {
-        return report_error("trellis-bench: ", error, error.silent ? " (--comm-timeout)" : "");
+        return report_peer_failure(error);
     } catch (const UsageError& error) {
         // A bad command line, or one this number of ranks cannot run, is the same on every
         // rank: rank 0 says it once for the job, the others only exit with its status. What
