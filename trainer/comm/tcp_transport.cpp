@@ -92,14 +92,22 @@ TcpTransport::~TcpTransport() {
 
 void TcpTransport::link(int peer) {
     if (links_.ready(peer)) return;
+    // The watcher may see the control connection before the streams are made: its silence
+    // counts from now, not from the transport's start.
+    auto& heard = peers_[std::size_t(peer)].last_heard;
+    heard = Clock::now().time_since_epoch().count();
     try {
         links_.make(peer, Clock::now() + options_.timeout, [this] { check_peers(); });
     } catch (const PeerFailure& failure) {
         if (failed_) check_peers();
         fail(failure);
+    } catch (const CommError& error) {
+        check_peers();
+        fail(PeerFailure(peer, host_of(peer), error.what()));
     }
+    heard = Clock::now().time_since_epoch().count();
+    welcome(peer);
     // Its control connection is new: the watcher reads it from now on.
-    peers_[std::size_t(peer)].last_heard = Clock::now().time_since_epoch().count();
     std::uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof one);
 }

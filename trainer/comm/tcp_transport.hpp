@@ -75,6 +75,7 @@ private:
     // Keeps the first failure for the main thread, and wakes it.
     void record(std::exception_ptr failure);
     void report(const PeerFailure& failure);  // records it and announces it
+    void welcome(int peer);                   // a new link: the notice announced, if any
     // A peer's connection ended under the main thread: what the watcher makes of it, or that.
     [[noreturn]] void peer_ended(int peer, const std::string& how);
     void stop_watching();
@@ -89,7 +90,8 @@ private:
     std::exception_ptr failure_;
     int news_fd_ = -1;                  // readable once a failure is recorded
     int wake_fd_ = -1;                  // wakes the watcher: a new link, or the end
-    std::mutex control_mutex_;
+    std::mutex control_mutex_;          // one sender on the control connections; notice_
+    std::string notice_;                // what was announced
     std::atomic<bool> stopping_{false};
     std::thread watcher_;
 };

@@ -55,8 +55,10 @@ void TcpTransport::watch() {
                     std::uint64_t count;
                     (void)!::read(wake_fd_, &count, sizeof count);
                 } else if (peer_of[i] == -1) {
-                    if (int peer = links_.greet(fds[i].fd); peer >= 0)
+                    if (int peer = links_.greet(fds[i].fd); peer >= 0) {
                         peers_[std::size_t(peer)].last_heard = Clock::now().time_since_epoch().count();
+                        welcome(peer);
+                    }
                 } else {
                     read_control(peer_of[i], fds[i].fd);
                 }
@@ -68,7 +70,9 @@ void TcpTransport::watch() {
         } catch (const PeerFailure& failure) {
             report(failure);
         } catch (const std::exception& error) {
-            record(std::make_exception_ptr(CommError(std::string("tcp: watching the links: ") + error.what())));
+            // This rank can no longer greet or beat (no descriptors left, say): it is the one
+            // that fails, and says so to the others.
+            report(PeerFailure(rank_, host_of(rank_), std::string("can no longer watch its links: ") + error.what()));
             return;
         }
     }
@@ -115,9 +119,24 @@ void TcpTransport::report(const PeerFailure& failure) {
 }
 
 void TcpTransport::announce(const std::string& notice) {
-    if (announced_.exchange(true)) return;
+    {
+        std::lock_guard lock(control_mutex_);
+        if (announced_) return;
+        notice_ = notice;
+        announced_ = true;
+    }
     for (auto [peer, fd] : links_.controls())
         if (!peers_[std::size_t(peer)].closed) send_control(fd, std::uint32_t(notice.size()), notice);
+}
+
+void TcpTransport::welcome(int peer) {
+    // A link made after the news went out gets it too, so that its peer names the right rank.
+    std::string notice;
+    {
+        std::lock_guard lock(control_mutex_);
+        notice = notice_;
+    }
+    if (!notice.empty()) send_control(links_.control(peer).fd(), std::uint32_t(notice.size()), notice);
 }
 
 void TcpTransport::read_control(int peer, int fd) {
