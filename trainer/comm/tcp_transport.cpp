@@ -99,10 +99,8 @@ void TcpTransport::link(int peer) {
     try {
         links_.make(peer, Clock::now() + options_.timeout, [this] { check_peers(); });
     } catch (const PeerFailure& failure) {
-        if (failed_) check_peers();
-        fail(failure);
+        fail(failure);  // or what the watcher heard first
     } catch (const CommError& error) {
-        check_peers();
         fail(PeerFailure(peer, host_of(peer), error.what()));
     }
     heard = Clock::now().time_since_epoch().count();
