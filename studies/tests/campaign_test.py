@@ -276,6 +276,41 @@ class Command(unittest.TestCase):
             self.assertIn("scaling", output)
 
 
+class BuiltCommands(unittest.TestCase):
+    """The commands as `make` left them in the build tree, run with TRELLIS_STUDIES_PYTHON unset."""
+
+    def setUp(self):
+        build = os.environ.get("TRELLIS_BUILD")
+        if not build:
+            self.skipTest("TRELLIS_BUILD unset: not run by make check, no build tree to run from")
+        self.commands = os.path.join(build, "studies")
+        self.env = {k: v for k, v in os.environ.items() if k != "TRELLIS_STUDIES_PYTHON"}
+
+    def test_help_from_the_build_tree(self):
+        for name in ("trellis-campaign", "trellis-report"):
+            done = subprocess.run([os.path.join(self.commands, name), "--help"], env=self.env,
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn(f"usage: {name}", done.stdout)
+
+    def test_a_closed_pipe_ends_status_quietly(self):
+        with tempfile.TemporaryDirectory() as path:
+            toml = os.path.join(path, "tiny.toml")
+            with open(toml, "w") as stream:
+                stream.write("[run]\nmodel = 'resnet8'\n[matrix]\nnodes = [1, 2]\n")
+            campaign = os.path.join(self.commands, "trellis-campaign")
+            subprocess.run([campaign, "submit", toml, "--dir", os.path.join(path, "c"), "--dry-run"],
+                           env=self.env, check=True, capture_output=True)
+            # The reader is gone before the command writes, as `| grep -q` that has matched.
+            reader, writer = os.pipe()
+            os.close(reader)
+            done = subprocess.run([campaign, "status", os.path.join(path, "c")], env=self.env, stdout=writer,
+                                  stderr=subprocess.PIPE, text=True)
+            os.close(writer)
+            self.assertEqual(done.stderr, "")
+            self.assertEqual(done.returncode, 141)
+
+
 class Resubmission(unittest.TestCase):
     """submit twice, Slurm's answers (sbatch's job ids, squeue's states) given by the test;
     the real ones are tested on the cluster (tests/slurm/train_test.sh)."""

@@ -6,7 +6,8 @@ import os
 
 import trellis_studies
 
-PACKAGE = os.path.dirname(os.path.abspath(trellis_studies.__file__))
+# realpath: a build tree reaches the package through a link, and ".." is taken from its target.
+PACKAGE = os.path.dirname(os.path.realpath(trellis_studies.__file__))
 # In a source tree the first is the studies folder itself (no TOML files): the second is taken.
 FOLDERS = (os.path.join(PACKAGE, "..", "..", "studies"), os.path.join(PACKAGE, "..", "examples"))
 

@@ -38,6 +38,8 @@ def main(argv):
     except UsageError as error:
         print(f"trellis-campaign: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # the reader of the output left: not an error of the campaign (cli.run ends quietly)
     except (StudyError, slurm.SlurmError, OSError) as error:
         print(f"trellis-campaign: {error}", file=sys.stderr)
         return 1
