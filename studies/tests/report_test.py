@@ -207,6 +207,20 @@ class Fixtures(unittest.TestCase):
         self.assertAlmostEqual(float(rows[("resnet8", "allreduce", "4")]["ideal_images_per_sec"]), 400.0, places=9)
         self.assertEqual(rows[("resnet56", "allreduce", "2")]["nodes"], "2")
 
+    def test_cpu_ranks_are_not_called_gpus(self):
+        # Every run here is a CPU run (device "cpu"): the figures speak of ranks.
+        with open(os.path.join(self.out, "index.html"), encoding="utf-8") as stream:
+            page = stream.read()
+        self.assertIn("efficiency against the run on 1 rank of resnet8", page)
+        self.assertIn("efficiency against the run on 2 ranks of resnet56", page)
+        self.assertNotIn("GPU run", page)
+        sys.path.insert(0, STUDIES)
+        from trellis_studies.report.figures.common import rank_word
+        gpu, cpu = ("resnet8", 8, "fp32", "cuda", 32), ("resnet8", 8, "fp32", "cpu", 32)
+        self.assertEqual((rank_word([gpu]), rank_word([gpu], 1), rank_word([cpu]), rank_word([cpu], 1)),
+                         ("GPUs", "GPU", "ranks", "rank"))
+        self.assertEqual(rank_word([gpu, cpu]), "GPUs or CPU ranks")
+
     def test_ps_against_allreduce(self):
         rows = {(row["gpus"], row["strategy"]): row for row in self.figure_rows("ps-vs-allreduce")}
         self.assertEqual(set(rows), {("2", "allreduce"), ("2", "ps 1 server"), ("4", "allreduce")})

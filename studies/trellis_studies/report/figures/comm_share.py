@@ -5,6 +5,7 @@ more than one. A step's time is the global batch over its images/sec."""
 from statistics import mean
 
 from ..figure import Figure, Skipped, legend_text
+from .common import rank_word, setup_key
 
 NAME = "comm-share"
 
@@ -23,7 +24,7 @@ def _shares(run):
 
 
 def build(runs):
-    rows = []
+    rows, words = [], []
     for run in runs:
         if not run.trains:
             continue
@@ -31,6 +32,7 @@ def build(runs):
         if comm:
             rows.append([run.name, str(run.value("model", "?")), run.strategy, str(run.value("transport") or "-"),
                          run.gpus, len(comm), mean(comm), mean(wait) if wait else None])
+            words.append(rank_word([setup_key(run)], run.gpus))
     if not rows:
         return Skipped(NAME, "comm_seconds in their train records (trellis-train with several ranks)")
     columns = ["run", "model", "strategy", "transport", "gpus", "steps", "comm_share", "comm_wait_share"]
@@ -40,7 +42,7 @@ def build(runs):
         positions = range(len(rows))
         axes.barh(list(positions), [row[6] for row in rows], label="communication")
         axes.barh(list(positions), [row[7] or 0 for row in rows], label="waited for after backward")
-        axes.set_yticks(list(positions), [legend_text(f"{row[0]} ({row[4]} GPUs)") for row in rows], fontsize="small")
+        axes.set_yticks(list(positions), [legend_text(f"{row[0]} ({row[4]} {word})") for row, word in zip(rows, words)], fontsize="small")
         axes.invert_yaxis()
         axes.set(xlabel="share of the step time")
         axes.grid(True, axis="x", alpha=0.3)

@@ -22,6 +22,15 @@ def setup_label(key):
     return f"{model} b{batch} {precision} {device}"
 
 
+def rank_word(setups, count=2):
+    """What COUNT ranks that train are called on an axis and in notes: GPUs where every setup ran
+    on one, ranks where none did (a CPU rank is no GPU), both words for a mix."""
+    devices = {key[3] for key in setups}
+    words = ("GPU", "GPUs") if devices == {"cuda"} else ("rank", "ranks") if "cuda" not in devices else \
+        ("GPU or CPU rank", "GPUs or CPU ranks")
+    return words[count != 1]
+
+
 def transport_of(run):
     return str(run.value("transport") or "-")
 

@@ -1,9 +1,10 @@
-"""Parameter server against allreduce, per model: images/sec at each GPU count, bars side by
-side (a parameter-server run is labelled with its number of servers)."""
+"""Parameter server against allreduce, per model: images/sec at each number of ranks that train
+(GPUs on a GPU run), bars side by side (a parameter-server run is labelled with its number of
+servers)."""
 from collections import defaultdict
 
 from ..figure import Figure, Skipped, legend_text
-from .common import averaged, finished, images_per_sec, setup_key, setup_label, transport_of
+from .common import averaged, finished, images_per_sec, rank_word, setup_key, setup_label, transport_of
 
 NAME = "ps-vs-allreduce"
 
@@ -50,7 +51,7 @@ def build(runs):
                 ys = [mine.get((setup, g, variant, transport), (0, 0))[0] for g in gpus]
                 axes.bar(xs, ys, width, label=legend_text(f"{variant} {transport}".replace(" -", "")))
             axes.set_xticks([i + 0.4 - width / 2 for i in range(len(gpus))], [str(g) for g in gpus])
-            axes.set(xlabel="GPUs", ylabel="images/sec", title=legend_text(setup_label(setup)))
+            axes.set(xlabel=rank_word([setup]), ylabel="images/sec", title=legend_text(setup_label(setup)))
             axes.grid(True, axis="y", alpha=0.3)
             axes.legend(fontsize="x-small")
 

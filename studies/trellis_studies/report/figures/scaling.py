@@ -1,11 +1,11 @@
-"""Images/sec and scaling efficiency against GPUs (the ranks that train), one line per model,
-strategy and transport. Efficiency is against the smallest run present of the same model,
-per-rank batch, precision and device: images/sec / (its images/sec per GPU x GPUs). A
-single-process run is the 1-GPU point of every line of its setup."""
+"""Images/sec and scaling efficiency against the ranks that train (GPUs on a GPU run), one line
+per model, strategy and transport. Efficiency is against the smallest run present of the same
+model, per-rank batch, precision and device: images/sec / (its images/sec per rank x ranks). A
+single-process run is the 1-rank point of every line of its setup."""
 from collections import defaultdict
 
 from ..figure import Figure, Skipped, integer_ticks, legend_text
-from .common import averaged, finished, images_per_sec, nodes_of, setup_key, setup_label, transport_of
+from .common import averaged, finished, images_per_sec, nodes_of, rank_word, setup_key, setup_label, transport_of
 
 NAME = "scaling"
 
@@ -47,6 +47,8 @@ def build(runs):
     columns = ["model", "batch_per_rank", "precision", "device", "strategy", "transport", "gpus", "nodes", "runs",
                "images_per_sec", "ideal_images_per_sec", "efficiency", "baseline_gpus"]
 
+    ranks = rank_word(baseline)
+
     def draw(figure):
         speed, efficiency = figure.subplots(1, 2)
         for (setup, strategy, transport) in sorted(lines, key=str):
@@ -61,8 +63,8 @@ def build(runs):
             speed.plot([base_gpus, top], [per_gpu * base_gpus, per_gpu * top], linestyle="--", color="grey",
                        label=legend_text(f"ideal ({setup_label(setup)})"))
         efficiency.axhline(1.0, linestyle="--", color="grey", label="ideal")
-        speed.set(xlabel="GPUs (ranks that train)", ylabel="images/sec", title="throughput")
-        efficiency.set(xlabel="GPUs (ranks that train)", ylabel="scaling efficiency", title="efficiency",
+        speed.set(xlabel=f"{ranks} that train", ylabel="images/sec", title="throughput")
+        efficiency.set(xlabel=f"{ranks} that train", ylabel="scaling efficiency", title="efficiency",
                        ylim=(0, max(1.1, max(row[11] for row in rows) * 1.05)))
         for axes in (speed, efficiency):
             if max(key[3] for key in points) > 2:
@@ -71,5 +73,6 @@ def build(runs):
             axes.grid(True, alpha=0.3)
         speed.legend(fontsize="x-small")
 
-    notes = [f"efficiency against the {gpus}-GPU run of {setup_label(setup)}" for setup, (gpus, _) in sorted(baseline.items(), key=str)]
+    notes = [f"efficiency against the run on {gpus} {rank_word([setup], gpus)} of {setup_label(setup)}"
+             for setup, (gpus, _) in sorted(baseline.items(), key=str)]
     return Figure(NAME, "images/sec and scaling efficiency", columns, rows, draw, notes, size=(11, 4.5))
