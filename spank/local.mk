@@ -1,10 +1,10 @@
-# The pure parts of the plugin (configuration and option parsing), shared with the unit
-# tests and the fuzz target.
-noinst_LTLIBRARIES += spank/libtrellis-spank-config.la
-spank_libtrellis_spank_config_la_SOURCES = \
+# The pure part of the plugin, its option parsing (the configuration is config/), shared with
+# the unit tests and the fuzz target.
+noinst_LTLIBRARIES += spank/libtrellis-spank-options.la
+spank_libtrellis_spank_options_la_SOURCES = \
 	spank/options.cpp spank/options.hpp
-spank_libtrellis_spank_config_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS)
-spank_libtrellis_spank_config_la_LIBADD = agent/libtrellis-agent.la
+spank_libtrellis_spank_options_la_CPPFLAGS = $(AM_CPPFLAGS) $(TOMLPP_CFLAGS)
+spank_libtrellis_spank_options_la_LIBADD = agent/libtrellis-agent.la
 
 # spank_trellis.so, loaded by srun, sbatch, salloc and slurmstepd. Slurm's own symbols
 # (slurm_error, spank_*) come from the process that loads it, so libslurm is not linked.
@@ -28,7 +28,7 @@ spank_spank_trellis_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/spank/exports.map
 EXTRA_spank_spank_trellis_la_DEPENDENCIES = spank/exports.map
 EXTRA_DIST += spank/exports.map
-spank_spank_trellis_la_LIBADD = spank/libtrellis-spank-config.la
+spank_spank_trellis_la_LIBADD = spank/libtrellis-spank-options.la
 
 # Slurm loads the .so by name; the libtool archive beside it is of no use there.
 install-data-hook:
@@ -52,9 +52,9 @@ etc/plugstack.conf.d/trellis.conf: $(srcdir)/etc/plugstack.conf.d/trellis.conf.i
 unit_tests += tests/unit/config_test tests/unit/spank_options_test
 tests_unit_config_test_SOURCES = tests/unit/config_test.cpp
 tests_unit_config_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+tests_unit_config_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-options.la
 tests_unit_spank_options_test_SOURCES = tests/unit/spank_options_test.cpp
 tests_unit_spank_options_test_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-config.la
+tests_unit_spank_options_test_LDADD = $(UNIT_LDADD) spank/libtrellis-spank-options.la
 TESTS += tests/plugin_exports_test.sh
 EXTRA_DIST += tests/plugin_exports_test.sh
