@@ -3,19 +3,19 @@
 #include "common/error.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-TensorSpec Relu::setup(const TensorSpec& input, bool) {
+nn::TensorSpec Relu::setup(const nn::TensorSpec& input, bool) {
     shape_ = input.shape;
     type_ = type_of(input);
     return input;
 }
 
-tensor::Tensor Relu::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor Relu::forward(const tensor::Tensor& input, nn::Mode mode) {
     auto timed = context_.profile().time("element-wise", context_.stream());
     auto output = context_.allocate(shape_, type_);
     kernels::relu(input.data(), output.data(), type_, std::size_t(shape_.elements()), context_.stream());
-    if (mode == Mode::train) output_ = output;
+    if (mode == nn::Mode::train) output_ = output;
     return output;
 }
 
@@ -28,7 +28,7 @@ tensor::Tensor Relu::backward(const tensor::Tensor& output_grad) {
     return grad;
 }
 
-TensorSpec Dropout::setup(const TensorSpec& input, bool input_grad) {
+nn::TensorSpec Dropout::setup(const nn::TensorSpec& input, bool input_grad) {
     if (type_of(input) != tensor::DType::f32)
         throw UsageError(name_ + ": dropout takes the f32 N x F matrix of the head, got " + input.shape.str());
     return nn::Dropout::setup(input, input_grad);
@@ -41,4 +41,4 @@ tensor::Tensor Dropout::masked(const tensor::Tensor& in, std::uint64_t key, std:
     return out;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -5,16 +5,16 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/dropout.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class Relu : public Layer {
+class Relu : public nn::Layer {
 public:
     Relu(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
@@ -28,10 +28,10 @@ private:
 // On the f32 N x F matrices of the head (nn/dropout.hpp has the rest).
 class Dropout : public nn::Dropout {
 public:
-    Dropout(CudaContext& context, std::string name, float keep, const DropoutDraw& draw)
+    Dropout(CudaContext& context, std::string name, float keep, const nn::DropoutDraw& draw)
         : nn::Dropout(std::move(name), keep, draw), context_(context) {}
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
 
 protected:
     tensor::Tensor masked(const tensor::Tensor& in, std::uint64_t key, std::uint64_t threshold,
@@ -41,4 +41,4 @@ private:
     CudaContext& context_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

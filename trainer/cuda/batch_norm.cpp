@@ -2,12 +2,12 @@
 
 #include <cstdio>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-BatchNorm::BatchNorm(CudaContext& context, const BatchNormSpec& spec, bool joined)
+BatchNorm::BatchNorm(CudaContext& context, const nn::BatchNormSpec& spec, bool joined)
     : context_(context), parameters_(spec), name_(parameters_.spec.name), relu_(spec.relu), joined_(joined) {
     check(cudnnCreateTensorDescriptor(&channel_desc_), "cudnnCreateTensorDescriptor");
     check(cudnnCreateActivationDescriptor(&relu_desc_), "cudnnCreateActivationDescriptor");
@@ -22,7 +22,7 @@ BatchNorm::~BatchNorm() {
     cudnnDestroyActivationDescriptor(relu_desc_);
 }
 
-TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
+nn::TensorSpec BatchNorm::setup(const nn::TensorSpec& input, bool) {
     shape_ = input.shape;
     parameters_.check_input(shape_);
     type_ = type_of(input);
@@ -44,9 +44,9 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     return input;
 }
 
-tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, nn::Mode mode) {
     auto timed = context_.profile().time("batch norm forward", context_.stream());
-    if (mode == Mode::eval) {
+    if (mode == nn::Mode::eval) {
         auto output = inference(input);
         if (relu_) apply_relu(output);
         return output;
@@ -58,10 +58,10 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
     return output;
 }
 
-tensor::Tensor BatchNorm::forward_joined(const tensor::Tensor& input, const tensor::Tensor& addend, Mode mode) {
+tensor::Tensor BatchNorm::forward_joined(const tensor::Tensor& input, const tensor::Tensor& addend, nn::Mode mode) {
     auto timed = context_.profile().time("batch norm forward", context_.stream());
     auto n = std::size_t(shape_.elements());
-    if (mode == Mode::eval) {
+    if (mode == nn::Mode::eval) {
         auto output = inference(input);
         kernels::add_relu(output.data(), addend.data(), output.data(), type_, n, context_.stream());
         return output;
@@ -179,7 +179,7 @@ tensor::Tensor BatchNorm::backward(const tensor::Tensor& output_grad) {
     return input_grad;
 }
 
-NormalizedJoin::Gradients BatchNorm::backward_joined(const tensor::Tensor& output_grad) {
+nn::NormalizedJoin::Gradients BatchNorm::backward_joined(const tensor::Tensor& output_grad) {
     auto timed = context_.profile().time("batch norm backward", context_.stream());
     // The shortcut's gradient is the ReLU's backward, which the norm's backward also starts from.
     auto addend_grad = context_.allocate(shape_, type_);
@@ -237,4 +237,4 @@ cudnnStatus_t BatchNorm::run_backward(const tensor::Tensor& norm_grad, const ten
         reserve_bytes);
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -11,26 +11,26 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/layer_parameters.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class BatchNorm : public Layer {
+class BatchNorm : public nn::Layer {
 public:
     // `joined`: the last norm of a residual branch, run by forward_joined and backward_joined.
-    BatchNorm(CudaContext& context, const BatchNormSpec& spec, bool joined = false);
+    BatchNorm(CudaContext& context, const nn::BatchNormSpec& spec, bool joined = false);
     ~BatchNorm() override;
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override { parameters_.collect(store); }
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    void collect(nn::ParameterStore& store) override { parameters_.collect(store); }
     void initialize(std::mt19937_64&) override { parameters_.initialize(); }
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
     // y = relu(norm(input) + addend), the end of a residual block.
-    tensor::Tensor forward_joined(const tensor::Tensor& input, const tensor::Tensor& addend, Mode mode);
+    tensor::Tensor forward_joined(const tensor::Tensor& input, const tensor::Tensor& addend, nn::Mode mode);
     // The gradients of the input and of the addend.
-    NormalizedJoin::Gradients backward_joined(const tensor::Tensor& output_grad);
+    nn::NormalizedJoin::Gradients backward_joined(const tensor::Tensor& output_grad);
 
 private:
     // The cuDNN operations of the kernels in use.
@@ -52,7 +52,7 @@ private:
     void apply_relu(const tensor::Tensor& output);
 
     CudaContext& context_;
-    BatchNormParameters parameters_;
+    nn::BatchNormParameters parameters_;
     const std::string& name_;
     bool relu_;
     tensor::Tensor ones_, scale_grad_;  // gamma and its gradient without a learnt scale
@@ -70,4 +70,4 @@ private:
     tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

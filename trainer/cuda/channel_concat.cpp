@@ -1,12 +1,12 @@
 #include "trainer/cuda/channel_concat.hpp"
 
 #include "common/error.hpp"
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-TensorSpec ChannelConcat::setup(const std::vector<TensorSpec>& branches) {
+nn::TensorSpec ChannelConcat::setup(const std::vector<nn::TensorSpec>& branches) {
     const auto& first = branches.front().shape;
     type_ = type_of(branches.front());
     std::int64_t channels = 0;
@@ -59,4 +59,4 @@ void ChannelConcat::accumulate(tensor::Tensor& target, const tensor::Tensor& add
     kernels::accumulate(target.data(), addend.data(), type_, std::size_t(target.shape().elements()), context_.stream());
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -5,15 +5,15 @@
 #include <vector>
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class ChannelConcat : public nn::ChannelConcat {
 public:
     ChannelConcat(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
 
-    TensorSpec setup(const std::vector<TensorSpec>& branches) override;
+    nn::TensorSpec setup(const std::vector<nn::TensorSpec>& branches) override;
     tensor::Tensor forward(const std::vector<tensor::Tensor>& branches) override;
     std::vector<tensor::Tensor> backward(const tensor::Tensor& output_grad) override;
     void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) override;
@@ -32,4 +32,4 @@ private:
     std::vector<std::int64_t> offsets_;  // each branch's first channel
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

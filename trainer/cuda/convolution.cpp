@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/gpu/algorithm_choice.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 
@@ -94,7 +94,7 @@ std::size_t Convolution::workspace(const char* direction, const char* what, Quer
     return bytes;
 }
 
-Convolution::Convolution(CudaContext& context, const ConvolutionSpec& spec)
+Convolution::Convolution(CudaContext& context, const nn::ConvolutionSpec& spec)
     : context_(context), parameters_(spec), spec_(parameters_.spec) {
     check(cudnnCreateFilterDescriptor(&w_desc_), "cudnnCreateFilterDescriptor");
     check(cudnnCreateConvolutionDescriptor(&conv_desc_), "cudnnCreateConvolutionDescriptor");
@@ -105,12 +105,12 @@ Convolution::~Convolution() {
     cudnnDestroyConvolutionDescriptor(conv_desc_);
 }
 
-void Convolution::collect(ParameterStore& store) {
+void Convolution::collect(nn::ParameterStore& store) {
     parameters_.collect(store);
     context_.parameters().hold_as_ohwi(parameters_.weight);
 }
 
-TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
+nn::TensorSpec Convolution::setup(const nn::TensorSpec& input, bool input_grad) {
     input_grad_ = input_grad;
     output_shape_ = parameters_.output_shape(input.shape);
     input_shape_ = input.shape;
@@ -173,7 +173,7 @@ const void* Convolution::weights() const {
     return conv_type_ == type_ ? params.low_value(parameters_.weight) : params.value(parameters_.weight);
 }
 
-tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
+tensor::Tensor Convolution::forward(const tensor::Tensor& given, nn::Mode mode) {
     auto timed = context_.profile().time("convolution forward", context_.stream());
     try {
         return convolve(given, mode);
@@ -183,7 +183,7 @@ tensor::Tensor Convolution::forward(const tensor::Tensor& given, Mode mode) {
     return convolve(given, mode);
 }
 
-tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
+tensor::Tensor Convolution::convolve(const tensor::Tensor& given, nn::Mode mode) {
     auto& params = context_.parameters();
     auto padded = end_padding_.needed() ? end_padding_.pad(context_, given, type_, 0.0f) : given;
     auto input = in_conv_type(padded);
@@ -206,7 +206,7 @@ tensor::Tensor Convolution::convolve(const tensor::Tensor& given, Mode mode) {
     if (spec_.bias)
         kernels::add_channel_bias(output.data(), conv_type_, params.value(parameters_.bias), output_rows(),
                                   spec_.out_channels, context_.stream());
-    if (mode == Mode::train) input_ = input;
+    if (mode == nn::Mode::train) input_ = input;
     return in_type(output, type_);
 }
 
@@ -280,4 +280,4 @@ tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_gr
     return input_grad;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

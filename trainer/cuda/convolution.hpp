@@ -7,20 +7,20 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/layer_parameters.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 #include "trainer/cuda/end_padding.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class Convolution : public Layer {
+class Convolution : public nn::Layer {
 public:
-    Convolution(CudaContext& context, const ConvolutionSpec& spec);
+    Convolution(CudaContext& context, const nn::ConvolutionSpec& spec);
     ~Convolution() override;
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    void collect(nn::ParameterStore& store) override;
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     double multiply_accumulates() const override { return parameters_.multiply_accumulates(output_shape_); }
 
@@ -28,7 +28,7 @@ private:
     // Descriptors and math for computing in `type`: the network's, or f32 where cuDNN refused it.
     void describe(tensor::DType type);
     bool fall_back_to_f32(const std::string& refused);
-    tensor::Tensor convolve(const tensor::Tensor& input, Mode mode);
+    tensor::Tensor convolve(const tensor::Tensor& input, nn::Mode mode);
     tensor::Tensor backward_in_conv_type(const tensor::Tensor& output_grad);
     tensor::Tensor in_conv_type(const tensor::Tensor& t);
     tensor::Tensor in_type(const tensor::Tensor& t, tensor::DType type);
@@ -43,11 +43,11 @@ private:
     std::size_t workspace(const char* direction, const char* what, Query query);
 
     CudaContext& context_;
-    ConvolutionWeight parameters_;
-    const ConvolutionSpec& spec_;
+    nn::ConvolutionWeight parameters_;
+    const nn::ConvolutionSpec& spec_;
     bool input_grad_ = false;
     EndPadding end_padding_;
-    Window window_;  // what cuDNN runs: the spec's, its padding worked out for the input
+    nn::Window window_;  // what cuDNN runs: the spec's, its padding worked out for the input
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;       // of the activations in and out
     tensor::DType conv_type_ = tensor::DType::f32;  // what cuDNN computes in
@@ -58,4 +58,4 @@ private:
     tensor::Tensor input_;  // kept for the weight gradient
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

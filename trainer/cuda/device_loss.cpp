@@ -3,10 +3,10 @@
 #include <cstring>
 #include <string>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 CudaDeviceLoss::CudaDeviceLoss(CudaContext& context) : context_(context) {
     check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
@@ -32,7 +32,7 @@ void CudaDeviceLoss::reserve(int rows) {
 }
 
 tensor::Tensor CudaDeviceLoss::start(const tensor::Tensor& logits, std::span<const int> labels, int count,
-                                     const SoftmaxCrossEntropy& loss, bool gradient) {
+                                     const nn::SoftmaxCrossEntropy& loss, bool gradient) {
     auto timed = context_.profile().time("loss", context_.stream());
     const int classes = int(logits.shape()[1]);
     for (int r = 0; r < count; ++r)
@@ -61,9 +61,9 @@ tensor::Tensor CudaDeviceLoss::start(const tensor::Tensor& logits, std::span<con
     return grad;
 }
 
-LossResult CudaDeviceLoss::finish() {
+nn::LossResult CudaDeviceLoss::finish() {
     context_.wait(done_, "waiting for the loss");
-    LossResult result;
+    nn::LossResult result;
     for (int r = 0; r < rows_; ++r) {
         result.loss += double(host_losses_[r]) / rows_;
         result.top1_hits += host_higher_[r] < 1;
@@ -72,4 +72,4 @@ LossResult CudaDeviceLoss::finish() {
     return result;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

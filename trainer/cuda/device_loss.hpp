@@ -6,18 +6,18 @@
 #include <vector>
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class CudaDeviceLoss : public DeviceLoss {
+class CudaDeviceLoss : public nn::DeviceLoss {
 public:
     explicit CudaDeviceLoss(CudaContext& context);
     ~CudaDeviceLoss() override;
 
     tensor::Tensor start(const tensor::Tensor& logits, std::span<const int> labels, int count,
-                         const SoftmaxCrossEntropy& loss, bool gradient) override;
-    LossResult finish() override;
+                         const nn::SoftmaxCrossEntropy& loss, bool gradient) override;
+    nn::LossResult finish() override;
 
 private:
     void reserve(int rows);
@@ -31,4 +31,4 @@ private:
     cudaEvent_t done_ = nullptr;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/optim/lars.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 
@@ -30,7 +30,7 @@ T* uploaded(const std::vector<T>& host, const char* what, cudaStream_t stream) {
 
 }  // namespace
 
-DeviceOptimizer::DeviceOptimizer(const optim::OptimizerConfig& config, ParameterStore& store, CudaContext& context)
+DeviceOptimizer::DeviceOptimizer(const optim::OptimizerConfig& config, nn::ParameterStore& store, CudaContext& context)
     : Optimizer(config, store), context_(context), kind_(kind_of(config.kind)) {
     // The table holds the device's offsets (each parameter padded to its alignment): the
     // kernel runs over the device's arrays, gaps included.
@@ -39,7 +39,7 @@ DeviceOptimizer::DeviceOptimizer(const optim::OptimizerConfig& config, Parameter
         const auto* p = store.learned()[i];
         offsets_.push_back(std::int64_t(layout.device_start(i)));
         decay_.push_back(decay_of(*p));
-        is_weight_.push_back(p->kind == ParameterKind::weight);
+        is_weight_.push_back(p->kind == nn::ParameterKind::weight);
     }
     offsets_.push_back(std::int64_t(layout.device_size()));
     lr_factor_.assign(decay_.size(), 1.0f);
@@ -119,4 +119,4 @@ std::vector<optim::StateSlot> DeviceOptimizer::state() {
     return {{"mean_square", &host_mean_square_}, {"momentum", &host_velocity_}};
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -7,15 +7,15 @@
 
 #include <vector>
 
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/optim/optimizer.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class DeviceOptimizer : public optim::Optimizer {
 public:
-    DeviceOptimizer(const optim::OptimizerConfig& config, ParameterStore& store, CudaContext& context);
+    DeviceOptimizer(const optim::OptimizerConfig& config, nn::ParameterStore& store, CudaContext& context);
     ~DeviceOptimizer() override;
 
     std::string name() const override;
@@ -43,4 +43,4 @@ private:
     const int* skip_when_set_ = nullptr;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

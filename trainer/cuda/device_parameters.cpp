@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/device_pool.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 DeviceParameters::~DeviceParameters() {
     if (staging_pinned_) cudaFreeHost(staging_);
@@ -15,11 +15,11 @@ DeviceParameters::~DeviceParameters() {
         if (p) cudaFree(p);
 }
 
-void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream) {
+void DeviceParameters::bind(nn::ParameterStore& store, tensor::DType low_type, cudaStream_t stream) {
     store_ = &store;
     stream_ = stream;
     low_type_ = low_type;
-    auto layout = [](const std::vector<Parameter*>& parameters) {
+    auto layout = [](const std::vector<nn::Parameter*>& parameters) {
         std::vector<std::size_t> sizes;
         for (const auto* p : parameters) sizes.push_back(std::size_t(p->elements()));
         return gpu::PaddedLayout(sizes);
@@ -53,27 +53,27 @@ void DeviceParameters::bind(ParameterStore& store, tensor::DType low_type, cudaS
     upload_values();
 }
 
-std::size_t DeviceParameters::host_offset_of(const Parameter& p) const {
+std::size_t DeviceParameters::host_offset_of(const nn::Parameter& p) const {
     auto base = p.learned() ? store_->values().data() : store_->statistic_values().data();
     return std::size_t(p.value - base);
 }
 
-std::size_t DeviceParameters::offset_of(const Parameter& p) const {
+std::size_t DeviceParameters::offset_of(const nn::Parameter& p) const {
     return (p.learned() ? learned_layout_ : statistics_layout_).device_offset(host_offset_of(p));
 }
 
-float* DeviceParameters::value(const Parameter& p) const {
+float* DeviceParameters::value(const nn::Parameter& p) const {
     return (p.learned() ? values_ : statistic_values_) + offset_of(p);
 }
 
-float* DeviceParameters::grad(const Parameter& p) const { return grads_ + offset_of(p); }
+float* DeviceParameters::grad(const nn::Parameter& p) const { return grads_ + offset_of(p); }
 
-void* DeviceParameters::low_value(const Parameter& p) const {
+void* DeviceParameters::low_value(const nn::Parameter& p) const {
     if (!mixed()) return value(p);
     return static_cast<std::byte*>(low_values_) + offset_of(p) * 2;
 }
 
-void* DeviceParameters::low_grad(const Parameter& p) const {
+void* DeviceParameters::low_grad(const nn::Parameter& p) const {
     if (!mixed()) return grad(p);
     return static_cast<std::byte*>(low_grads_) + offset_of(p) * 2;
 }
@@ -151,4 +151,4 @@ void DeviceParameters::refresh_low_values() {
     if (mixed()) kernels::convert(values_, tensor::DType::f32, low_values_, low_type_, learned_, 1.0f, stream_);
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -17,7 +17,7 @@
 #include "trainer/nn/parameter_store.hpp"
 #include "trainer/tensor/dtype.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class DeviceParameters {
 public:
@@ -27,15 +27,15 @@ public:
 
     // Before bind(): this weight is a convolution's, stored O x H x W x I on the device; or a
     // fully connected layer's over images, O x (I x H x W) seen as the shape `oihw`.
-    void hold_as_ohwi(const Parameter& weight) { ohwi_.push_back({&weight, weight.shape}); }
-    void hold_as_ohwi(const Parameter& weight, const tensor::Shape& oihw) { ohwi_.push_back({&weight, oihw}); }
-    void bind(ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
+    void hold_as_ohwi(const nn::Parameter& weight) { ohwi_.push_back({&weight, weight.shape}); }
+    void hold_as_ohwi(const nn::Parameter& weight, const tensor::Shape& oihw) { ohwi_.push_back({&weight, oihw}); }
+    void bind(nn::ParameterStore& store, tensor::DType low_type, cudaStream_t stream);
     bool bound() const { return store_ != nullptr; }
 
-    float* value(const Parameter& p) const;
-    float* grad(const Parameter& p) const;
-    void* low_value(const Parameter& p) const;  // the f32 value when not in mixed precision
-    void* low_grad(const Parameter& p) const;   // the f32 gradient when not in mixed precision
+    float* value(const nn::Parameter& p) const;
+    float* grad(const nn::Parameter& p) const;
+    void* low_value(const nn::Parameter& p) const;  // the f32 value when not in mixed precision
+    void* low_grad(const nn::Parameter& p) const;   // the f32 gradient when not in mixed precision
     tensor::DType low_type() const { return low_type_; }
     bool mixed() const { return low_type_ != tensor::DType::f32; }
 
@@ -46,7 +46,7 @@ public:
     // Where the store's flat offset of a learned value is on the device.
     std::size_t device_offset(std::size_t host_offset) const { return learned_layout_.device_offset(host_offset); }
     const gpu::PaddedLayout& learned_layout() const { return learned_layout_; }
-    ParameterStore& store() const { return *store_; }
+    nn::ParameterStore& store() const { return *store_; }
 
     // Host <-> device, synchronously on `stream`, permuting convolution weights.
     void upload_values();
@@ -61,17 +61,17 @@ public:
     void refresh_low_values();  // after the master values changed
 
 private:
-    std::size_t host_offset_of(const Parameter& p) const;
-    std::size_t offset_of(const Parameter& p) const;  // on the device
+    std::size_t host_offset_of(const nn::Parameter& p) const;
+    std::size_t offset_of(const nn::Parameter& p) const;  // on the device
     void permute(std::span<float> device_layout, bool to_device) const;  // OIHW <-> OHWI in place
     void upload_statistics();
     void download_statistics();
     void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) const;
 
-    ParameterStore* store_ = nullptr;
+    nn::ParameterStore* store_ = nullptr;
     cudaStream_t stream_ = nullptr;
     tensor::DType low_type_ = tensor::DType::f32;
-    std::vector<std::pair<const Parameter*, tensor::Shape>> ohwi_;
+    std::vector<std::pair<const nn::Parameter*, tensor::Shape>> ohwi_;
     gpu::PaddedLayout learned_layout_, statistics_layout_;
     std::size_t learned_ = 0, statistics_ = 0;  // device elements
     float* values_ = nullptr;
@@ -84,4 +84,4 @@ private:
     std::vector<float> pageable_staging_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

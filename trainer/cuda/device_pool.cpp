@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 // Sizes are rounded so that activations of nearby shapes share blocks: 512 bytes below
@@ -97,4 +97,4 @@ void DevicePool::release_free() {
     state_->free.clear();
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

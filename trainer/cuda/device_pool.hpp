@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class DevicePool {
 public:
@@ -39,4 +39,4 @@ private:
 void* device_allocate(std::size_t bytes, const std::string& what);
 std::size_t device_allocated_bytes();
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

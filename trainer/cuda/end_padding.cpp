@@ -3,9 +3,9 @@
 #include "common/error.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-Window EndPadding::setup(const Window& resolved, const tensor::Shape& input, const std::string& layer) {
+nn::Window EndPadding::setup(const nn::Window& resolved, const tensor::Shape& input, const std::string& layer) {
     const auto& p = resolved.padding;
     extra_h_ = p.bottom - p.top, extra_w_ = p.right - p.left;
     if (extra_h_ < 0 || extra_w_ < 0)
@@ -13,7 +13,7 @@ Window EndPadding::setup(const Window& resolved, const tensor::Shape& input, con
                          "not do (accepted: the same on both sides, or one more after, as TensorFlow's SAME)");
     input_ = input;
     padded_ = tensor::Shape{input[0], input[1], input[2] + extra_h_, input[3] + extra_w_};
-    Window cudnn = resolved;
+    nn::Window cudnn = resolved;
     cudnn.padding = {p.top, p.left, p.top, p.left};
     return cudnn;
 }
@@ -32,4 +32,4 @@ tensor::Tensor EndPadding::crop(CudaContext& context, const tensor::Tensor& padd
     return grad;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -7,15 +7,15 @@
 #include <string>
 
 #include "trainer/nn/window.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class EndPadding {
 public:
     // The window cuDNN runs (the padding before on both sides) for an N x C x H x W input;
     // throws UsageError naming `layer` where more is padded before than after.
-    Window setup(const Window& resolved, const tensor::Shape& input, const std::string& layer);
+    nn::Window setup(const nn::Window& resolved, const tensor::Shape& input, const std::string& layer);
     bool needed() const { return extra_h_ > 0 || extra_w_ > 0; }
     // The input as cuDNN reads it: `input`'s shape, or one larger at the end.
     const tensor::Shape& shape() const { return padded_; }
@@ -28,4 +28,4 @@ private:
     int extra_h_ = 0, extra_w_ = 0;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -7,19 +7,19 @@
 #include "trainer/cuda/batch_norm.hpp"
 #include "trainer/cuda/residual_join.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class FusedNormJoin : public nn::NormalizedJoin {
 public:
-    FusedNormJoin(CudaContext& context, const BatchNormSpec& norm, const std::string& name)
+    FusedNormJoin(CudaContext& context, const nn::BatchNormSpec& norm, const std::string& name)
         : norm_(context, norm, true), join_(context, name) {}
 
-    TensorSpec setup(const TensorSpec& a, const TensorSpec& b) override {
+    nn::TensorSpec setup(const nn::TensorSpec& a, const nn::TensorSpec& b) override {
         return join_.setup(norm_.setup(a, true), b);  // the join checks the shapes
     }
-    void collect(ParameterStore& store) override { norm_.collect(store); }
+    void collect(nn::ParameterStore& store) override { norm_.collect(store); }
     void initialize(std::mt19937_64& rng) override { norm_.initialize(rng); }
-    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) override {
+    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, nn::Mode mode) override {
         return norm_.forward_joined(a, b, mode);
     }
     Gradients backward(const tensor::Tensor& output_grad) override { return norm_.backward_joined(output_grad); }
@@ -32,4 +32,4 @@ private:
     ResidualJoin join_;  // its setup and gradient sum; the norm runs the sum and the ReLU
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

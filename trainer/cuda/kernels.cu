@@ -9,14 +9,14 @@
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/nn/dropout_mask.hpp"
 
-namespace trellis::nn::cuda::kernels {
+namespace trellis::cuda::kernels {
 
 namespace {
 
 constexpr int threads = 256;
 
 // A launch that failed (bad configuration, no kernel image for this GPU) is reported at once,
-// not by whatever CUDA call comes next, as every CUDA error is (CudaError, cuda_check.cpp).
+// not by whatever CUDA call comes next, as every CUDA error is (CudaError, check.cpp).
 void launched(const char* kernel) {
     cudaError_t status = cudaGetLastError();
     if (status != cudaSuccess) launch_failed(kernel, status);
@@ -475,4 +475,4 @@ void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cuda
     launched("scale_and_check_kernel");
 }
 
-}  // namespace trellis::nn::cuda::kernels
+}  // namespace trellis::cuda::kernels

@@ -12,11 +12,11 @@
 
 #include "trainer/tensor/dtype.hpp"
 
-namespace trellis::nn::cuda::kernels {
+namespace trellis::cuda::kernels {
 
 using tensor::DType;
 
-// Throws CudaError naming the kernel (or call) and CUDA's reason (cuda_check.cpp): the .cu
+// Throws CudaError naming the kernel (or call) and CUDA's reason (check.cpp): the .cu
 // files do not include the project's error types.
 [[noreturn]] void launch_failed(const char* kernel, cudaError_t status);
 
@@ -100,4 +100,4 @@ void parameter_norms(const float* w, const float* g, ParameterTable table, doubl
 // g *= factor; sets *nonfinite to 1 when any g is Inf or NaN.
 void scale_and_check(float* g, std::size_t n, float factor, int* nonfinite, cudaStream_t stream);
 
-}  // namespace trellis::nn::cuda::kernels
+}  // namespace trellis::cuda::kernels

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 LayerProfile::Span::Span(LayerProfile* profile, const char* kind, cudaStream_t stream)
     : profile_(profile), kind_(kind), stream_(stream) {
@@ -86,4 +86,4 @@ std::string LayerProfile::report() {
     return text + line;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

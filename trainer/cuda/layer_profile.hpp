@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class LayerProfile {
 public:
@@ -59,4 +59,4 @@ private:
     std::chrono::steady_clock::time_point counted_since_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -1,13 +1,13 @@
 #include "trainer/cuda/linear.hpp"
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-Linear::Linear(CudaContext& context, const LinearSpec& spec) : context_(context), parameters_(spec) {}
+Linear::Linear(CudaContext& context, const nn::LinearSpec& spec) : context_(context), parameters_(spec) {}
 
-TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
+nn::TensorSpec Linear::setup(const nn::TensorSpec& input, bool input_grad) {
     parameters_.resolve_input(input.shape);
     image_shape_ = input.shape.rank() == 4 ? input.shape : tensor::Shape{};
     input_type_ = type_of(input);
@@ -16,7 +16,7 @@ TensorSpec Linear::setup(const TensorSpec& input, bool input_grad) {
     return context_.spec(tensor::Shape{batch_, parameters_.out_features}, tensor::DType::f32);
 }
 
-void Linear::collect(ParameterStore& store) {
+void Linear::collect(nn::ParameterStore& store) {
     parameters_.collect(store);
     // The GPU's images are N x H x W x C: a flattened one is in H, W, C order, so the weight,
     // O x (C x H x W) as the CPU and checkpoints hold it, is held O x H x W x C here.
@@ -36,7 +36,7 @@ tensor::Tensor Linear::widened(const tensor::Tensor& input) const {
 
 // Row-major matrices are cuBLAS's column-major transposes: y (N x out) = x W^T + b is
 // computed as y^T = W x^T, with W^T stored column-major being W row-major.
-tensor::Tensor Linear::forward(const tensor::Tensor& input, Mode mode) {
+tensor::Tensor Linear::forward(const tensor::Tensor& input, nn::Mode mode) {
     auto timed = context_.profile().time("fully connected", context_.stream());
     auto& params = context_.parameters();
     const int in = parameters_.in_features, out = parameters_.out_features;
@@ -48,7 +48,7 @@ tensor::Tensor Linear::forward(const tensor::Tensor& input, Mode mode) {
                       x.f32(), in, &zero, output.f32(), out),
           weight.name + ": forward");
     kernels::add_bias(output.f32(), params.value(bias), batch_, out, context_.stream());
-    if (mode == Mode::train) input_ = x;
+    if (mode == nn::Mode::train) input_ = x;
     return output;
 }
 
@@ -82,4 +82,4 @@ tensor::Tensor Linear::backward(const tensor::Tensor& output_grad) {
     return input_grad;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

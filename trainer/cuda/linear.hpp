@@ -4,18 +4,18 @@
 
 #include "trainer/nn/backend.hpp"
 #include "trainer/nn/layer_parameters.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class Linear : public Layer {
+class Linear : public nn::Layer {
 public:
-    Linear(CudaContext& context, const LinearSpec& spec);
+    Linear(CudaContext& context, const nn::LinearSpec& spec);
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    void collect(ParameterStore& store) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    void collect(nn::ParameterStore& store) override;
     void initialize(std::mt19937_64& rng) override { parameters_.initialize(rng); }
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     double multiply_accumulates() const override { return parameters_.multiply_accumulates(batch_); }
 
@@ -23,7 +23,7 @@ private:
     tensor::Tensor widened(const tensor::Tensor& input) const;  // the input in f32, N x in
 
     CudaContext& context_;
-    LinearParameters parameters_;
+    nn::LinearParameters parameters_;
     tensor::Shape image_shape_;  // an image input's shape; empty for a matrix input
     tensor::DType input_type_ = tensor::DType::f32;
     int batch_ = 0;
@@ -31,4 +31,4 @@ private:
     tensor::Tensor input_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -3,20 +3,20 @@
 # where CUDA is not installed. Built when configure finds nvcc, cuDNN and NCCL's header: NCCL
 # itself is loaded with dlopen when a step uses it (nccl_library.hpp), not linked.
 cuda_sources = \
+	trainer/cuda/accelerator.cpp \
 	trainer/cuda/activations.cpp trainer/cuda/activations.hpp \
+	trainer/cuda/backend.cpp trainer/cuda/backend.hpp \
 	trainer/cuda/batch_norm.cpp trainer/cuda/batch_norm.hpp \
 	trainer/cuda/channel_concat.cpp trainer/cuda/channel_concat.hpp \
+	trainer/cuda/check.cpp trainer/cuda/check.hpp \
+	trainer/cuda/context.cpp trainer/cuda/context.hpp \
 	trainer/cuda/convolution.cpp trainer/cuda/convolution.hpp \
-	trainer/cuda/cuda_accelerator.cpp \
-	trainer/cuda/cuda_backend.cpp trainer/cuda/cuda_backend.hpp \
-	trainer/cuda/cuda_check.cpp trainer/cuda/cuda_check.hpp \
-	trainer/cuda/cuda_context.cpp trainer/cuda/cuda_context.hpp \
-	trainer/cuda/cuda_handles.cpp trainer/cuda/cuda_handles.hpp \
 	trainer/cuda/device_loss.cpp trainer/cuda/device_loss.hpp \
 	trainer/cuda/device_optimizer.cpp trainer/cuda/device_optimizer.hpp \
 	trainer/cuda/device_parameters.cpp trainer/cuda/device_parameters.hpp \
 	trainer/cuda/device_pool.cpp trainer/cuda/device_pool.hpp \
 	trainer/cuda/end_padding.cpp trainer/cuda/end_padding.hpp \
+	trainer/cuda/handles.cpp trainer/cuda/handles.hpp \
 	trainer/cuda/kernels.hpp \
 	trainer/cuda/layer_profile.cpp trainer/cuda/layer_profile.hpp \
 	trainer/cuda/linear.cpp trainer/cuda/linear.hpp \

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "trainer/comm/gradient_buckets.hpp"
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/nccl_library.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 NcclAllreduce::NcclAllreduce(CudaContext& context, const comm::Identity& identity,
                              const gpu::Accelerator::ShareFromRank0& from_rank0, std::size_t bucket_bytes,
@@ -95,4 +95,4 @@ comm::CommStats NcclAllreduce::finish() {
     return stats;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "trainer/gpu/accelerator.hpp"
-#include "trainer/cuda/cuda_context.hpp"
-#include "trainer/cuda/cuda_handles.hpp"
+#include "trainer/cuda/context.hpp"
+#include "trainer/cuda/handles.hpp"
 #include "trainer/cuda/nccl_library.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class NcclAllreduce : public gpu::DeviceAllreduce {
 public:
@@ -45,4 +45,4 @@ private:
     bool started_step_ = false;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

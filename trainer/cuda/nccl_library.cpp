@@ -4,10 +4,10 @@
 
 #include <mutex>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/gpu/cuda_libraries.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 
@@ -63,4 +63,4 @@ void release_nccl_comm(ncclComm_t comm) {
         n->comm_abort(comm);
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

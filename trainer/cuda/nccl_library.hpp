@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 struct NcclLibrary {
     ncclResult_t (*get_version)(int*);
@@ -36,4 +36,4 @@ const NcclLibrary* nccl_if_loaded();
 // stop), then destroy; abort when finalizing fails, as after a peer's death.
 void release_nccl_comm(ncclComm_t comm);
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

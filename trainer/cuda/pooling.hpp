@@ -4,23 +4,23 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 #include "trainer/cuda/end_padding.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class Pooling : public Layer {
+class Pooling : public nn::Layer {
 public:
-    Pooling(CudaContext& context, const PoolingSpec& spec);
+    Pooling(CudaContext& context, const nn::PoolingSpec& spec);
     ~Pooling() override;
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
     CudaContext& context_;
-    PoolingSpec spec_;
+    nn::PoolingSpec spec_;
     EndPadding end_padding_;
     tensor::Shape input_shape_, output_shape_;
     tensor::DType type_ = tensor::DType::f32;
@@ -29,12 +29,12 @@ private:
     tensor::Tensor input_, output_;
 };
 
-class GlobalAveragePool : public Layer {
+class GlobalAveragePool : public nn::Layer {
 public:
     GlobalAveragePool(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
 
-    TensorSpec setup(const TensorSpec& input, bool input_grad) override;
-    tensor::Tensor forward(const tensor::Tensor& input, Mode mode) override;
+    nn::TensorSpec setup(const nn::TensorSpec& input, bool input_grad) override;
+    tensor::Tensor forward(const tensor::Tensor& input, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
 
 private:
@@ -44,4 +44,4 @@ private:
     tensor::DType type_ = tensor::DType::f32;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -4,20 +4,20 @@
 
 #include "trainer/nn/layer_parameters.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-TensorSpec ResidualJoin::setup(const TensorSpec& a, const TensorSpec& b) {
-    check_same_shape(name_, a.shape, b.shape);
+nn::TensorSpec ResidualJoin::setup(const nn::TensorSpec& a, const nn::TensorSpec& b) {
+    nn::check_same_shape(name_, a.shape, b.shape);
     shape_ = a.shape;
     type_ = type_of(a);
     return context_.spec(shape_, type_);
 }
 
-tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) {
+tensor::Tensor ResidualJoin::forward(const tensor::Tensor& a, const tensor::Tensor& b, nn::Mode mode) {
     auto timed = context_.profile().time("element-wise", context_.stream());
     auto output = context_.allocate(shape_, type_);
     kernels::add_relu(a.data(), b.data(), output.data(), type_, std::size_t(shape_.elements()), context_.stream());
-    if (mode == Mode::train) output_ = output;  // the ReLU's backward reads it
+    if (mode == nn::Mode::train) output_ = output;  // the ReLU's backward reads it
     return output;
 }
 
@@ -35,4 +35,4 @@ void ResidualJoin::accumulate(tensor::Tensor& target, const tensor::Tensor& adde
     kernels::accumulate(target.data(), addend.data(), type_, std::size_t(shape_.elements()), context_.stream());
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -2,16 +2,16 @@
 #pragma once
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 class ResidualJoin : public nn::ResidualJoin {
 public:
     ResidualJoin(CudaContext& context, std::string name) : context_(context), name_(std::move(name)) {}
 
-    TensorSpec setup(const TensorSpec& a, const TensorSpec& b) override;
-    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, Mode mode) override;
+    nn::TensorSpec setup(const nn::TensorSpec& a, const nn::TensorSpec& b) override;
+    tensor::Tensor forward(const tensor::Tensor& a, const tensor::Tensor& b, nn::Mode mode) override;
     tensor::Tensor backward(const tensor::Tensor& output_grad) override;
     void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) override;
 
@@ -23,4 +23,4 @@ private:
     tensor::Tensor output_;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

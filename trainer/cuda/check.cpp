@@ -1,9 +1,9 @@
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/nccl_library.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 void check(cudaError_t status, const std::string& what) {
     if (status != cudaSuccess) throw CudaError("CUDA: " + what + ": " + cudaGetErrorString(status));
@@ -30,4 +30,4 @@ void check(ncclResult_t status, const std::string& what) {
                     (nccl ? nccl->get_error_string(status) : "error " + std::to_string(int(status))));
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -9,14 +9,14 @@
 #include "common/error.hpp"
 #include "trainer/gpu/accelerator.hpp"
 #include "trainer/gpu/loss_scaler.hpp"
-#include "trainer/cuda/cuda_backend.hpp"
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/backend.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/device_optimizer.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/nccl_allreduce.hpp"
 #include "trainer/cuda/nccl_library.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 
@@ -57,8 +57,8 @@ public:
                (nccl ? "NCCL " + nccl->version + " (" + nccl->path + ")" : "NCCL not loaded (no step uses it)");
     }
 
-    Backend& backend() override { return backend_; }
-    void bind(ParameterStore& store) override {
+    nn::Backend& backend() override { return backend_; }
+    void bind(nn::ParameterStore& store) override {
         context_.parameters().bind(store, context_.compute_type(), context_.stream());
     }
     void upload_values() override { context_.parameters().upload_values(); }
@@ -110,7 +110,7 @@ public:
     }
 
     std::unique_ptr<optim::Optimizer> device_optimizer(const optim::OptimizerConfig& config,
-                                                       ParameterStore& store) override {
+                                                       nn::ParameterStore& store) override {
         auto optimizer = std::make_unique<DeviceOptimizer>(config, store, context_);  // every kind runs on the GPU
         if (context_.compute_type() == tensor::DType::f16 && options_.speedups.overflow_on_device) {
             if (!late_flag_) {
@@ -187,7 +187,7 @@ private:
 
 }  // namespace
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda
 
 extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trellis::gpu::AcceleratorOptions& options,
                                                                        trellis::gpu::CreateFailure& failure) {
@@ -209,8 +209,8 @@ extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trel
         // With the binding, CUDA_VISIBLE_DEVICES shows one GPU, the closest to this rank;
         // without it, ranks on a node share the visible GPUs by local rank.
         int device = options.local_rank % count;
-        trellis::nn::cuda::check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
-        return new trellis::nn::cuda::CudaAccelerator(options);
+        trellis::cuda::check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+        return new trellis::cuda::CudaAccelerator(options);
     } catch (const std::exception& e) {
         failure.message = e.what();
         return nullptr;

@@ -1,4 +1,4 @@
-#include "trainer/cuda/cuda_backend.hpp"
+#include "trainer/cuda/backend.hpp"
 
 #include <cstring>
 
@@ -7,14 +7,14 @@
 #include "trainer/cuda/batch_norm.hpp"
 #include "trainer/cuda/channel_concat.hpp"
 #include "trainer/cuda/convolution.hpp"
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/fused_norm_join.hpp"
 #include "trainer/cuda/kernels.hpp"
 #include "trainer/cuda/linear.hpp"
 #include "trainer/cuda/pooling.hpp"
 #include "trainer/cuda/residual_join.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 namespace {
 
@@ -56,17 +56,17 @@ CudaBackend::~CudaBackend() {
     cudaStreamDestroy(copy_stream_);
 }
 
-LayerPtr CudaBackend::convolution(const ConvolutionSpec& spec) { return std::make_unique<Convolution>(context_, spec); }
+nn::LayerPtr CudaBackend::convolution(const nn::ConvolutionSpec& spec) { return std::make_unique<Convolution>(context_, spec); }
 
-LayerPtr CudaBackend::batch_norm(const BatchNormSpec& spec) { return std::make_unique<BatchNorm>(context_, spec); }
+nn::LayerPtr CudaBackend::batch_norm(const nn::BatchNormSpec& spec) { return std::make_unique<BatchNorm>(context_, spec); }
 
-LayerPtr CudaBackend::pooling(const PoolingSpec& spec) { return std::make_unique<Pooling>(context_, spec); }
+nn::LayerPtr CudaBackend::pooling(const nn::PoolingSpec& spec) { return std::make_unique<Pooling>(context_, spec); }
 
-LayerPtr CudaBackend::global_average_pool(const std::string& name) {
+nn::LayerPtr CudaBackend::global_average_pool(const std::string& name) {
     return std::make_unique<GlobalAveragePool>(context_, name);
 }
 
-LayerPtr CudaBackend::linear(const LinearSpec& spec) {
+nn::LayerPtr CudaBackend::linear(const nn::LinearSpec& spec) {
     return std::make_unique<Linear>(context_, spec);
 }
 
@@ -74,14 +74,14 @@ std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& 
     return std::make_unique<ResidualJoin>(context_, name);
 }
 
-std::unique_ptr<nn::NormalizedJoin> CudaBackend::normalized_join(const BatchNormSpec& norm, const std::string& name) {
-    if (!context_.speedups().fused_norm_join) return Backend::normalized_join(norm, name);
+std::unique_ptr<nn::NormalizedJoin> CudaBackend::normalized_join(const nn::BatchNormSpec& norm, const std::string& name) {
+    if (!context_.speedups().fused_norm_join) return nn::Backend::normalized_join(norm, name);
     return std::make_unique<FusedNormJoin>(context_, norm, name);
 }
 
-LayerPtr CudaBackend::relu(const std::string& name) { return std::make_unique<Relu>(context_, name); }
+nn::LayerPtr CudaBackend::relu(const std::string& name) { return std::make_unique<Relu>(context_, name); }
 
-LayerPtr CudaBackend::dropout(const std::string& name, float keep, const DropoutDraw& draw) {
+nn::LayerPtr CudaBackend::dropout(const std::string& name, float keep, const nn::DropoutDraw& draw) {
     return std::make_unique<Dropout>(context_, name, keep, draw);
 }
 
@@ -89,7 +89,7 @@ std::unique_ptr<nn::ChannelConcat> CudaBackend::channel_concat(const std::string
     return std::make_unique<ChannelConcat>(context_, name);
 }
 
-TensorSpec CudaBackend::nhwc_spec(const tensor::Shape& nchw_shape) {
+nn::TensorSpec CudaBackend::nhwc_spec(const tensor::Shape& nchw_shape) {
     return context_.spec(nchw_shape, context_.compute_type());
 }
 
@@ -111,7 +111,7 @@ std::vector<float> CudaBackend::to_plain(const tensor::Tensor& t) {
     return reorder(values, t.shape(), false);
 }
 
-tensor::Tensor CudaBackend::from_plain(const std::vector<float>& values, const TensorSpec& spec) {
+tensor::Tensor CudaBackend::from_plain(const std::vector<float>& values, const nn::TensorSpec& spec) {
     auto type = type_of(spec);
     auto stream = context_.stream();
     auto ordered = reorder(values, spec.shape, true);
@@ -170,7 +170,7 @@ tensor::Tensor CudaBackend::stage_input(const tensor::Tensor& host_batch) {
     return input;
 }
 
-tensor::Tensor CudaBackend::stage_pixels(const PixelBytes& batch, const TensorSpec& spec) {
+tensor::Tensor CudaBackend::stage_pixels(const nn::PixelBytes& batch, const nn::TensorSpec& spec) {
     auto timed = context_.profile().time("input batch", context_.stream());
     auto elements = batch.values.size();
     if (static_cast<std::int64_t>(elements) != spec.shape.elements())
@@ -185,4 +185,4 @@ tensor::Tensor CudaBackend::stage_pixels(const PixelBytes& batch, const TensorSp
     return input;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -9,7 +9,7 @@
 #include <memory>
 #include <type_traits>
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 template <typename Handle, auto release>
 struct HandleRelease {
@@ -30,4 +30,4 @@ using NcclComm = Owned<ncclComm_t, release_nccl_comm>;
 Stream make_stream(unsigned flags);
 Event make_event(unsigned flags = cudaEventDefault);
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

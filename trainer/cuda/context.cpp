@@ -1,12 +1,12 @@
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 
 #include <chrono>
 #include <thread>
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 #include "trainer/cuda/kernels.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 std::string DeviceLayout::name() const {
     return std::string(nhwc() ? "nhwc " : "plain ") + std::string(tensor::name(type_));
@@ -102,7 +102,7 @@ tensor::Tensor CudaContext::allocate(const tensor::Shape& shape, tensor::DType t
     return tensor::Tensor(shape, type, layout, memory, tensor::Device::cuda);
 }
 
-TensorSpec CudaContext::spec(const tensor::Shape& shape, tensor::DType type) const {
+nn::TensorSpec CudaContext::spec(const tensor::Shape& shape, tensor::DType type) const {
     return {shape, std::make_shared<DeviceLayout>(shape, type)};
 }
 
@@ -115,9 +115,9 @@ void* CudaContext::workspace(std::size_t bytes) {
     return workspace_.get();
 }
 
-tensor::DType type_of(const TensorSpec& spec) {
+tensor::DType type_of(const nn::TensorSpec& spec) {
     auto device = std::dynamic_pointer_cast<const DeviceLayout>(spec.layout);
     return device ? device->type() : tensor::DType::f32;
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

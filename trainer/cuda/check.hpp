@@ -12,7 +12,7 @@
 
 #include "common/error.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 struct CudaError : Error {
     using Error::Error;
@@ -24,4 +24,4 @@ void check(cudnnStatus_t status, const std::string& what);
 void check(cublasStatus_t status, const std::string& what);
 void check(ncclResult_t status, const std::string& what);
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

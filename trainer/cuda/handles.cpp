@@ -1,8 +1,8 @@
-#include "trainer/cuda/cuda_handles.hpp"
+#include "trainer/cuda/handles.hpp"
 
-#include "trainer/cuda/cuda_check.hpp"
+#include "trainer/cuda/check.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 Stream make_stream(unsigned flags) {
     cudaStream_t stream = nullptr;
@@ -16,4 +16,4 @@ Event make_event(unsigned flags) {
     return Event(event);
 }
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -5,34 +5,34 @@
 #include <memory>
 
 #include "trainer/nn/backend.hpp"
-#include "trainer/cuda/cuda_context.hpp"
+#include "trainer/cuda/context.hpp"
 #include "trainer/cuda/device_loss.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
-class CudaBackend : public Backend {
+class CudaBackend : public nn::Backend {
 public:
     explicit CudaBackend(CudaContext& context);
     ~CudaBackend() override;
 
     std::string name() const override { return "cuda"; }
-    LayerPtr convolution(const ConvolutionSpec& spec) override;
-    LayerPtr batch_norm(const BatchNormSpec& spec) override;
-    LayerPtr pooling(const PoolingSpec& spec) override;
-    LayerPtr global_average_pool(const std::string& name) override;
-    LayerPtr linear(const LinearSpec& spec) override;
-    LayerPtr relu(const std::string& name) override;
-    LayerPtr dropout(const std::string& name, float keep, const DropoutDraw& draw) override;
+    nn::LayerPtr convolution(const nn::ConvolutionSpec& spec) override;
+    nn::LayerPtr batch_norm(const nn::BatchNormSpec& spec) override;
+    nn::LayerPtr pooling(const nn::PoolingSpec& spec) override;
+    nn::LayerPtr global_average_pool(const std::string& name) override;
+    nn::LayerPtr linear(const nn::LinearSpec& spec) override;
+    nn::LayerPtr relu(const std::string& name) override;
+    nn::LayerPtr dropout(const std::string& name, float keep, const nn::DropoutDraw& draw) override;
     std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;
-    std::unique_ptr<nn::NormalizedJoin> normalized_join(const BatchNormSpec& norm, const std::string& name) override;
+    std::unique_ptr<nn::NormalizedJoin> normalized_join(const nn::BatchNormSpec& norm, const std::string& name) override;
     std::unique_ptr<nn::ChannelConcat> channel_concat(const std::string& name) override;
-    TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
+    nn::TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
     std::vector<float> to_plain(const tensor::Tensor& t) override;
-    tensor::Tensor from_plain(const std::vector<float>& values, const TensorSpec& spec) override;
+    tensor::Tensor from_plain(const std::vector<float>& values, const nn::TensorSpec& spec) override;
     tensor::Tensor stage_input(const tensor::Tensor& host_batch) override;
-    tensor::Tensor stage_pixels(const PixelBytes& batch, const TensorSpec& spec) override;
+    tensor::Tensor stage_pixels(const nn::PixelBytes& batch, const nn::TensorSpec& spec) override;
     float gradient_scale() const override { return context_.loss_scale; }
-    DeviceLoss* device_loss() override { return &loss_; }
+    nn::DeviceLoss* device_loss() override { return &loss_; }
 
 private:
     int stage_copy(const void* host, std::size_t bytes);
@@ -51,4 +51,4 @@ private:
     int next_ = 0;
 };
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda

@@ -17,7 +17,7 @@
 #include "trainer/gpu/speedups.hpp"
 #include "trainer/nn/layer.hpp"
 
-namespace trellis::nn::cuda {
+namespace trellis::cuda {
 
 // Activations on the GPU: N x H x W x C (or plain N x C), of one element type.
 class DeviceLayout : public tensor::Layout {
@@ -70,7 +70,7 @@ public:
 
     // A device tensor of the given logical (NCHW) shape.
     tensor::Tensor allocate(const tensor::Shape& shape, tensor::DType type);
-    TensorSpec spec(const tensor::Shape& shape, tensor::DType type) const;
+    nn::TensorSpec spec(const tensor::Shape& shape, tensor::DType type) const;
     // Scratch memory for cuDNN, valid until the next call.
     void* workspace(std::size_t bytes);
 
@@ -115,6 +115,6 @@ private:
 };
 
 // The element type of a device tensor or spec (f32 when it has no device layout).
-tensor::DType type_of(const TensorSpec& spec);
+tensor::DType type_of(const nn::TensorSpec& spec);
 
-}  // namespace trellis::nn::cuda
+}  // namespace trellis::cuda
