@@ -50,9 +50,10 @@ train_step pmix --mpi=pmix "$train" "${short[@]}" --log-dir "$dir/pmix-log"
 check_run pmix pmix $?
 # Its run record says where the ranks ran (2 nodes of 2, rank 0 on n1) and the binding the
 # plugin gave rank 0: each variable it lists in TRELLIS_BINDING_SET that the record keeps.
-"$python" - "$dir/pmix-log/metrics.jsonl" <<'PY' && pass "pmix: the run record has 2 nodes x 2 ranks, rank 0 on n1, and the plugin's binding" ||
-import json, sys
-run = next(r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "run")
+PYTHONPATH="${TRELLIS_STUDIES_PYTHON:-$here/../../studies}" "$python" - "$dir/pmix-log/metrics.jsonl" <<'PY' && pass "pmix: the run record has 2 nodes x 2 ranks, rank 0 on n1, and the plugin's binding" ||
+import sys
+from trellis_studies.report.jsonl import records_of
+run = records_of(sys.argv[1], "run")[0]
 assert (run["nodes"], run["ranks_per_node"], run["hostname"], run["transport"]) == (2, 2, "n1", "shm+tcp"), run
 binding = run["binding"]
 kept = ("CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMP_NUM_THREADS")
@@ -178,12 +179,12 @@ else
     fail "scancel -s INT of the batch example: $state: $(grep -E 'signal|checkpoint|requeue|stopped|error' "$dir/stop.out")"
 fi
 
-# A campaign (trellis-campaign, issue 33) of tiny runs, submitted by the unprivileged user into
+# A campaign (trellis-campaign) of tiny runs, submitted by the unprivileged user into
 # a folder whose name a shell would misread: resnet8 on 1 and 2 nodes, allreduce and a parameter
 # server. The four scripts are written with every value quoted and submitted; one run is
 # cancelled mid-training; a second submit starts that run again alone (its folder moved aside)
 # and skips the others; status reports each run, the cancelled one with Slurm's own words.
-# check_report CAMPAIGN: trellis-report's checks of the finished campaign (its part of issue 33).
+# check_report CAMPAIGN: trellis-report's checks of the finished campaign (the figures and tables it draws).
 check_report() {
     local report="$dir/user/campaign-report" figure missing=""
     as_user env "TRELLIS_STUDIES_PYTHON=${TRELLIS_STUDIES_PYTHON:-$here/../../studies}" "$build/studies/trellis-report" \

@@ -29,9 +29,8 @@ grep -qE "comm [0-9.]+ ms .* busbw [0-9.]+ GB/s" "$work/two.out.0" || fail "no c
 # What a report compares runs by: where and how they ran (binding, hosts, ranks per node), the
 # transport and schedule chosen, the per-rank batch, the gradients' bytes, and the peak memory.
 "$PYTHON3" - "$work/one/metrics.jsonl" "$work/two/metrics.jsonl" <<'PY' || fail "the run records lack what a report needs"
-import json, socket, sys
-def records(path):
-    return [json.loads(line) for line in open(path)]
+import socket, sys
+from trellis_studies.report.jsonl import records_of as records
 def check(path, expected, binding):
     lines = records(path)
     run = next(r for r in lines if r["kind"] == "run")

@@ -29,14 +29,10 @@ launch_ranks 2 "$work/ar2.out" "$BENCH" allreduce --sizes 4K,64K --iters 3 --jso
     --allreduce-algorithm ring --log-dir "$work/log"
 wait_ranks "$work/ar2.out" "trellis-bench allreduce --log-dir"
 "$PYTHON3" - "$work/log/bench.jsonl" "$work/p2p.out.0" "$work/ar2.out.0" <<'PY' || { cat "$work/log/bench.jsonl"; fail "bench.jsonl"; }
-import json, sys
-lines, cut = [], 0
-for text in open(sys.argv[1]):
-    try:
-        lines.append(json.loads(text))
-    except ValueError:
-        cut += 1
-assert cut == 1, f"{cut} unreadable lines, not the one cut short"
+import sys
+from trellis_studies.report.jsonl import read_jsonl, records_of
+lines, notes = read_jsonl(sys.argv[1])
+assert len(notes) == 1 and "cut short" in notes[0], notes
 runs = [i for i, line in enumerate(lines) if line["kind"] == "run"]
 assert runs == [0, 4], runs
 for start, printed, expected in ((0, sys.argv[2], {"benchmark": "p2p", "transport": "shm", "algorithm": "",
@@ -50,7 +46,7 @@ for start, printed, expected in ((0, sys.argv[2], {"benchmark": "p2p", "transpor
     assert run["binding"]["TRELLIS_RANK"] == "0" and run["binding"]["cpus"], run["binding"]
     assert "TRELLIS_MASTER" not in run["binding"], run["binding"]
     assert (run["binding"].get("TRELLIS_NUMA") == "0") == (run["benchmark"] == "p2p"), run["binding"]
-    results = [json.loads(text) for text in open(printed)]
+    results = records_of(printed)
     logged = lines[start + 1:start + 1 + len(results)]
     assert all(line.pop("kind") == "result" for line in logged), logged
     assert logged == results, (logged, results)
@@ -63,8 +59,9 @@ make_learnable_dataset "$work/data"
 "$BENCH" data --data "$work/data/folder" --image-size 32 --batch-size 16 --threads 1,2 --iters 3 --json >"$work/data.out" ||
     { cat "$work/data.out"; fail "trellis-bench data"; }
 "$PYTHON3" - "$work/data.out" <<'PY' || { cat "$work/data.out"; fail "trellis-bench data JSON"; }
-import json, sys
-lines = [json.loads(line) for line in open(sys.argv[1])]
+import sys
+from trellis_studies.report.jsonl import records_of
+lines = records_of(sys.argv[1])
 assert [r["threads"] for r in lines] == [1, 2] and all(r["images_per_sec"] > 0 for r in lines), lines
 assert all(r["pixels"] == "floats" for r in lines), lines
 PY

@@ -13,8 +13,9 @@ common=(--model resnet8 --image-size 32 --data "$work/data/folder" --steps 6 --l
 # eval_field METRICS.jsonl FIELD: the last evaluation record's field
 eval_field() {
     "$PYTHON3" - "$1" "$2" <<'PY'
-import json, sys
-records = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "eval"]
+import sys
+from trellis_studies.report.jsonl import records_of
+records = records_of(sys.argv[1], "eval")
 print(records[-1][sys.argv[2]] if records else "-")
 PY
 }

@@ -12,8 +12,9 @@ launch_ranks 2 "$work/out" "$TRAIN" --data "idx:$data" --model resnet8 --image-s
     --log-dir "$work/log"
 wait_ranks "$work/out" "the Fashion-MNIST run"
 "$PYTHON3" - "$work/log/metrics.jsonl" <<'PY' || { cat "$work/out.0"; fail "the evaluations and time-to-accuracy records disagree"; }
-import json, sys
-records = list(map(json.loads, open(sys.argv[1])))
+import sys
+from trellis_studies.report.jsonl import records_of
+records = records_of(sys.argv[1])
 evals = [r for r in records if r["kind"] == "eval"]
 times = [r for r in records if r["kind"] == "time_to_accuracy"]
 assert all(r["examples"] == 10000 for r in evals), [r["examples"] for r in evals]

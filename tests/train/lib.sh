@@ -11,6 +11,9 @@ else
     MAKE_DATASET="$TRELLIS_BUILD/tests/data/make_dataset"
 fi
 : "${PYTHON3:=python3}"
+# The tests read the runs' JSON-lines files with trellis_studies.report.jsonl, the one reader.
+PYTHONPATH=${TRELLIS_STUDIES_PYTHON:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../studies" && pwd)}${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
 work=$(mktemp -d /tmp/trellis-train-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -26,14 +29,11 @@ make_learnable_dataset() {
 # The train losses of a metrics.jsonl, one "step loss" per line.
 losses_of() {
     "$PYTHON3" -c '
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        r = json.loads(line)
-    except ValueError:  # a line cut short by kill -9
-        continue
-    if r["kind"] == "train" and "loss" in r:
-        print(r["step"], repr(r["loss"]))' "$1"
+import sys
+from trellis_studies.report.jsonl import records_of
+for r in records_of(sys.argv[1], "train"):
+    if "loss" in r:
+        print(r["step"], repr(float(r["loss"])))' "$1"
 }
 
 free_port() { "$PYTHON3" "$(dirname "${BASH_SOURCE[0]}")/../free_port.py"; }
@@ -61,8 +61,9 @@ wait_ranks() {
 # run_fields METRICS.jsonl FIELD...: the run record's fields, space-separated ("-" when absent).
 run_fields() {
     "$PYTHON3" - "$@" <<'PY'
-import json, sys
-run = next((r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "run"), {})
+import sys
+from trellis_studies.report.jsonl import records_of
+run = next(iter(records_of(sys.argv[1], "run")), {})
 print(" ".join(str(run.get(field, "-")) for field in sys.argv[2:]))
 PY
 }
@@ -70,9 +71,10 @@ PY
 # mean_relative_difference A.jsonl B.jsonl STEPS: of the train losses of two runs.
 mean_relative_difference() {
     "$PYTHON3" - "$1" "$2" "$3" <<'PY'
-import json, sys
+import sys
+from trellis_studies.report.jsonl import records_of
 def losses(path):
-    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if r["kind"] == "train" and "loss" in r}
+    return {r["step"]: r["loss"] for r in records_of(path, "train") if "loss" in r}
 a, b, steps = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
 print(sum(abs(a[s] - b[s]) / a[s] for s in range(1, steps + 1)) / steps)
 PY

@@ -57,9 +57,10 @@ wait_ranks "$work/psc-resumed.out" "the resumed PS run"
 grep -q "parameter server 0: resumed its shard from step 3" "$work/psc-resumed.out.2" ||
     { cat "$work/psc-resumed.out.2"; fail "the server did not resume its shard"; }
 "$PYTHON3" - "$work/psc-full/metrics.jsonl" "$work/psc-resumed/metrics.jsonl" <<'PY' ||
-import json, sys
+import sys
+from trellis_studies.report.jsonl import records_of
 def losses(path):
-    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if r["kind"] == "train" and "loss" in r}
+    return {r["step"]: r["loss"] for r in records_of(path, "train") if "loss" in r}
 full, resumed = losses(sys.argv[1]), losses(sys.argv[2])
 print("steps 4-6, uninterrupted:", [full[s] for s in (4, 5, 6)], "resumed:", [resumed[s] for s in (4, 5, 6)])
 sys.exit(0 if all(full[s] == resumed[s] for s in (4, 5, 6)) else 1)

@@ -67,8 +67,9 @@ check_same_losses term
 # The resumed run's time-to-accuracy table keeps what the first segment reached, at its step
 # and seconds; metrics.jsonl's records say their segment, and train_seconds runs on across it.
 "$PYTHON3" - "$work/term/metrics.jsonl" "$work/term-resume.out" <<'PY' || fail "SIGTERM: the history did not survive the resume"
-import json, re, sys
-records = [json.loads(line) for line in open(sys.argv[1])]
+import re, sys
+from trellis_studies.report.jsonl import records_of
+records = records_of(sys.argv[1])
 first = [r for r in records if r["kind"] == "time_to_accuracy" and r.get("segment") == 1]
 if not first:
     sys.exit("the first segment reached no level (or its records have no segment 1)")
@@ -215,9 +216,9 @@ grep -q "^nothing left to train: the checkpoint is at step $steps of $steps" "$w
 ! grep -q "total images/sec" "$work/again.out" || fail "a finished run resumed printed a total images/sec"
 [ "$(stat -c %y "$final_checkpoint")" = "$saved" ] || fail "a finished run resumed wrote its checkpoint again"
 "$PYTHON3" - "$work/kill/metrics.jsonl" <<'PY' || fail "a finished run resumed logged a total of 0 images/sec"
-import json, sys
-totals = [r["total_images_per_sec"] for r in map(json.loads, open(sys.argv[1]))
-          if r.get("kind") == "train" and "total_images_per_sec" in r]
+import sys
+from trellis_studies.report.jsonl import records_of
+totals = [r["total_images_per_sec"] for r in records_of(sys.argv[1], "train") if "total_images_per_sec" in r]
 sys.exit(0 if totals and totals[-1] > 0 else 1)
 PY
 pass "a finished run resumed: nothing left to train, no total, no checkpoint written again"

@@ -6,9 +6,9 @@ saved a checkpoint and stopped): submitted again with --resume, in the same fold
 other status, or none from a job that is over (killed with its script): failed, the folder
 moved aside and the run started again. Never submitted: submitted."""
 
-import json
 import os
 
+from ..report.jsonl import UnreadableRun, records_of
 from .slurm import ACTIVE_STATES, PENDING_STATES
 
 DONE, ACTIVE, RESUME, RESTART, SUBMIT = "done", "active", "resume", "restart", "submit"
@@ -61,21 +61,16 @@ def failure_reason(run_dir, exit_status, jobs, job_state):
 
 def _stop_record(path):
     try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            lines = stream.readlines()
-    except OSError:
+        stops = records_of(path, "stop")
+    except UnreadableRun:
+        return None  # no log yet, or one the report would name; the job's output still speaks
+    if not stops:
         return None
-    for line in reversed(lines):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a last line cut short by kill -9
-        if isinstance(record, dict) and record.get("kind") == "stop":
-            words = [f"stopped by {record['signal']}" if record.get("signal") else "stopped"]
-            if "step" in record:
-                words.append(f"at step {record['step']}")
-            return " ".join(words)
-    return None
+    record = stops[-1]
+    words = [f"stopped by {record['signal']}" if record.get("signal") else "stopped"]
+    if "step" in record:
+        words.append(f"at step {record['step']}")
+    return " ".join(words)
 
 
 ERROR_WORDS = ("error", "cancelled", "killed", "failed", "stopping", "abort", "oom", "exceeded")

@@ -2,7 +2,7 @@
 read as trellis-report reads them (report/jsonl.py: a line a kill -9 cut short is dropped, also
 before a resumed segment), and a file that cannot be read is the predictor's InputError."""
 
-from trellis_studies.report.jsonl import UnreadableRun, read_jsonl
+from trellis_studies.report.jsonl import UnreadableRun, records_of
 
 
 class InputError(Exception):
@@ -12,7 +12,6 @@ class InputError(Exception):
 def read_records(path):
     """The JSON objects of PATH, one per line, in order."""
     try:
-        records, _dropped = read_jsonl(path)
+        return records_of(path)
     except UnreadableRun as error:
         raise InputError(str(error)) from None
-    return records

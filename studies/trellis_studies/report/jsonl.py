@@ -1,4 +1,6 @@
-"""Reading JSON-lines files that a run may have left half-written.
+"""Reading JSON-lines files that a run may have left half-written: trellis-train's metrics.jsonl,
+trellis-bench's bench.jsonl and --json output. The one reader of them, for the report, the
+predictor, the campaign's status, the benchmarks, the GPU check and the tests.
 
 A run killed with SIGKILL leaves a last line cut short; a run resumed after that starts on a
 fresh line, so the cut line then sits just before the resumed segment's `run` record. Both are
@@ -69,3 +71,10 @@ def read_jsonl(path):
         return records, notes
     raise UnreadableRun(f"{path}:{pending_cut}: not a JSON object (only a last line cut short by a killed run, "
                         "or one followed by a resumed run's `run` record, is accepted)")
+
+
+def records_of(path, kind=None):
+    """The records of PATH, only those of KIND ("train", "eval", "run", ...) where it is
+    given; a line cut short by a kill is dropped as read_jsonl drops it."""
+    records, _notes = read_jsonl(path)
+    return [record for record in records if kind is None or record.get("kind") == kind]
