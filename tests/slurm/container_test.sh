@@ -4,12 +4,11 @@
 # nodes with its binding, as the user (their uid and groups, no root inside), in the job's
 # cgroups, with PMIx across nodes; no process runs as root with the image as its root, and
 # nothing of the container outlives its tasks (normal end, scancel, kill -9 of srun or of
-# slurmstepd). Then every scenario of the security review (../shared/reviews/security.md):
-# a mount over the container's own files (H1), a link swapped under a mount source (H2), the
-# image never written (M3), changeable or privileged entries in an image (M4), two users at
-# once (M5), ',' in a source (L1), a forged log line (L3), `:ro` for submounts (L9), and an
-# image that cannot be used with trellis `optional` in plugstack.conf, the TaskProlog (L8), a
-# .sif image through the Apptainer TEST DOUBLE. Skips (77) without
+# slurmstepd). Then what a hostile user may try: a mount over the container's own files, a
+# link swapped under a mount source, writing into the image, changeable or privileged entries
+# in an image, stalling another user's start, ',' in a source, a forged log line; and `:ro`
+# for submounts, an image that cannot be used with trellis `optional` in plugstack.conf, the
+# TaskProlog, a .sif image through the Apptainer TEST DOUBLE. Skips (77) without
 # root, Slurm, munge or user namespaces.
 set -u
 . "$(dirname "$0")/harness.sh"
@@ -149,7 +148,7 @@ refused bad_mount_syntax "accepted: SRC:DST" "${image[@]}" --trellis-mounts=rela
 refused missing_destination "the image has no /nowhere" "${image[@]}" --trellis-mounts="$dir/shared:/nowhere"
 TRELLIS_IMAGE="$dir/other-bundle" refused image_from_environment "is not allowed on this cluster"
 
-# H1: the user's mount over the container's own files (the process it was entered through,
+# The user's mount over the container's own files (the process it was entered through,
 # /dev) is refused before anything runs.
 cat >"$dir/shared/init" <<'SH'
 #!/bin/sh
@@ -159,10 +158,10 @@ chmod 755 "$dir/shared/init"
 refused h1_pause "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/shared,$dir/shared/init:/dev/.trellis-pause"
 refused h1_dev "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/dev"
 refused h1_proc "not accepted" "${image[@]}" --trellis-mounts="$dir/shared:/proc/self"
-[ ! -e "$dir/shared/where" ] && pass "H1: the user's program never ran as the container's init" ||
-    fail "H1: $(cat "$dir/shared/where")"
+[ ! -e "$dir/shared/where" ] && pass "the user's program never ran as the container's init" ||
+    fail "the user's program ran as the container's init: $(cat "$dir/shared/where")"
 
-# H2: a link swapped under a mount source while the step starts never gives a mount of a
+# A link swapped under a mount source while the step starts never gives a mount of a
 # folder the user cannot reach (the container is made with the user's own rights).
 mkdir -p "$dir/secret" "$dir/shared/d" && echo "root's secret" >"$dir/secret/file" && chmod 0700 "$dir/secret"
 echo "the user's own" >"$dir/shared/d/file" && chown -R "$job_user" "$dir/shared/d"
@@ -177,21 +176,21 @@ for i in $(seq 1 20); do
 done
 touch "$dir/shared/stop"
 wait $swapper
-[ $leaks -eq 0 ] && pass "H2: 20 steps under a link-swapping loop ($ran of them started): the secret never read" ||
-    fail "H2: root's folder was reached $leaks times"
+[ $leaks -eq 0 ] && pass "20 steps under a link-swapping loop ($ran of them started): the secret never read" ||
+    fail "root's folder was reached $leaks times"
 
-# M3: nothing was written into the image by any step so far (user mounts, PMIx's folders).
+# Nothing was written into the image by any step so far (user mounts, PMIx's folders).
 written=$(find "$dir/bundle/rootfs" -newer "$dir/t0")
-[ -z "$written" ] && pass "M3: the image is unchanged after every step" || fail "M3: written into the image: $written"
+[ -z "$written" ] && pass "the image is unchanged after every step" || fail "written into the image: $written"
 # ... and an image store mounted read-only serves PMIx steps and mounts as well.
 mount --bind "$dir/bundle" "$dir/bundle" && mount -o remount,bind,ro "$dir/bundle"
 as_user_srun readonly -N2 -n2 --mpi=pmix "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" /usr/local/bin/pmix_exchange
 umount "$dir/bundle"
 [ "$(grep -c 'sees: rank 0 on n1; rank 1 on n2' "$dir/readonly.out")" -eq 2 ] &&
-    pass "M3: a read-only image: PMIx across both nodes and a mount work" ||
+    pass "a read-only image: PMIx across both nodes and a mount work" ||
     fail "read-only image: $(tail -n 5 "$dir/readonly.out" "$dir/readonly.err")"
 
-# M4: an image with a folder writable by everyone, or a device file, is refused naming it.
+# An image with a folder writable by everyone, or a device file, is refused naming it.
 chmod 1777 "$dir/bundle/rootfs/tmp"
 refused m4_writable "rootfs/tmp is writable by everyone" "${image[@]}"
 chmod 0755 "$dir/bundle/rootfs/tmp"
@@ -214,7 +213,7 @@ left=$(apptainer_double_left "$dir/double") || fail "the Apptainer test double r
 [ -z "$left" ] && pass "after the .sif step: Apptainer, its helper and its container are gone" ||
     { as_user kill -9 $left; fail "after the .sif step, still running: pids $left"; }
 
-# M5: one user's container start stalls (their Apptainer hangs for 20 s); another user's
+# One user's container start stalls (their Apptainer hangs for 20 s); another user's
 # container step on the same node at the same moment does not wait for it.
 id trellistest2 >/dev/null 2>&1 || useradd -M -s /bin/sh trellistest2
 touch "$dir/double/stall-$job_user"
@@ -227,10 +226,10 @@ second_took=$(($(date +%s) - start))
 wait $first
 rm -f "$dir/double/stall-$job_user"
 grep -q "inside the sif test double" "$dir/m5-first.out" && grep -q "inside a trellis test image" "$dir/m5-second.out" &&
-    [ $second_took -le 10 ] && pass "M5: a second user's step ran in ${second_took} s while the first user's start stalled" ||
-    fail "M5: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"
+    [ $second_took -le 10 ] && pass "a second user's step ran in ${second_took} s while the first user's start stalled" ||
+    fail "a second user's step behind the first user's stalled start: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"
 
-# M1/L7: the process the container is taken from is the plugin's own unreaped child, and
+# The process the container is taken from is the plugin's own unreaped child, and
 # what it offers is checked: a prepare that says "ready" without having made a container
 # (still in the host's namespaces, as a hijacked one could) is refused, and the task does
 # not run.
@@ -240,10 +239,10 @@ sed -i "s|^agent = .*|agent = \"$dir/hostile-agent\"|" "$dir/trellis.toml"
 refused m1_hostile "does not belong to uid $uid" "${image[@]}"
 cp "$dir/trellis.toml.good" "$dir/trellis.toml"
 
-# L1: a source whose resolved path holds ',' is refused (a runtime's list would split it).
+# A source whose resolved path holds ',' is refused (a runtime's list would split it).
 mkdir -p "$dir/shared/x,y" && ln -sfn "$dir/shared/x,y" "$dir/shared/l"
 refused l1_comma "would split" "${image[@]}" --trellis-mounts="$dir/shared/l:/shared"
-# L3: a newline in an image path is refused, and forges no line in slurmd's log.
+# A newline in an image path is refused, and forges no line in slurmd's log.
 refused l3_newline "control character" --trellis-image="$(printf '/x\nerror: slurmstepd: forged')"
 # The same value straight to the node, past srun's check: Slurm hands slurmstepd the options
 # as _SLURM_SPANK_OPTION_* variables, which a user can set themselves.
@@ -251,17 +250,17 @@ as_user env "_SLURM_SPANK_OPTION_trellis_trellis_image=$(printf '/x\nerror: slur
     srun -N1 -n1 -w n1 sh -c 'echo STARTED' >"$dir/l3_node.out" 2>"$dir/l3_node.err"
 rc=$?
 [ $rc -ne 0 ] && ! grep -q STARTED "$dir/l3_node.out" && grep -q "control character" "$dir/l3_node.err" &&
-    pass "L3: the value reaching slurmstepd is refused there, and the task does not run" ||
-    fail "L3 on the node: status $rc, $(cat "$dir/l3_node.out" "$dir/l3_node.err")"
+    pass "the value reaching slurmstepd is refused there, and the task does not run" ||
+    fail "a newline in an image path, on the node: status $rc, $(cat "$dir/l3_node.out" "$dir/l3_node.err")"
 [ "$(cat "$dir"/log/slurmd-*.log | grep -c 'forged')" -eq 0 ] &&
-    pass "L3: no forged line in slurmd's log" || fail "L3: a forged line reached slurmd's log"
-# L9: ':ro' holds for the mounts beneath the source too.
+    pass "no forged line in slurmd's log" || fail "a forged line reached slurmd's log"
+# ':ro' holds for the mounts beneath the source too.
 mkdir -p "$dir/shared/sub" && mount -t tmpfs -o mode=1777 none "$dir/shared/sub"
 as_user_srun l9 -N1 -n1 -w n1 "${image[@]}" --trellis-mounts="$dir/shared:/shared:ro" sh -c \
     'touch /shared/sub/x 2>/dev/null && echo WROTE; touch /shared/y 2>/dev/null && echo WROTE-TOP; echo done'
 umount "$dir/shared/sub"
-grep -q "^done$" "$dir/l9.out" && ! grep -q WROTE "$dir/l9.out" && pass "L9: ':ro' holds for a submount of the source" ||
-    fail "L9: $(cat "$dir/l9.out" "$dir/l9.err")"
+grep -q "^done$" "$dir/l9.out" && ! grep -q WROTE "$dir/l9.out" && pass "':ro' holds for a submount of the source" ||
+    fail "':ro' for a submount of the source: $(cat "$dir/l9.out" "$dir/l9.err")"
 
 # trellis `optional` in plugstack.conf: an image that cannot be used still stops the task;
 # it never runs on the host instead. Then the same with a configuration that cannot be read.
@@ -282,7 +281,7 @@ cp "$dir/trellis.toml.good" "$dir/trellis.toml"
 sed -i 's/^optional /required /' "$dir/plugstack.conf"
 nothing_left "after the refusals"
 
-# L8: the administrator's TaskProlog, which Slurm runs after the task has joined the
+# The administrator's TaskProlog, which Slurm runs after the task has joined the
 # container, is found there at its host path. This one lies where the image has no folder
 # (under /etc), so the image's /etc is covered by a tmpfs of the container's with its
 # entries bound back in: the image stays untouched and its /etc still shows.
@@ -306,11 +305,11 @@ scontrol reconfigure && sleep 2
 # spank_trellis(8)); 22.05 runs the script itself and must pass.
 if grep -qx "prolog=ran" "$dir/prolog.out" && grep -qx "root:x:0:0:root:/root:/bin/sh" "$dir/prolog.out" &&
     [ -z "$(find "$dir/bundle/rootfs" -newer "$dir/t1")" ]; then
-    pass "L8: the TaskProlog ran in the container; the image's /etc still shows and the image is unchanged"
+    pass "the TaskProlog ran in the container; the image's /etc still shows and the image is unchanged"
 elif at_least 24.11 && grep -q 'TaskProlog failed status=127' "$dir/prolog.err"; then
-    echo "known limitation: L8: Slurm $slurm_version runs the TaskProlog through slurmstepd, which a container step's image lacks (status 127)"
+    echo "known limitation: the TaskProlog: Slurm $slurm_version runs the TaskProlog through slurmstepd, which a container step's image lacks (status 127)"
 else
-    fail "L8: $(cat "$dir/prolog.out" "$dir/prolog.err")"
+    fail "the TaskProlog in the container: $(cat "$dir/prolog.out" "$dir/prolog.err")"
 fi
 
 # 5. scancel and kill -9 of srun: nothing of the container but the tasks themselves, and

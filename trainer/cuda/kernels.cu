@@ -160,9 +160,9 @@ __global__ void sum_blocks_kernel(const float* partial, float* grad, int blocks,
     }
 }
 
-// The vector-kernels speed item: element-wise kernels compiled per type, one 16-byte load and
-// store per 8 bf16/f16 or 4 f32 elements, where the scalar ones switch on the type at every
-// element and move 2 bytes at a time (gpu.md B11).
+// The vector-kernels speed item (trainer/gpu/speedups.hpp): element-wise kernels compiled per
+// type, one 16-byte load and store per 8 bf16/f16 or 4 f32 elements, where the scalar ones
+// switch on the type at every element and move 2 bytes at a time.
 bool vector_kernels = false;
 
 __device__ inline float to_float(float v) { return v; }

@@ -10,19 +10,19 @@ namespace trellis::gpu {
 
 struct Speedups {
     // tf_cnn_benchmarks' synthetic batch is the same at every step: it is copied to the GPU
-    // once and kept there, as the PyTorch peer keeps its batch (gpu.md B8).
+    // once and kept there, as the PyTorch peer keeps its batch.
     bool synthetic_on_device = false;
     // A convolution's workspace size is the one cuDNN's benchmark reported for the algorithm
-    // it chose, not asked again at every call (gpu.md B9).
+    // it chose, not asked again at every call.
     bool workspace_cache = false;
     // Element-wise kernels (ReLU, the residual join, gradient sums) in 16-byte vectors, one
-    // kernel per type, instead of 2-byte accesses behind a type switch (gpu.md B11).
+    // kernel per type, instead of 2-byte accesses behind a type switch.
     bool vector_kernels = false;
     // A residual block's last batch norm, the shortcut's sum and the ReLU in one cuDNN call
-    // (BN_ADD_ACTIVATION) each way, saving a read and a write of the block's output (gpu.md B10).
+    // (BN_ADD_ACTIVATION) each way, saving a read and a write of the block's output.
     bool fused_norm_join = false;
     // fp16: the optimizer kernel skips an overflowed step itself and the host reads the flag a
-    // step late, so no step waits for the GPU to finish its backward pass (gpu.md B7).
+    // step late, so no step waits for the GPU to finish its backward pass.
     bool overflow_on_device = false;
 };
 
