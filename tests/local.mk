@@ -94,4 +94,4 @@ EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/vm
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.
 TESTS += tests/gpu/gpu_check_test.sh
-EXTRA_DIST += scripts/gpu-check scripts/gpu_check_measure.py tests/gpu/gpu_check_test.sh
+EXTRA_DIST += scripts/gpu-check tests/gpu/gpu_check_test.sh
