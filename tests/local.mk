@@ -97,5 +97,6 @@ EXTRA_DIST += tests/sources_test.py
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.
-TESTS += tests/gpu/gpu_check_test.sh
-EXTRA_DIST += scripts/gpu-check tests/gpu/gpu_check_test.sh
+# gpu_check_runner_test.py: the same script with its Runner replaced by the test's answers.
+TESTS += tests/gpu/gpu_check_test.sh tests/gpu/gpu_check_runner_test.py
+EXTRA_DIST += scripts/gpu-check tests/gpu/gpu_check_test.sh tests/gpu/gpu_check_runner_test.py
