@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting a helper program (the agent from the plugin, Apptainer from the agent): as the
 // job's user when asked, from /, with a fixed minimal environment, by absolute path and with
 // none of the caller's other descriptors, so that nothing of root's or slurmstepd's reaches

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Holding files by descriptor: the agent checks a file on the descriptor it then uses, so that
 // no one can swap the file between the check and the use. One owning descriptor type for all
 // of agent/, and the words its refusals print a file's owner and mode with.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The agent's library (the step binding core, containers, health), shared by
 # trellis-agent, the plugin and the unit tests. No libslurm here: slurmstepd, which loads the plugin, has its
 # own copy of Slurm's symbols.

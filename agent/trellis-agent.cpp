@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-agent: the per-node agent. `launch` starts a node's ranks (natively or in a
 // container), `prepare` makes a step's container for the plugin as the job's user, `resolve`
 // pins a registry image's tag to its digest, `check` reports the node's health.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command-line toolkit every program uses: an option table (name, value placeholder, help,
 // setter) that parses "--name VALUE", "--name=VALUE" and flags and generates --help, and the
 // shared value parsers. Every refusal is a UsageError that names the option, the value and

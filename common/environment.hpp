@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every environment variable trellis reads or writes, declared once with its default and its
 // meaning (as NCCL declares its parameters): the producers and the consumers name them
 // through this table, and man/trellis.7's ENVIRONMENT section lists exactly these (a test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One error hierarchy for every program, with three meanings that decide the exit status:
 // bad usage or input (2), refused by policy (3), everything else (1). Each domain error
 // derives from one of them, so that a program's main catches the base and never re-derives

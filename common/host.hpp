@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who this process runs on, as the programs and the plugin name it.
 #pragma once
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libtrellis-common: the error hierarchy and its exit statuses, the command-line toolkit, the
 # environment variables' table and small helpers (host and node names). It depends on nothing
 # of trellis; every other library and program may use it.

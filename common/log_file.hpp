@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A JSON-lines log in a --log-dir folder, opened for appending: trellis-train's metrics.jsonl
 // and trellis-bench's bench.jsonl, which a resumed run or a second invocation continue.
 #pragma once

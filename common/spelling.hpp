@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Did you mean": the known name nearest to a mistyped one, for refusals of unknown names.
 // Nearness counts typing slips: a letter inserted, dropped or replaced, or two neighbours
 // swapped (the optimal string alignment distance). A name more than about one slip per five

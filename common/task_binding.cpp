@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/task_binding.hpp"
 
 #include <sched.h>

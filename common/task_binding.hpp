@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binding a task was given, as it finds it in its own environment and affinity: what the
 // metrics and benchmark logs record beside a run's numbers, so that a report can tell a run
 // bound to the far socket from one bound well.

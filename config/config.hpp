@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration of the plugin and the agent: the TOML file (etc/trellis.toml) and the
 // `key=value` overrides of its [binding] keys given in plugstack.conf. Pure parsing, no Slurm,
 // so it is unit-tested and fuzzed on its own.

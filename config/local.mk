@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libtrellis-config: trellis.toml and the plugstack.conf arguments, read by the plugin and by
 # trellis-agent alike (the binding defaults, the container policy, the framework wireup).
 noinst_LTLIBRARIES += config/libtrellis-config.la

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packaging (dpkg-buildpackage -b; tests/packaging/debian_test.sh builds and tests it).
 EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debian/source/format \
 	debian/not-installed debian/local.mk \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How Slurm binds a step's GPUs to its tasks, read the way srun reads its options and its
 // environment. The rules moved between Slurm versions, so each takes the version of the Slurm
 // that reads them (SLURM_VERSION_NUMBER of the Slurm the plugin was built for):

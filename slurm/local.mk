@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What Slurm gave a step, read from Slurm's own files and libslurm. (The folder's name does
 # not shadow <slurm/spank.h> or <slurm/slurm.h>: it holds no file of those names.)
 #

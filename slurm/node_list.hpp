@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm node lists, for the launchers that rendezvous at a step's first node (trellis-train's
 // Slurm wireup, trellis-agent launch). In a library of its own, linked with libslurm, apart
 // from libtrellis-topology, which the plugin takes in: slurmstepd has Slurm's symbols already.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What trellis reads of Slurm's own configuration, to agree with Slurm 22.05's gres/gpu
 // plugin on which GPUs a step has and how its tasks number them: gres.conf (which device
 // files are the node's GPUs, in Slurm's order), slurm.conf and cgroup.conf (whether devices

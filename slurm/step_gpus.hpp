@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm's GPUs for a step, on the topology's terms. Slurm 22.05 hands a step its GPUs as
 // gres indices (SLURM_STEP_GPUS): positions in the node's gres.conf device list, not
 // CUDA numbers and not PCI positions. Each index names a device file, the file's trailing

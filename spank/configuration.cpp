@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading trellis.toml and the plugstack.conf arguments, in srun, sbatch, salloc and
 // slurmstepd. A broken configuration must neither fake success nor take nodes down:
 //  - srun, sbatch and salloc refuse the job with the message, before anything runs (Slurm

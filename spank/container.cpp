@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The step's container: checked in srun (the image and mounts against trellis.toml), made
 // once per node in user_init by `trellis-agent prepare` running as the job's user and held
 // here by its namespaces, joined by every task in task_init, as the user, just before it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SPANK entry points, one concern each: options (option_callbacks.cpp), the node's plan
 // (user_init.cpp), applying it per task (task_init.cpp) and the step's container
 // (container.cpp). plugin.cpp only dispatches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One registry pull per job (agent/image/broadcast.hpp): srun imports a step's registry image
 // once, before the step exists, and sends it to the step's nodes before the launch; the job
 // prolog makes each node's user folder it is sent to.

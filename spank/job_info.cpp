@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What slurmstepd knows of the node and the job, shared by the entry points.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The pure part of the plugin, its option parsing (the configuration is config/), shared with
 # the unit tests and the fuzz target.
 noinst_LTLIBRARIES += spank/libtrellis-spank-options.la

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The --trellis-* options and their environment variables.
 // srun and sbatch validate them before anything is launched; slurmstepd parses them again.
 #include <cstdlib>

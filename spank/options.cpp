@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "spank/options.hpp"
 
 #include "agent/image/settings.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a user asks for with --trellis-bind, --trellis-hca, --trellis-gpus, --trellis-memory,
 // --trellis-wireup, --trellis-verbose, --trellis-image and --trellis-mounts (or the TRELLIS_*
 // environment variables of the same names). Pure parsing: the messages say what is accepted,

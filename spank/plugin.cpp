@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spank_trellis.so: the SPANK entry points, dispatching to one file per concern.
 // Nothing here may throw into Slurm: each entry point catches everything and logs one line.
 #include <exception>

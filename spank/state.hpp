@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the plugin remembers within one srun, sbatch or slurmstepd process: the configuration,
 // the user's choices, the node's plan (computed once per node per step in user_init) and a
 // user error held until task_init, where the user gets to see it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per task: memory policy as root (task_init_privileged), then CPU affinity and environment
 // as the user (task_init), both in the task's own process just before it execs. The plan and
 // how to apply it are the shared core's (agent/binding/step_plan.hpp).

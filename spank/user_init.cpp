@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Once per node per step (slurmstepd, user_init): the step's plan on this node (the shared
 // core, agent/binding/step_plan.hpp, with what Slurm gave the step) and its layout for the
 // frameworks' variables. A failure here is the user's to see, so it is held and reported

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # campaign: its Python modules, tests and files (added to the lists of studies/local.mk).
 studies_python_campaigndir = $(studies_pythondir)/campaign
 dist_studies_python_campaign_DATA = studies/trellis_studies/campaign/__init__.py \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The studies: trellis-campaign writes and submits a study's runs to Slurm, trellis-report
 # reads what the runs left and draws the figures (Python 3 with Debian's python3-matplotlib),
 # and `trellis-report predict` is the scaling predictor. The package is installed under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # predict: its Python modules, tests and files (added to the lists of studies/local.mk).
 studies_python_predictdir = $(studies_pythondir)/predict
 dist_studies_python_predict_DATA = \

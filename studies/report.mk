@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # report: its Python modules, tests and files (added to the lists of studies/local.mk).
 studies_python_reportdir = $(studies_pythondir)/report
 dist_studies_python_report_DATA = \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Catch2 through one header, whichever major version configure found (TRELLIS_CATCH2_MAJOR):
 // Debian 12 ships Catch2 2, a single header; Debian 13 ships Catch2 3, whose string matchers
 // moved to Catch::Matchers (Contains became ContainsSubstring) and whose Approx left the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Prints a TCP port that nobody on this machine listens on, chosen by the kernel, so that test
 # runs side by side never share a rendezvous port.
 import socket

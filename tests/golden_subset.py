@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Whether a JSON document holds everything a golden one holds: every key with the same value,
 # lists of the same length element by element; keys the golden file lacks are new fields, and
 # allowed. Prints each difference by its path. usage: golden_subset.py GOLDEN ACTUAL

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Unit tests (Catch2, one binary per unit), the trellis-topo command-line tests and the
 # checks over ../shared/fixtures/topology. Binaries exit 77 ("skipped") when what they need
 # is absent, so that a skip is never counted as a pass.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Each concept of the agent written once: fails when a second copy appears, naming its lines.
 #   helpers are forked in agent/command.cpp only (ranks, the user's own programs, in
 #     agent/launch/rank_launcher.cpp), and a wait status is decoded there

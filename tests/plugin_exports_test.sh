@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # spank_trellis.so shows the process that loads it (srun, slurmstepd) only Slurm's entry
 # points and its identity: slurm_spank_* and plugin_*. Everything else (the C++ library's
 # templates, the agent's code) stays local, so that it can neither clash with nor be bound

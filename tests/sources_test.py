@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What every source file of the tree holds to, each rule a check that names the lines that
 break it: comments and messages speak of the code itself (no review file, review item or
 issue of this project, which a reader of the tree does not have), and the runs' JSON-lines

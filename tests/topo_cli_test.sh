@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trellis-topo from the outside: JSON shapes, the plan on a fixture, and bad input refused
 # with exit status 2, one line on stderr and nothing on stdout.
 set -u

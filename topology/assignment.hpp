@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rule that spreads T tasks over N ordered items (GPUs, NUMA nodes, cores): with as many
 // tasks as items, task i gets item i; with fewer tasks, each gets a contiguous group (sizes
 // differ by at most one, larger groups first); with more tasks, task i gets item

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dividing CPUs among tasks: tasks whose GPUs (or NUMA nodes) are local to the same CPUs
 // share those CPUs' cores, disjointly and as evenly as possible.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A set of logical CPU (PU) numbers as the kernel numbers them, in the "0-3,8" list syntax
 // that Linux, Slurm and hwloc all print. The planner works on these rather than on hwloc
 // bitmaps so that plans can be computed and tested without a loaded topology.

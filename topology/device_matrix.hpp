@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU/HCA distance matrix of a node, in the order `nvidia-smi topo -m` shows it: GPUs
 // first, then HCAs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building a Node from hwloc: from the live machine, or from an hwloc XML file (an admin's
 // replacement for discovery on VMs, and the tests' fixtures).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Distance classes between two PCI devices, named as `nvidia-smi topo -m` names them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The environment a task gets from its binding: what CUDA/ROCm, NCCL, UCX, Open MPI and
 // OpenMP read, plus TRELLIS_* variables for scripts and the trainer.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which device file belongs to which GPU. Slurm names a node's GPUs by their device files
 // (gres.conf File=/dev/nvidia[0-7]), the topology by their PCI addresses; the NVIDIA driver
 // ties the two together in its own table, /proc/driver/nvidia/gpus/<PCI>/information

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/hca_choice.hpp"
 
 #include <fnmatch.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing each task's HCAs: for each of its GPUs the nearest usable one (for a CPU-only task,
 // the nearest to its CPUs), ties going to the least used so far and then to PCI order, so that
 // tasks at equal distance spread over the HCAs instead of piling onto the first.

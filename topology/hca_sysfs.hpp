@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Port details that hwloc does not record (link layer, rate), and the current port state,
 // read from /sys/class/infiniband on a live machine.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libtrellis-topology: a convenience library linked into trellis-topo, the plugin, the agent
 # and the trainer (built PIC so that the plugin can take it in).
 noinst_LTLIBRARIES += topology/libtrellis-topology.la

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model of one node that the planner works on: what hwloc discovered (or an XML file
 // described), reduced to the things binding decisions need. It holds no hwloc objects, so
 // tests can build or load one and plans are plain data.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVLink between a node's GPUs, from hwloc's "NVLinkBandwidth" distances (its NVML backend
 // fills them on a node with the NVIDIA driver, and an XML file saved there keeps them). The
 // matrix holds bandwidths between GPUs and, on NVSwitch systems, between GPUs and switches;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a PCI device sits: its address, the chain of bridges above it and the CPUs and NUMA
 // nodes it is local to. Distances between devices are computed from this alone.
 #pragma once

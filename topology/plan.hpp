@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A binding plan: for each local task of a step, its GPUs, HCA, CPUs, memory and the
 // environment that tells frameworks about them. Plain data, rendered to JSON by plan_json
 // and applied by the SPANK plugin and the agent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/plan_json.hpp"
 
 #include "topology/device_matrix.hpp"

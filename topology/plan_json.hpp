@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON of `trellis-topo plan --json` and `trellis-topo show --json`: a public interface
 // that scripts depend on, so fields are only ever added.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_plan: GPUs to tasks, then HCAs, then CPUs and memory, then the environment.
 #include <algorithm>
 #include <set>

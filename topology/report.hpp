@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Human-readable views: the device matrix of a node (`trellis-topo show`) and the binding
 // table of a plan (`trellis-topo plan`, the plugin's verbose report).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Left-aligned text columns, for the human output of trellis-topo and the plugin's report.
 #pragma once
 

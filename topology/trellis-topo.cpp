@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-topo: shows a node's GPUs, HCAs and their distances, and the binding plan that the
 // plugin and the agent would apply for N tasks.
 #include <algorithm>

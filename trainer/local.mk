@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The trainer in layers, bottom up. Each library is compiled alone and links none of the
 # others: the *_LIBS variable beside it names it and every library it may use, and programs
 # and tests link through those variables, so that a call in the wrong direction fails to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-bench: the network as trellis-train sees it (see trellis-bench(1)).
 #include <cstdio>
 #include <exception>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-train: ResNet training on ImageNet-style data (see trellis-train(1)).
 #include <chrono>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/binding/binding_set.hpp"
 
 #include "common/cli.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which of a task's variables are its binding, as trellis set them, and which are the user's.
 // The plugin writes some names that it also reads as options (TRELLIS_HCA is both the task's
 // own HCAs and --trellis-hca; TRELLIS_IMAGE both the task's image and --trellis-image), and a

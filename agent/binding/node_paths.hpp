@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-node paths in the configuration: "%n" stands for the Slurm node name, so that one
 // pattern can give some nodes a file of their own (the topology XML, the NVIDIA driver's
 // proc folder), as admins of VMs and the tests do.

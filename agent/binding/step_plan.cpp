@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/binding/step_plan.hpp"
 
 #include <sched.h>

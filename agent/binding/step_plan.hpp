@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A step's binding on this node, computed one way for the plugin (once per node per step, in
 // slurmstepd) and for trellis-agent launch: the configuration, the user's choices, the node's
 // topology and what Slurm gave the step. Applying it (CPU affinity, memory policy) is here

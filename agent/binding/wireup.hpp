@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the users' own frameworks read to find each other, so that `srun python train.py`
 // needs no wrapper script: the variables of PyTorch's env:// initialisation (which torchrun
 // also sets, and Lightning and Accelerate take when present) and, on request, TensorFlow's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One step's container on one node, as the job's user makes it: the image, what is mounted
 // into it, and which namespaces the tasks join.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device files a step's tasks need inside the container: the NVIDIA nodes of its GPUs
 // (with the driver's control and UVM nodes) and the verbs nodes of its HCAs (with rdma_cm),
 // those that exist on this node; and the one list of device nodes a container gets, in the

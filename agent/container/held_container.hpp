@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A step's container held by its namespaces. `trellis-agent prepare`, run as the job's user,
 // makes the container around itself and says "ready"; its namespaces are opened here while it
 // is still this process's unreaped child (its pid cannot be reused meanwhile), checked to be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The container's /etc/ld.so.cache, built by the host's ldconfig as update-ldcache asks, so
 // that the driver libraries bound in are found by soname.
 //

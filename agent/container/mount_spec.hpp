@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bind mounts users ask for with --trellis-mounts / --mounts: "SRC:DST[:ro|rw],...". Parsing,
 // and the destinations no user may take; what may be mounted is image_policy's business.
 #pragma once

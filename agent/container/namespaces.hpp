@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // User namespaces: the one a helper or a container is made in, mapping only the caller's own
 // ids; and the namespaces a task joins to enter a container, taken from a process that is in
 // it: user first (its owner has every right inside, which joining the others takes), then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An OCI bundle's container, made by the calling process for itself, as the job's user: a
 // user namespace mapping the user's own uid and gid (nothing else: no root inside, and no
 // privilege on the host), a mount namespace whose root is the image's rootfs, read-only,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-pause: the process Apptainer runs in a .sif image so that the agent can find it and
 // join its namespaces, doing nothing until the agent stops it. Linked statically, since it
 // runs inside images that need not have this machine's libraries; holds no descriptor of

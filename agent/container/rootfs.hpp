@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The making of a container's root: every mount trellis makes is made here. The root is made
 // by the job's user, in a user and mount namespace of its own, under a folder that then
 // becomes "/"; paths in it are resolved inside it (openat2 RESOLVE_IN_ROOT), so that an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/container/sif_container.hpp"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A .sif image's container, entered by the calling process as the job's user: Apptainer
 // (or Singularity) runs the image in its user-namespace mode with trellis-pause as the
 // command, the process running it is found among the descendants of the Apptainer this

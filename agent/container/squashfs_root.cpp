@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/container/squashfs_root.hpp"
 
 #include <fcntl.h>

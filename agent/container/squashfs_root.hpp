@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A squashfs image as a container's root (and an OCI bundle's writable layer), made inside the container's own user and mount
 // namespaces by the job's user: squashfuse serves the image through a FUSE descriptor this
 // process opened and mounted itself (fusermount3 refuses a user namespace that maps only the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A step's container on this node, from a request to the namespaces its tasks join: the
 // policy checks and the image's kind, behind `trellis-agent prepare`, which the plugin (from
 // slurmstepd, as the job's user) and `trellis-agent launch --image` run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/health/node_check.hpp"
 
 #include <sys/utsname.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `trellis-agent check`: what a node offers a training job, and what is wrong with it. GPUs
 // (and their driver's device nodes), HCAs with port state, rate and link layer, the
 // GPUDirect RDMA module, IPoIB interfaces, container runtimes, and the topology in brief.

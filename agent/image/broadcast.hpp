@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One registry pull per job. srun imports the pinned image once, as the user, into a folder
 // of the user's on its own host (stage_image, before the step exists), and once the step's
 // nodes are known sends the squashfs and then its settings to every node of the step with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node's image cache, as one user sees it: <image_cache>/<uid>, a folder only that user
 // may enter, holding one squashfs per manifest digest and its settings beside it:
 //   <hex>.sqsh   the image's root, packed (published by rename, so never half-written)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One image's place in the cache while it is imported, as an object: the digest's lock, held
 // exclusively while it lives; the import's temporary folder <hex>.tmp, where everything is
 // made; and the publish step, two renames after the data is on disk, the settings first, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seconds since a moment, for the imports' and the broadcast's progress lines: read by people.
 #pragma once
 

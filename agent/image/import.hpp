@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Importing an image as the job's user into their node cache (cache.hpp): a registry
 // image (docker://, normally pinned @sha256: by srun) or an image archive (oci-archive:,
 // docker-archive:) becomes one squashfs and its settings file, keyed by manifest digest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running the programs an import is made of besides skopeo (umoci, find, mksquashfs) as the
 // calling user, through the agent's one run(): by absolute path, with a fixed environment
 // (nothing of the caller's but PATH, USER, LOGNAME, HOME, and TMPDIR inside the cache), stdout

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an administrator allows ([container] allowed_images, allowed_mounts in trellis.toml)
 // and what the user asked for, checked before anything starts: in srun, so that a refusal
 // is on the user's terminal, and again on the node, where the container is made. Both run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `--trellis-image` names, parsed before any policy check: a path on the node (an OCI
 // bundle folder, a .sif or a .sqsh file), an image in a registry, or an image archive.
 //   docker://[HOST[:PORT]/]REPOSITORY[:TAG|@sha256:DIGEST]

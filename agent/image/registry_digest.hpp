@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A registry image's tag resolved to its manifest digest, once per srun, by the user's own
 // process (skopeo, with the user's own credentials), so that every node of the step imports
 // the same image even when the tag moves while the step starts. Nodes without a way out can

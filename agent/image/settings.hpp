@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An image's own settings (Env, WorkingDir, Entrypoint) and how a task takes them, the same
 // way in the plugin's task_init and in `trellis-agent launch`: the rules spank_trellis(8)
 // tabulates. Read from the JSON `skopeo inspect --config` prints, which a squashfs image keeps

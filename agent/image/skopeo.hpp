@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // skopeo, the one registry client: srun's tag lookup (registry_digest.hpp) and the node's
 // import (import.hpp) both ask the registry through it, as the calling user, so that
 // credentials, TLS, time limits, size limits and the words of a failure are one rule each:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `trellis-agent launch`: the node's ranks, bound and optionally in a container.
 #pragma once
 

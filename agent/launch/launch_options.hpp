@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `trellis-agent launch` options and where the ranks' identities come from: the command line,
 // else TRELLIS_NNODES/TRELLIS_NODE_RANK/TRELLIS_MASTER, else Slurm's step (one agent per node:
 // SLURM_NNODES, SLURM_NODEID, the step's first node), else this node alone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration trellis-agent launch plans with: the plugin's own. An admin configures the
 // plugin in plugstack.conf (`config=PATH` and `key=value` overrides such as topology_xml= or
 // nvidia_proc=); an agent that read only trellis.toml would plan otherwise than the plugin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/launch/rank_launcher.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ranks of one node under `trellis-agent launch`: each started with its binding (CPU
 // affinity and the plan's environment), its rank variables and, with an image, inside the
 // step's container; their output prefixed with the rank; SIGINT, SIGTERM and SIGUSR1 passed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The common layer: exit statuses by error kind, the value parsers and the option table.
 #include "tests/catch.hpp"
 

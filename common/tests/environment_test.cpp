@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table of environment variables and man/trellis.7's ENVIRONMENT section name exactly the
 // same variables, each once.
 #include "tests/catch.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A --log-dir file: created with its folder, appended to, a cut line closed, errors naming the path.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Did you mean": typing slips are near, other names are not suggested.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binding a task records of itself: which variables, which are left out, and the CPU list.
 #include "tests/catch.hpp"
 

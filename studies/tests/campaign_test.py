@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """trellis-campaign without Slurm: the study's TOML rules, the matrix's expansion, run keys,
 the shell quoting of hostile values (the generated script run by bash with srun replaced by a
 recorder of its arguments), the resubmission decisions and the status reasons."""

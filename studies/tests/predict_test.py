@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The scaling predictor on synthetic timings whose answers are worked out by hand below: each
 strategy's schedule on a known network, the step model with overlap 0 and 1, and the readers
 on cut lines and missing fields."""

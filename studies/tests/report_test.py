@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """trellis-report on fixtures this test writes (several runs of 1, 2 and 4 ranks, PS and
 allreduce, eval records, a cut last line, a resumed run of the older format, a trellis-bench
 folder, a campaign folder, a run whose names hold ' ; and <) and on a real trellis-train run.

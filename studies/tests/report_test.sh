@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # trellis-report on runs written by the test itself and on a real trellis-train run
 # (report_test.py); skips where Python 3 with matplotlib is missing.
 python=${PYTHON3:-python3}

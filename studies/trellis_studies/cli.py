@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the studies commands do at their edges, written once: find their exit status, and end
 quietly when the reader of their output has gone (`trellis-campaign status DIR | grep -q ...`)."""
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Slurm 24.11 on cgroup v2, in a qemu guest (tests/cgroup2/vm): this machine's cgroup v1
 # mounts are fatal to Slurm's cgroup/v2, so a guest boots this machine's kernel with cgroup v1
 # off and a Debian 13 root holding Slurm 24.11 and a trellis built against it. Inside, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests that run the Apptainer test double (tests/container/apptainer-test-double).
 #   apptainer_double_left STATE   prints the pids the double recorded in STATE/pids (its own,
 #                                 which becomes the container's process, and its helper's)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unprivileged half of cdi_apply_test.sh: as the job's user, reads the CDI specs of a
 // root-owned folder, selects GPU 0, makes a user and mount namespace of its own (mapping only
 // its uid and gid, as trellis containers do), mounts a tmpfs root, applies the edits through

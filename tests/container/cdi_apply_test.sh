@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # GPUs through CDI, applied as trellis containers are made: a root-owned spec folder with a
 # spec shaped like `nvidia-ctk cdi generate`'s for two fake GPUs (device nodes made here with
 # mknod: nvidia0 c 195 0, nvidia1 c 195 1, nvidiactl c 195 255, nvidia-uvm) and a fake driver

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Registry images before anything starts: a tag resolved to its manifest digest by the user's
 # own skopeo against a real registry (Debian's docker-registry on 127.0.0.1, htpasswd), with
 # the credentials only in the user's auth.json (never on a command line), no blob fetched,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trellis-agent import, as unprivileged users, from a private registry on 127.0.0.1 (see
 # registry.sh) and from archives: the squashfs holds the image with its whiteouts applied and
 # its mode-000 file whole, no setuid or setgid bit, the settings file has its ENV and WORKDIR;

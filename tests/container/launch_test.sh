@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trellis-agent launch without Slurm: a 2-rank allreduce training natively and in an OCI
 # container (made by an unprivileged user, as the plugin makes a step's), output prefixed by
 # rank; kill -9 of one rank stops the other and the launcher exits with that rank's status;

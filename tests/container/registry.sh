@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A private registry for container tests, sourced by them: Debian's docker-registry on
 # 127.0.0.1:<free port> with htpasswd authentication, its storage and its request log in a
 # folder of the test's, started with setsid and stopped by its pid; and the test images,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The half of skopeo_words_test.sh that asks trellis: reads skopeo's stderr on stdin and
 // prints how the registry client classifies it with the exit status given.
 //   skopeo_words STATUS < STDERR

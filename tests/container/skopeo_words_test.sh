@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The registry client's phrase table against the skopeo of each Debian root here: this
 # machine's (Debian 12) and, when it is made, the Debian 13 root's (tests/debian/root), run
 # by chroot. Each skopeo meets a real registry (Debian's docker-registry on 127.0.0.1 with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A squashfs image (what a registry import gives) run by an unprivileged user through
 # `trellis-agent launch --image`, as the plugin runs a step's: the image is built here with
 # mksquashfs inside a user namespace (-all-root) from busybox-static, with its settings (Env,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A user's own squashfs image (allow_user_images = true) while another user swaps files
 # under it: bob, in the group of a shared project folder, exchanges alice's x.sqsh and x.json
 # with his own (renameat2 RENAME_EXCHANGE, in a loop) while alice launches her image. In the

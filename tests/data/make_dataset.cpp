@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_dataset: a small ImageNet-shaped dataset that a small CNN can learn in a few hundred
 // steps, written both as a folder tree and as TFRecord shards holding the same JPEGs:
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests that run in a root of another Debian release (tests/gpu/bundle_test.sh,
 # tests/debian/slurm_release.sh) and by tests/debian/root. A root is made once, from the
 # network, and kept under /var/cache/trellis for later runs:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Slurm suites against the Slurm of another Debian release, on this machine's cgroup v1 (and
 # on cgroup v2 in a qemu guest): trellis's Debian packages are built in a root of that release
 # (tests/debian/root.sh: debootstrap and apt-get, made once from the network and kept in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/gpu-bundle's bundle runs on a machine that did not build it: in a Debian 13 minbase
 # root (a newer glibc and libstdc++ and none of the trainer's libraries, as on the GPU
 # machine's Ubuntu), unpacked where nobody built it and run from another folder without

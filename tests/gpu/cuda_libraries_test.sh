@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Where trellis-train finds the CUDA libraries and what it says when it cannot, on a machine
 # without a GPU: "no GPU:" (the prefix the GPU tests skip on) only when every library loaded,
 # naming the copies loaded; a library that cannot be found is an error (exit 1) naming it and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """scripts/gpu-check with its Runner replaced: the programs' answers are given by the test, so
 that what gpu-check makes of them is checked without any program (gpu_check_test.sh runs the
 real script with fake programs on PATH); and its readers of the runs' files on files made here."""

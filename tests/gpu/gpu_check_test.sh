@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/gpu-check on this machine, which has no GPU: its command line (--help, bad options,
 # a missing bundle, unknown sections), the no-GPU path with a fake nvidia-smi that answers
 # as the real one does without a driver (as root and as an unprivileged user: summary.txt

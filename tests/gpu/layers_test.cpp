@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CUDA layer against the CPU backend on the same inputs and weights: the forward
 // output, the input gradient and the parameter gradients, in fp32 (plain FMA, TF32 off),
 // bf16 and fp16; the ResNets' layers and blocks (with the fused norm join too) and those of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # On the GPU: a small ResNet learns the generated dataset in fp32, bf16 and fp16, and in fp16
 # with every speed item not yet measured (overflow-on-device and fused-norm-join among them)
 # (top-1 above the CPU test's threshold within 300 steps), a checkpoint written on the GPU

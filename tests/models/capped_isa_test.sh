@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The numerical suites once more with oneDNN held to an older x86-64 ISA than this CPU's.
 # These machines' CPUs differ from session to session (AVX-512 on one, AVX2 only on the
 # next), and so may CI's; oneDNN picks other kernels for each ISA (other blockings, so other

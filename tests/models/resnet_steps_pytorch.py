@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # The peer of tests/models/resnet_steps_test.sh: a CIFAR-style ResNet (resnet8/20/32/56: a 3x3
 # stem of 16 channels, stages of basic blocks of 16, 32 and 64 channels, a 1x1 convolution and
 # batch norm on the shortcut where the shape changes, global average pooling, a linear layer)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # ResNet-20 in trellis against the same network written in PyTorch
 # (tests/models/resnet_steps_pytorch.py, Debian's python3-torch) over several training steps at
 # batch 128, residual joins and shortcuts included: from the same parameters, 4 steps of SGD with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training steps of a trellis model on the CPU, written out for a peer to repeat. One step (at
 // dropout draw STEP): the parameters and running statistics before it, a batch (normal pixels,
 // labels i mod K), and what it computed (the loss, every gradient, the running statistics

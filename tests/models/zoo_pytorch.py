@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # The peer of tests/models/zoo_pytorch_test.sh: tf_cnn_benchmarks' AlexNet, VGG16, GoogLeNet,
 # Inception v3 and v4 written again here in PyTorch, from the benchmark's layer lists (not
 # from trellis's code), in functional form so that every parameter carries the name trellis

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Each of tf_cnn_benchmarks' models in trellis against the same network written in PyTorch
 # (tests/models/zoo_pytorch.py, Debian's python3-torch): from the same parameters and batch,
 # one training step gives the same loss, running statistics and gradients, dropout masks

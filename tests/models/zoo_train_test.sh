@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Every model of tf_cnn_benchmarks' zoo trains, checkpoints and resumes in trellis-train, at
 # small sizes (synthetic images at the smallest size the model takes, the Inceptions' 299
 # for inception3, 10 classes, batch 2, 4 steps): the header names the model and its own

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages: built from a clean `git clone` of this tree (or taken from
 # TRELLIS_DEBS_DIR, where CI built them once), lintian-clean of errors, installed, the plugin
 # loaded by the host's Slurm test cluster from where the package put it and through the

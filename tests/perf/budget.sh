@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Time budgets for the benchmarks, sourced by them: each side of a comparison trains for a
 # number of seconds rather than steps, so that the whole of `make perf` takes about the same
 # time on any of these machines' CPUs (a step count sized on an AVX-512 machine ran over 20

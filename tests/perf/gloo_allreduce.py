@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch gloo peer of trellis-bench allreduce: torch.distributed.all_reduce (float32
 sum) on CPU tensors with the same sizes, iterations (TRELLIS_ALLREDUCE_ITERS timed, 1 warm-up)
 and check. Rank and world size come from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The Open MPI peer of trellis-bench allreduce: MPI_Allreduce (float sum, in place) with the
  * same sizes, iteration counts (TRELLIS_ALLREDUCE_ITERS timed, 1 warm-up) and check, printing one line per size with the median time
  * and the bus bandwidth as nccl-tests defines it. Built by tests/perf/allreduce_vs_peers. */

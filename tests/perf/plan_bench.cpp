@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading an hwloc XML topology and planning one task per GPU, timed in process: the cost the
 // plugin pays once per node per step. Prints the median over repeated runs.
 #include <algorithm>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of trellis-bench data: torchvision's ImageFolder with the standard ImageNet
 training transforms (RandomResizedCrop, RandomHorizontalFlip, ToTensor, Normalize) through a
 DataLoader with --workers worker processes, batches of --batch-size. Prints images/sec over the

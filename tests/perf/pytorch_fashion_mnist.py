@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of trellis-train's time-to-accuracy run on Fashion-MNIST: the same CIFAR-style
 ResNet (written here from trellis's layer list: a 3x3 stem of 16 channels, stages of basic blocks
 of 16, 32 and 64 channels with a 1x1 convolution and batch norm on the shortcut where the shape

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of trellis-train on the GPU: torchvision's ResNet-50, channels_last,
 torch.autocast in bf16 or fp16 (or fp32 with TF32 allowed), SGD with momentum, one synthetic
 batch on the device. After the warmup steps it times either --steps steps or, with --seconds,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of tests/perf/models_vs_pytorch and trainer_vs_pytorch: the same model as
 trellis-train on one synthetic batch, SGD with momentum and weight decay, the same batch,
 image size, classes and threads. tf_cnn_benchmarks' models are tests/models/zoo_pytorch.py's (written there from the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # This machine's single-precision matrix-multiply peak, as the trainer's own library reaches
 # it: oneDNN's dnnl_sgemm through ctypes, on OMP_NUM_THREADS threads and under whatever ISA cap
 # (DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA) the benchmark runs with. The benchmarks' "of peak"

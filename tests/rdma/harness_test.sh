@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The soft-RoCE VM harness works: the VM boots this machine's kernel, soft-RoCE comes up, and
 # an RC queue pair between two processes on rxe0 carries traffic (ibv_rc_pingpong from
 # rdma-core's ibverbs-utils). The verbs transport's tests run in the same VM. Skips (77)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced inside the VM: a veth pair and a soft-RoCE device rxe0 on veth0 (10.9.0.1), the
 # device the verbs tests use. Fails (exit 1) with the reason when the kernel refuses.
 modprobe crc32_generic && modprobe ib_uverbs && modprobe rdma_rxe && modprobe veth ||

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The verbs transport over soft-RoCE in the VM (tests/rdma/vm): trellis-bench p2p, allreduce
 # (3 ranks in a ring, 4 ranks halving-doubling, sums checked) and ps over RC queue pairs on rxe0; 2-rank training over verbs gives
 # the same losses as over TCP; kill -9 of a rank is named by the other within 10 s. Skips (77)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # .sif images through the real Apptainer under a real Slurm (tests/slurm/cluster), with no test
 # double: the images are made here by the cluster's unprivileged user with `apptainer build`
 # from tests/container/make_bundle's folder, then given to root (trellis serves only root's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # GPUs through CDI in container steps under a real Slurm (tests/slurm/cluster), as the
 # cluster's unprivileged user: a root-owned cdi_dirs folder holds a spec shaped like
 # nvidia-ctk's (tests/fixtures/cdi/nvidia-ctk.yaml) for n1's fake GPUs (/dev/nvidiaN made with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Containers under a real Slurm (tests/slurm/cluster), every step submitted by the cluster's
 # unprivileged user: srun --trellis-image runs each task in the step's container on both
 # nodes with its binding, as the user (their uid and groups, no root inside), in the job's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The plugin keeps each task within the CPUs Slurm allocated, under both task plugins sites
 # run: task/cgroup (a cpuset per step, which hwloc sees) and task/affinity alone (no cgroups:
 # hwloc sees the whole node, so the plan takes the step's cores from Slurm). Two 1-CPU jobs

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The users' own programs under plain srun, wired up by the plugin with no wrapper script:
 # a PyTorch DistributedDataParallel training (Debian's python3-torch, gloo, init_method
 # 'env://') on 2 nodes x 2 tasks whose ranks must end with identical parameters; an Open MPI

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Checks what tasks saw (task_probe.py lines) against the truth of the node, computed apart
 # from trellis: a GPU's minor number from the cluster's copy of the NVIDIA driver table, its
 # PCI address from the node's topology, which minors the task's device cgroup allows, and how

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The binding on a GPU cluster as real ones run (tests/slurm/cluster): gres/gpu, task/cgroup
 # with ConstrainDevices, jobs submitted by an unprivileged user. n1 looks like a 4-GPU node
 # sharing two HCAs, n2 like the 8-GPU node whose device minors are rotated against PCI order.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests under the real Slurm cluster (tests/slurm/cluster): a cluster folder
 # removed at exit, the cluster started with the built plugin (a test that cannot run here
 # exits with the cluster's skip status 77), and the ok/FAIL reporting.

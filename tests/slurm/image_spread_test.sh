@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # How a registry image reaches the nodes of a step, on a 4-node test cluster whose nodes each
 # have an image cache of their own (a folder in each node's private /var/tmp), as real nodes
 # have, with PrologFlags=Alloc:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PMIx client for the Slurm tests: each rank puts a value naming itself, commits, fences
 // with data collection, then reads every other rank's value. Prints one line per rank and
 // exits non-zero on any mismatch, so srun fails when PMIx does not work across nodes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # srun and registry images, on the test cluster, as the unprivileged job user: a registry
 # that allowed_registries does not list stops srun before anything starts, in one line naming
 # the setting and trellis.toml, and no connection reaches it (a listener that records

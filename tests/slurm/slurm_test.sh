@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The plugin under a real Slurm: a two-node cluster on this machine (tests/slurm/cluster),
 # n1 with this machine's real topology (CPU binding checked on real CPUs) and n2 looking like
 # the 8-GPU fixture. Skips (77) where the cluster cannot run: not root, no Slurm, no munge.

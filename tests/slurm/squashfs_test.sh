@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A squashfs image under a real Slurm (tests/slurm/cluster), as the cluster's unprivileged
 # user: srun --trellis-image=IMAGE.sqsh runs the tasks of both nodes in it, with the image's
 # settings (IMAGE.json beside it) applied by the plugin as launch applies them; writes to /etc

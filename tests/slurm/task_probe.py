@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What one task of a step sees, as one JSON line: its node and ranks, the variables trellis
 # and Slurm set, its CPUs, its memory policy, and which GPU device files (/dev/nvidiaN, by
 # minor number) its device cgroup lets it open: ENXIO means allowed (no driver behind the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Distributed trellis-train under a real Slurm: 2 nodes x 2 tasks with --mpi=pmix (PMIx
 # wireup), with --mpi=none (Slurm wireup: SLURM_* variables, the step's first node from
 # libslurm, a TCP rendezvous there), and with the plain-environment wireup; with shared memory

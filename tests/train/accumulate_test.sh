@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Gradient accumulation: --accumulate 2 with batches of 16 learns as batches of 32 do, on one
 # rank and with two ranks of 8 (where the allreduce overlaps the last part's backward pass).
 # Batch norm normalises each batch of 16 on its own, as with two ranks, so the losses match

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The accuracy gate: trellis-train on a real dataset (Fashion-MNIST, Debian's
 # dataset-fashion-mnist) must reach PyTorch's top-1 on the same recipe, so that a change that
 # costs accuracy fails make check. PyTorch's side is a table of its seeds

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The accuracy gate's verdict: trellis-train's final top-1 on Fashion-MNIST's test images against
 PyTorch's on the same recipe (tests/train/fashion_mnist_reference.tsv, one row per seed).
 

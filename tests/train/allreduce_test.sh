@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Data-parallel trellis-train on this machine with the plain-environment wireup:
 #  - allreduce with 2 ranks equals 1 rank with the doubled batch: the mean relative
 #    difference of the first 5 losses is under 2.5% (batch-norm statistics are per rank, as

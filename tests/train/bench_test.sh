@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trellis-bench on this machine with the plain-environment wireup: allreduce checks its sums
 # on 3 ranks and prints nccl-tests' table; p2p and ps print their JSON records, and --log-dir
 # keeps them in bench.jsonl after a line describing the run; data (the input pipeline, one

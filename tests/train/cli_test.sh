@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # trellis-train's command line: help, refusals with exit status 2, synthetic training output.
 . "$(dirname "$0")/lib.sh"
 "$TRAIN" --help | grep -q -- "--checkpoint-dir" || fail "--help does not list the options"

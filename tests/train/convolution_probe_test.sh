@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The CPU backend's convolution probe: a oneDNN that dies making a convolution on this CPU
 # (oneDNN 3.7.2 dies of SIGFPE on some AMD EPYC virtual machines) refuses the run with one
 # line naming the library, its version, the CPU and the way out, exit status 3, no core file and

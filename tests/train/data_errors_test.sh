@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Bad data: a corrupt JPEG, a record with a CRC mismatch and a truncated shard are skipped
 # with a warning naming the file (and offset) while training goes on; --strict-data stops on
 # them (exit 1). A --data that names no dataset of its kind (missing, empty, another layout,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Evaluation over uneven shards, with 2 ranks: 21 evaluation samples in batches of 10 give
 # rank 0 two batches and rank 1 one. The run must finish (no rank left waiting in a vote the
 # other never casts), count every sample once, and score what one process scores from its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A failed rank stops the job: kill -9 of one of 3 ranks mid-run, and the others exit non-zero
 # within 10 s naming it; a frozen rank (SIGSTOP) is given up after --comm-timeout, naming it.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the PyTorch side of the accuracy gate (tests/train/accuracy_gate_test.sh): PyTorch trains
 the gate's recipe once per seed through tests/perf/pytorch_fashion_mnist.py (the same ResNet,
 initialisation, optimizer, schedule, input and augmentation as trellis-train) and its final top-1

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A short run on a real dataset: Fashion-MNIST (Debian's dataset-fashion-mnist) with 2 ranks,
 # evaluated on its 10,000 test images every 40 steps until top-1 reaches 0.70. The test
 # checks that every test image is counted, that the run stopped at the target, and that the

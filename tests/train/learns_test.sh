@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A small ResNet learns the generated dataset, read as JPEG folders and as TFRecords: top-1 on
 # the held-out images well above chance (10 classes) within 300 steps.
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the trainer's end-to-end tests: paths, a scratch folder removed on exit, the
 # generated dataset, and failure reporting.
 set -u

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests that run trellis-train where a oneDNN may meet a CPU it dies on (Debian
 # 13's oneDNN 3.7.2 dies of SIGFPE making convolutions on some AMD EPYC virtual machines):
 # trellis-train then refuses every CPU run with one line, which these tests recognise by its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The parameter server on this machine with the plain-environment wireup: the synchronous one
 # equals the allreduce (its server never opens the dataset), takes bf16 pushes, and resumes from its checkpoints (the servers' shards beside rank 0's)
 # to the same losses; the asynchronous one learns.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A failure is named across a job of 64 ranks without a heartbeat between every pair: kill -9
 # of rank 37 (not linked to rank 0: neither its ring neighbour nor one bit from it) during an
 # allreduce, over tcp and over shared memory; every other rank names rank 37 within 2 s (the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Resuming with 2 ranks whose checkpoint folders differ (as node-local disks would): rank 0
 # alone reads its folder and every rank starts from its step, data position and weights, so
 # the resumed run's losses equal the uninterrupted run's. A resume whose learning-rate

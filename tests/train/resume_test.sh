@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Resuming gives the same losses as an uninterrupted run (--deterministic): after SIGTERM
 # (checkpoint saved on the way out) and after kill -9 (the last periodic checkpoint).
 . "$(dirname "$0")/lib.sh"

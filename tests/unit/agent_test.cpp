@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's pure parts: mount specifications and the destinations no user may take, the
 // image and mount policy, what an image may hold, Apptainer's command line, device files,
 // launch options, and the node check on fixture topologies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TRELLIS_BINDING_SET: a step started inside a task takes none of the task's binding as the
 // user's choice, and replaces all of it.
 #include "tests/catch.hpp"

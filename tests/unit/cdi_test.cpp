@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CDI specs (agent/container/cdi): strict reading of JSON and YAML, the version rules, the
 // administrator-only folders, selecting a step's GPUs, merging edits and reading hooks.
 #include "tests/catch.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: round trip, atomic files, damaged newest passed over, wrong model refused.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communication layer with real TCP connections between ranks running as threads of
 // this process (they meet in memory, so no port is fixed): both allreduce schedules, bucketed
 // gradient averaging, broadcast, the watch graph and the links a rank makes, the failure

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the data-pipeline tests share: a temporary folder that cleans up after itself, small
 // generated JPEGs, an in-memory dataset, and a thread-safe collector of warnings.
 #pragma once

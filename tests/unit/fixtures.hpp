@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Paths to the fixtures the unit tests own, and to the shared real-machine topologies.
 #pragma once
 

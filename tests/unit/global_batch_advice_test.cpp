@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The advice on resuming a checkpoint whose global batch this run's ranks do not make.
 #include "tests/catch.hpp"
 

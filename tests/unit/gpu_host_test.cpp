@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU code that runs on the host, tested without a GPU: where the CUDA libraries are
 // looked for, the ELF reader that finds what a module needs, and which cuDNN algorithm a
 // layer keeps, and how the device lays out the parameters.

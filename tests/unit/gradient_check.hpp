@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finite-difference gradient checks for layers: f = sum(w * layer(x)) with a fixed random w,
 // whose analytic gradients are backward(w); compared with central differences at sampled
 // coordinates of the input and of every learned parameter.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX files (plain and gzip), the IDX dataset, and the grey-image transform.
 #include "tests/catch.hpp"
 #include <zlib.h>

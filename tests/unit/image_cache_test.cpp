@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node cache's protocol (agent/image/cache.hpp, cache_entry.hpp) in a folder of
 // the test's own, with no root and no tools: an entry publishes by rename or leaves nothing,
 // a cut image is seen as damaged, eviction takes the least recently used image no one holds,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The image policy for registry references, archives and squashfs files
 // (agent/image/policy.hpp): every rule, and each refusal naming its setting and
 // the file it comes from. Bundles and .sif files are agent_test.cpp's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image references as --trellis-image takes them (agent/image/reference.hpp).
 #include "tests/catch.hpp"
 

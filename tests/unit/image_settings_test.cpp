@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An image's settings as the tasks take them: each row of spank_trellis(8)'s table.
 #include "tests/catch.hpp"
 

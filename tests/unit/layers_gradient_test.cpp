@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CPU layer's backward against central finite differences.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine the tests run on: discovery must work and give a valid plan. CI machines have
 // no GPUs, so the plan there is CPU-only; on a GPU machine the GPU rules apply instead.
 #include "tests/catch.hpp"

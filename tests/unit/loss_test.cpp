@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax cross-entropy: value, label smoothing, gradient and top-k counting.
 #include "tests/catch.hpp"
 

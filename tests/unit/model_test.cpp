@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A training step that adds the gradients of several batches (--accumulate): two parts give
 // the mean of the two batches' gradients, each computed on its own, and the gradients a caller
 // is told are ready during the last part are already complete.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --transport auto's vote for NCCL, summed as the ranks sum it (trainer/train/nccl_vote.hpp).
 #include "tests/catch.hpp"
 

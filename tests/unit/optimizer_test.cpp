@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Optimizer updates against hand-computed values, and which parameters decay.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's ranks as threads of the test process, each with its own wireup and transport: they
 // meet through an all-gather in memory, so no port is fixed and test runs side by side never
 // meet. Each transport listens on a port the kernel picks and publishes it through the

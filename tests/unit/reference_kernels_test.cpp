@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolutions never run oneDNN's reference kernels (trainer/nn/cpu/reference_kernels.hpp).
 // Its own binary: the ISA cap must be set before the process creates its first primitive.
 #include "tests/catch.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The user's record of resolved digests (agent/image/registry_digest.hpp): used within
 // digest_lifetime only, one line per reference, rewritten whole; a pinned reference asks no
 // one. The lookups themselves are tests/container/digest_test.sh's, against a real registry.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learning-rate schedules: warmup, step, cosine, polynomial.
 #include "tests/catch.hpp"
 

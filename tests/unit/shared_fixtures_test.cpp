@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner's promises checked on real GPU servers' topologies (../shared/fixtures/topology):
 // with one task per GPU, each task's HCA is one of the nearest ACTIVE ones, its CPUs are local
 // to its GPU, and tasks on different GPUs share no core. Skipped (exit 77) without the folder.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared memory transport between ranks running as threads of this process, on one node or
 // several (their hosts are given; "nodes" here share the machine, and the transport tells them
 // apart by host name, as it does on a cluster): exact sums for every allreduce schedule and

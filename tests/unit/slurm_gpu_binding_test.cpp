@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm's GPU binding as srun asks for it, in Slurm 22.05's terms and in 23.11's and later
 // (--tres-bind, --tres-per-task, typed counts, sbatch's SLURM_TRES_* variables,
 // --gres-flags=allow-task-sharing).

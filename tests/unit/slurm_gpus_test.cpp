@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm's GPUs on the topology's terms: gres.conf read as Slurm 22.05 reads it, device files
 // tied to GPUs by the NVIDIA driver's minor numbers, and Slurm's choice of numbering.
 #include "tests/catch.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stop signals (SIGTERM, SIGUSR1, SIGINT) never interrupt a thread that computes
 // (trainer/train/stop_request.hpp). oneDNN 2.6's generated GEMM kernels point the stack
 // pointer into the heap while they run: a signal handled on such a thread wrote its frame over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-train's command line: defaults, both value forms, and the refusals.
 #include "tests/catch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frameworks' variables: what PyTorch's env:// reads and TensorFlow's TF_CONFIG, from a
 // step's layout as Slurm describes it.
 #include "tests/catch.hpp"

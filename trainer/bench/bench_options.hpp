@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-bench's command line, shared by its benchmarks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmarks of trellis-bench. Each runs on every rank; rank 0 prints the table or hands
 // its results to `results` (--json, --log-dir).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a benchmark's results go besides its table: with --json, one JSON object per result on
 // stdout; with --log-dir DIR, the same objects appended to DIR/bench.jsonl ("kind": "result"
 // added), after one "run" line that describes the invocation, for trellis-report. Each result

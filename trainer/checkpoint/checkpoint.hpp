@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: weights, batch-norm statistics, optimizer state, the step and the data position,
 // in one file per save, written atomically (temporary file, fsync, rename, fsync of the
 // folder) so that a preempted job never leaves a half-written checkpoint behind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allreduce (sum, in place) over any transport, in one of two schedules. Both are a
 // reduce-scatter followed by an allgather, so every rank sends and receives 2 (n - 1) / n of
 // the buffer whatever n is (the "bus bandwidth" of nccl-tests); they differ in how many steps

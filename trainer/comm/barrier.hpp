@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A barrier over any transport: returns on each rank once every rank has entered it. For
 // benchmarks, so that a timed collective starts with every rank present (as MPI_Barrier
 // before MPI_Allreduce in the peers they are compared with) and a rank's timing does not

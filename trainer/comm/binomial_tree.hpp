@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binomial tree over ranks 0..n-1 rooted at rank 0: a rank's parent is itself with its
 // lowest set bit cleared, its children add each lower bit. Every edge joins ranks that differ
 // in one bit, the partners of halving-doubling, so a job that uses both links the same peers;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcast from rank 0 (the initial weights and statistics, so that every rank starts from
 // the same model whatever its seed; the step to start from; NCCL's unique id).
 #pragma once

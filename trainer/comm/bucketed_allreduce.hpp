@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-parallel gradient averaging: the flat gradient buffer is cut into buckets from its end
 // (the last layers' gradients are ready first in the backward pass), and a communication
 // thread reduces each bucket with the allreduce as soon as the backward pass has moved

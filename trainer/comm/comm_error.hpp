@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failures of communication. A PeerFailure names the rank and host that failed, so that every
 // rank can say which peer brought the job down instead of hanging.
 #pragma once

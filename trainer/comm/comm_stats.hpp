@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one step's gradient communication cost, whichever path carried it (host allreduce,
 // NCCL, parameter server).
 #pragma once

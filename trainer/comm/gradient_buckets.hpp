@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient buckets, cut from the end of the flat gradient buffer: the last layers' gradients
 // are ready first in the backward pass, so the first bucket can travel while the rest is
 // still being computed. The host allreduce and NCCL cut them the same way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Some ranks of a transport seen as a job of their own: members[i] of the whole job is rank i
 // of the group. The collectives run unchanged on a group; the hierarchical allreduce runs one
 // inside each node and one across the nodes per local index (a rail).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rabenseifner's allreduce for a power-of-two number of ranks. Reduce-scatter by recursive
 // halving: in step k a rank and its partner (the rank differing in bit k) split the range they
 // share, each keeps one half and sends the other, adding what it receives; after log2 n steps

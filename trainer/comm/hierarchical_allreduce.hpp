@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allreduce along the node/rail hierarchy (Horovod's hierarchical allreduce; NCCL's rings
 // across rails): a ring reduce-scatter inside each node leaves local rank i with its node's sum
 // of one L-th of the buffer (L ranks per node); the ranks with local index i, one per node,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/comm/make_transport.hpp"
 
 #include "common/environment.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport a job asked for: tcp, verbs, shm (shared memory between the ranks of a node,
 // TCP to the others), or auto (verbs when an RDMA device has an active port, else shm). Null
 // for a single process.

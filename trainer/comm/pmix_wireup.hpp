@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PMIx wireup: identity from the PMIx server (Slurm's pmix plugin under srun --mpi=pmix),
 // all-gathers through PMIx_Put / PMIx_Commit / PMIx_Fence (collecting data) / PMIx_Get.
 #pragma once

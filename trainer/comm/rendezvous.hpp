@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The all-gather of the Slurm and environment wireups. Rank 0 listens on a known host:port;
 // every other rank listens on a port of its own and calls rank 0 once, briefly, to say where
 // (rank 0 holds one caller at a time, so ranks need not all reach it at once). With every

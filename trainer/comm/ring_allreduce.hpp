@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring allreduce: a reduce-scatter then an allgather around the ring, each of n - 1 steps
 // moving one n-th of the buffer to the right neighbour. Works for any number of ranks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one move both allreduce schedules are made of: send a span of values to one rank while
 // receiving a span of the same place in the buffer from another, segment by segment so that
 // large buffers flow in pieces of bounded staging memory, the received values added to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/comm/shared_memory_transport.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared memory between the ranks of a node, TCP to the others. Each rank has a mailbox in
 // /dev/shm (shm_mailbox.hpp) with an inbound ring per rank of its node: a message is copied into
 // the receiver's ring by the sender and out of it by the receiver, a slot at a time, both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank's mailbox in shared memory, for the ranks of its node: one inbound ring per rank of
 // the node (the sender fills slots in order, this rank empties them) and a doorbell, a futex
 // word that a peer bumps whenever it fills one of this rank's rings or empties a slot of a ring

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TCP sockets with deadlines: every blocking call takes one, so that a dead or silent peer
 // becomes an error after the communication timeout instead of a hang.
 #pragma once

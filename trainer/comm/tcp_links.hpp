@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP transport's connections, made to a peer when the rank first needs it (NCCL's rings
 // and MPI's lazy connections do the same), so that a rank of a large job holds links to the
 // few peers its schedules use rather than to every rank. A link is a control connection and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TCP transport: links to the peers the schedules use, made when first needed (tcp_links.hpp),
 // several streams per link so that large messages use several connections (and cores) at
 // once, non-blocking sockets driven by poll(2). Each link has a control connection, read by a

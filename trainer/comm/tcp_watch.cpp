@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP transport's watcher thread: it greets the peers that call, beats on every link, reads
 // every control connection, and passes on what it learns of a failure (tcp_transport.hpp).
 #include <poll.h>

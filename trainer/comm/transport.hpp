@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport interface the collectives are written against (as in Gloo): point-to-point
 // transfers between ranks, run concurrently by exchange(). TCP and InfiniBand verbs implement
 // it; RingAllreduce and the parameter server do not know which one they use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The InfiniBand/RoCE device a rank uses: the one its caller names (from the binding), else the
 // first device with an active port; and on RoCE the GID of a RoCE v2 IPv4 address, unless
 // the caller names one.

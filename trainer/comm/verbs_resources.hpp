@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owned verbs resources (as gloo's ibverbs::Device owns its context and domain): each handle
 // releases its object when it goes, so that an error part way through setting up leaks
 // nothing. A transport declares them in the order they are made, and they go in reverse.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // InfiniBand verbs transport: one RC queue pair per peer, buffers registered once (a
 // registration cache keyed by address and length), and a receiver-driven protocol: the
 // receiver tells the sender where its buffer is (a small SEND: address, rkey, length), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which ranks link to each other from the start, to watch each other: the ring neighbours and
 // the partners that differ in one bit (the hypercube, which holds the binomial tree). A dead or
 // frozen rank is seen by its watchers, and the news crosses the job in about log2 n hops of

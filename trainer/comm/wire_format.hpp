@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How gradients travel: as float32, or compressed to bfloat16 or float16 (half the bytes on
 // the wire; sums are still accumulated in float32). bfloat16 keeps float32's range with 8
 // bits of mantissa; float16 keeps 11 bits but overflows above 65504.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the ranks of a job find each other: who am I (rank, size, local rank, node) and an
 // all-gather of small blobs (transport endpoints). In order of preference: PMIx, the Slurm
 // environment with a TCP rendezvous on the first node, or the plain environment

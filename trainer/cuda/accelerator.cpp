@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The module's entry point: opens the GPU, checks what the process can use, and gives the
 // trainer the CUDA backend with its device parameters, optimizer and NCCL allreduce.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReLU on its own and dropout, on the module's element-wise kernels. ReLU works in the
 // activations' type; dropout on the f32 N x F matrices of the head (after a fully connected
 // layer or the spatial mean), with the CPU's masks (nn/dropout_mask.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend: every layer on cuDNN, cuBLAS or the module's kernels, activations NHWC in
 // the compute precision, the head and the loss in f32.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch norm on cuDNN's persistent NHWC kernels, with the following ReLU fused in training
 // (cuDNN's BN_ACTIVATION ops) where cuDNN supports it for the type and shape. Where cuDNN
 // refuses, the layer falls back once and remembers it: persistent without the fused ReLU,

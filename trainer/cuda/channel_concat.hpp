@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Branch outputs side by side along the channels. Activations are N x H x W x C on the GPU, so
 // a branch's channels are a strided block of the output: one 2-D copy per branch each way.
 #pragma once

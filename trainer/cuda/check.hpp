@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CUDA, cuDNN, cuBLAS and NCCL call is checked: a failure becomes an exception naming
 // the library, the call and the layer, which the trainer reports like any other error.
 #pragma once

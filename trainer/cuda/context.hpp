@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every CUDA layer shares: the cuDNN and cuBLAS handles on one compute stream, the
 // device memory pool, the compute precision, the convolution workspace and the algorithm
 // choices made once per shape, and the parameters' device copies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolution on cuDNN, NHWC with tensor cores in bf16/f16; where the spec has a bias, the
 // module's own kernels add it and reduce its gradient in f32. A layer cuDNN refuses in
 // bf16/f16 computes in f32 (converting its input and output) and says so once. The algorithm of each direction is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The loss on the GPU (nn::DeviceLoss): the labels go up and the per-row losses and ranks come
 // down through page-locked buffers, and an event marks the loss done, so that the host waits
 // for the loss while the backward pass queued behind it runs on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD, RMSProp and LARS on the device: one kernel over every parameter, which also refreshes
 // the low-precision copy the convolutions read (LARS first sums each weight's norms on the
 // device and takes the trust ratios on the host: one small copy per step). The state lives on

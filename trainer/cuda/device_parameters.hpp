@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device copies of a ParameterStore: f32 master values, f32 gradients and statistics in
 // the store's order, each parameter starting on a multiple of 64 elements
 // (gpu/padded_layout.hpp), plus, under bf16/f16, a low-precision copy of the values and of the

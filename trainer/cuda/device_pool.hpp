@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A caching allocator of device memory. cudaMalloc and cudaFree synchronise the device, so
 // freed blocks are kept by size and handed out again. Every kernel runs on the one compute
 // stream, in order, so a block given back while that stream still reads it can be reused at

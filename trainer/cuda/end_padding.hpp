@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorFlow's SAME with a stride pads one pixel more after than before, and cuDNN pads both
 // sides alike. The extra row and column are made explicit: the input is copied into a tensor
 // larger at the end (zeros for a convolution, -infinity for max pooling), cuDNN pads the

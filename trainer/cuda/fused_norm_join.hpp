@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fused-norm-join speed item (gpu/speedups.hpp): a residual block's last batch norm, the
 // shortcut's sum and the ReLU in one cuDNN call each way (BatchNorm's joined path), which
 // saves a write and a read of the block's output in each direction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owned CUDA and NCCL handles: each releases its object when it goes, so that an error part
 // way through setting up leaks nothing. Declared in the order they are made, released in
 // reverse.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The few kernels neither cuDNN nor cuBLAS provides: element type conversion (mixed
 // precision), the input's normalisation from bytes, ReLU, dropout and the residual join,
 // global average pooling into the f32 head, the fully connected bias, the optimizer update

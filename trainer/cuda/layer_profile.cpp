@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/cuda/layer_profile.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a GPU step's time goes, by kind of work (convolution forward, batch norm backward,
 // the optimizer, ...): CUDA events around each, added up once they completed, and the host's
 // wall time per step beside the GPU's. On when TRELLIS_CUDA_PROFILE is set: the events cost

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fully connected head on cuBLAS, in f32 (TF32 tensor cores where allowed): it is a small
 // share of ResNet's work and keeps the logits and the loss in full precision.
 #pragma once

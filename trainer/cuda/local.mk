@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # trellis-cuda.so: the CUDA backend (cuDNN, cuBLAS, NCCL and the module's kernels), a module
 # that trellis-train loads at run time (trainer/gpu/open_cuda.cpp), so that the programs run
 # where CUDA is not installed. Built when configure finds nvcc, cuDNN and NCCL's header: NCCL

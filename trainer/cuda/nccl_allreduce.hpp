@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gradient allreduce over NCCL: the flat f32 gradients are cut into buckets from the end,
 // and each bucket is averaged (ncclAvg) on a communication stream as soon as the backward
 // pass on the compute stream has moved past it, so that reduction overlaps the rest of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL, loaded with dlopen the first time a step uses it: a one-GPU run needs no NCCL, and
 // the module does not link it, so that a machine without it still trains. Found like cuDNN
 // and cuBLAS (trainer/gpu/cuda_libraries.hpp), from the folders open_cuda searched.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max and average pooling (padding left out of the average's count) on cuDNN, and global
 // average pooling (the head) on a kernel that also widens the activations to the f32 N x C
 // matrix the fully connected layer reads.

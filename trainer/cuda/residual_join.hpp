@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // y = relu(a + b) at the end of a residual block, on the GPU's element-wise kernels.
 #pragma once
 

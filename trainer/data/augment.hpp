@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-sample image transform: choose a crop from the JPEG header, decode only the crop's
 // region with DCT scaling, resample the crop bilinearly to size x size (mirrored when flipped), and
 // write it normalised with the ImageNet channel statistics, or as bytes (pixel_output.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the trainer consumes: numbered batches of images (normalised floats, or bytes that the
 // consumer normalises), from a decoding pipeline or from synthetic data, behind one interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which dataset samples make up each batch, on each rank. Epoch e visits the samples in a
 // permutation drawn from (seed, e) (evaluation: in dataset order); rank r of W takes
 // permutation positions r, r+W, r+2W, ..., and batch k of a rank is the k-th group of B of

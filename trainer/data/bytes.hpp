@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte buffers as the data layer passes them: owned (Bytes) and borrowed (ByteView).
 #pragma once
 

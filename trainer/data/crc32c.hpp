@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-32C (Castagnoli), the checksum of TFRecord framing, and the "masked" form TFRecord
 // stores: a CRC of data that itself holds CRCs is weak, so TensorFlow rotates and offsets it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where in the full-size image a sample's output is taken from. Boxes are chosen from the
 // JPEG header alone, before decoding, so that the decoder can use DCT scaling when the box
 // is much larger than the output.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one exception type of the data pipeline. Its message already names where the problem
 // is (a file, "shard:offset", a byte offset) and what was expected, so callers print it as is.
 // The pipeline treats a DataError from one sample as "bad sample" (skip or, when strict, stop);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A dataset is an indexed list of encoded samples. Datasets do the cheap part (find and read
 // the bytes, know the label); decoding and augmentation belong to the pipeline.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tf.Example, the record format of TensorFlow's ImageNet TFRecords:
 //   Example { Features features = 1; }
 //   Features { map<string, Feature> feature = 1; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transform of a small grey image (the IDX datasets, 28x28): the image is centred on a
 // size x size black canvas; in training it is shifted by up to four pixels each way (a random
 // crop of the image padded by four, as CIFAR and Fashion-MNIST recipes do) and mirrored with

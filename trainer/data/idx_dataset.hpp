@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MNIST-style datasets in IDX files (Fashion-MNIST as Debian's dataset-fashion-mnist installs
 // it under /usr/share/datasets/fashion-mnist): DIR/PREFIX-images-idx3-ubyte[.gz] (count x rows
 // x columns grey bytes) and DIR/PREFIX-labels-idx1-ubyte[.gz] (count labels), with PREFIX

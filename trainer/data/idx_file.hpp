@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The IDX format of MNIST and Fashion-MNIST: two zero bytes, a type byte (0x08: unsigned
 // bytes, the only type these datasets use), the number of dimensions, each dimension as a
 // big-endian 32-bit count, then the values in row-major order. Files may be gzip-compressed

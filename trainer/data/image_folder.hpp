@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ImageNet folder tree, ROOT/<split>/<class>/*.JPEG (also .jpg and .jpeg, any case), as
 // torchvision's ImageFolder reads it: classes sorted by name, a class's label is its position
 // in that list, and images are listed in name order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JPEG decoding and encoding through libjpeg-turbo: its TurboJPEG API, and its libjpeg API
 // where TurboJPEG 2 cannot decode part of an image. A decoder owns one TurboJPEG handle,
 // which is not thread-safe: each loader thread keeps its own.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libtrellis-data: the trainer's input pipeline: datasets (ImageNet folder tree, TFRecord
 # shards, IDX files, synthetic), JPEG decoding, augmentation and the prefetching pipeline. Its protobuf
 # wire helpers also serve the TensorBoard event writer.

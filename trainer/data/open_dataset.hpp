@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The datasets a --data specification names, for trellis-train and trellis-bench data:
 // DIR (an ImageNet folder tree; DIR/val for evaluation when present), tfrecord:GLOB (the
 // evaluation shards are `eval_glob`, else GLOB with its last "train" replaced by

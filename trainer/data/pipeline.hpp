@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The prefetching input pipeline: worker threads load, decode and augment the samples of the
 // next few batches while the trainer runs the current one.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a transform writes an image's size x size x 3 pixels (HWC): normalised floats, which the
 // CPU backend trains on, or the 0..255 values rounded to bytes, for a consumer that normalises
 // them where it computes (the GPU backend, on the device: a quarter of the bytes to copy, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protobuf wire format, just enough of it to read tf.Example records and to write
 // TensorBoard event files without a generated-code dependency. Reading is zero-copy: a
 // field's bytes are a view into the message, which must outlive them.

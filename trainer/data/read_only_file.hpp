@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A file opened for positional reads. pread(2) keeps no shared file position, so one open
 // file can serve several loader threads at once.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small explicit random generator: every random choice of the data pipeline draws from an
 // Rng seeded from (seed, epoch, sample index), never from global state, so that batches are
 // the same whatever the thread count or timing, and a resumed run sees what the original saw.

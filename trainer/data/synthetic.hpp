@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic data in the manner of tf_cnn_benchmarks: one random batch, generated once from
 // a fixed seed and served at every step, so that a benchmark measures the model and the
 // communication, not the input pipeline.

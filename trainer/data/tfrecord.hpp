@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord files: a sequence of records, each framed as
 //   uint64 length (little endian)
 //   uint32 masked crc32c of the 8 length bytes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord shards in TensorFlow's ImageNet layout (train-00000-of-01024, ...,
 // validation-00000-of-00128), one tf.Example per record. `--data tfrecord:GLOB` names the
 // training shards; the validation shards come from a second glob, by default the training

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Index files for TFRecord shards, so that a rank starting up reads one small file per shard
 // instead of walking every record's framing (1.28 million seeks for ImageNet, on every rank,
 // often over NFS). The format is DALI's tfrecord2idx: SHARD.idx beside SHARD, one line per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the data layer sends its warnings (a skipped sample, a truncated shard). A function
 // rather than a stream so that tests can collect the lines and the trainer can prefix them
 // with its rank.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a GPU gives the trainer besides its layers: the parameters' device copies, the
 // optimizer on the device, mixed precision's loss scale, and the NCCL gradient allreduce.
 // The CUDA implementation is a module (trellis-cuda.so) loaded at run time, so that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which of cuDNN's benchmarked algorithms a layer keeps, apart from cuDNN's types so that the
 // rule is tested without a GPU: the fastest that ran and fits the workspace bound, and with
 // --deterministic the fastest deterministic one. Where no deterministic one exists for a

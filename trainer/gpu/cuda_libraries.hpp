@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA libraries the module needs (cuDNN, cuBLAS; NCCL only when a step uses it), found
 // before the module is loaded, in this order: $TRELLIS_CUDA_LIBS, the Python environment in
 // $VIRTUAL_ENV, the prefix of the python3 on PATH (pip's wheels keep them in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a shared object asks of the dynamic loader: its DT_NEEDED sonames and its
 // DT_RUNPATH (or DT_RPATH). Read from the file, not by loading it, so that trellis-train can
 // find the CUDA libraries a module needs before dlopen fails on them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp16 loss scaling as in Micikevicius et al.: start high, halve on overflow, double after a
 // run of finite steps, kept within [1, 2^24]. Host arithmetic only: the CUDA module keeps one
 // and feeds it each step's verdict, at once or a step late (the overflow-on-device speed item).

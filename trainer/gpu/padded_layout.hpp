@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The flat parameters as the GPU holds them: each parameter starts on a multiple of
 // `alignment` elements (64: 256 bytes in f32, 128 in bf16/f16), the gaps zero. cuDNN's tensor-core kernels
 // want 16-byte aligned operands, and packed back to back a parameter is aligned only to its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The arithmetic of the GPU's layers: f32, or bf16/fp16 with f32 master weights.
 #pragma once
 

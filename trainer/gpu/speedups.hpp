@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU path's speed items that are not yet measured on a GPU, each behind a switch, so
 // that scripts/gpu-check can time the safe path against the fast one in the same call and a
 // speed item becomes the default only once it was measured. Chosen by TRELLIS_CUDA_SPEEDUPS:

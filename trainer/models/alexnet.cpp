@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AlexNet as tf_cnn_benchmarks builds it (alexnet_model.py): five convolutions with biases,
 // three max poolings, two 4096-wide fully connected layers with dropout. No local response
 // normalisation (only the benchmark's CIFAR AlexNet has it). 61.84M parameters at 1001

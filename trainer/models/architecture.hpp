@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The networks trellis-train builds, by name: what input each expects and how to build it on
 // a backend. ResNets (resnet.cpp) and tf_cnn_benchmarks' other models (alexnet.cpp, vgg.cpp,
 // googlenet.cpp, inception3.cpp, inception4.cpp), built from their layer lists.

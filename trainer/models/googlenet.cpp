@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GoogLeNet as tf_cnn_benchmarks builds it (googlenet_model.py, Szegedy et al. 2014): the
 // stem, nine Inception v1 modules and a 7x7 average pooling, every convolution with a bias
 // and a ReLU. No local response normalisation, dropout or auxiliary heads. 7.00M parameters

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inception v3 as tf_cnn_benchmarks builds it (inception_model.py, Szegedy et al. 2015):
 // batch norm after every convolution with the benchmark's defaults (no learnt scale, epsilon
 // 1e-3, decay 0.999), factorised 1x7/7x1 and 1x3/3x1 kernels, average poolings that exclude

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inception v4 as tf_cnn_benchmarks builds it (inception_model.py, Szegedy et al. 2016):
 // batch norm as in inception3, a stem of three concatenating modules, 4 A, 7 B and 3 C
 // modules with two reductions, then the spatial mean and dropout keeping 0.8. 42.65M

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A column of layers written the way tf_cnn_benchmarks' convnet_builder writes its models:
 // conv, pooling, affine, dropout and concat calls, each layer taking the previous one's
 // output, with the builder's conventions (a convolution is followed by batch norm and ReLU

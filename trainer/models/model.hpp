@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A network set up for one batch shape, with its parameters allocated and initialised, and
 // the two things a trainer does with it: a training step and an evaluation pass.
 #pragma once

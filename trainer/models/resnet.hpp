@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNets of He et al. 2016 for ImageNet: v1.5 (resnet50, 101, 152: the bottleneck's stride on
 // its 3x3 convolution, as torchvision and MLPerf build them) and v1 (resnet50_v1, 101_v1,
 // 152_v1: the stride on the first 1x1 convolution, as tf_cnn_benchmarks builds them, 3.86

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tf_cnn_benchmarks' models beside the ResNets, from the layer lists of its models/*.py
 // (the benchmark the Horovod, IBM DDL and RDMA-TensorFlow results were measured with): the
 // same layers, kernels, strides, padding modes and batch-norm settings, and the classifier

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // VGG16 as tf_cnn_benchmarks builds it (vgg_model.py, configuration D of Simonyan and
 // Zisserman): thirteen 3x3 convolutions with biases in five groups, each closed by a 2x2 max
 // pooling, then two 4096-wide fully connected layers with dropout. 138.36M parameters at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layers a backend provides. Models are written against this interface only, so the CPU
 // (oneDNN) and CUDA (cuDNN) backends build the same networks.
 #pragma once

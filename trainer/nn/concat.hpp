@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parallel branches over one input, their outputs side by side along the channels: the
 // modules of GoogLeNet and Inception. A branch that forks part way (Inception's 1x3 and 3x1
 // after a shared 3x3) is a Sequential ending in a Concat of its own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout, the part both backends share: in training each value of an N x F matrix (after a
 // fully connected layer or the spatial mean) is kept with probability `keep` and scaled by
 // 1/keep, the mask a function of the model's DropoutDraw (dropout_mask.hpp); in evaluation,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which activations dropout keeps, as a pure function of (seed, draw, layer, element): no
 // generator state, so a resumed run drops what the uninterrupted one would have, every
 // backend draws the same mask (the GPU can compute it per element), and a layer gives the

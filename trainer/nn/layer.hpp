@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Caffe layer model: setup once for an input, then forward and backward per step, with
 // gradients computed explicitly (no autograd). A layer keeps what its backward needs from the
 // forward pass and lets go of it once backward has run, so activation memory falls as the

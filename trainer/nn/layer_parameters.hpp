@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parameters of each kind of layer, their names, kinds, order and initial values, and the
 // input checks, shared by the backends: a model has the same parameters on the CPU and on the
 // GPU, so that checkpoints and parameter-server shards move between them.

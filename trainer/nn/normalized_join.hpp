@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The join of a residual block after its main branch's last batch norm, as two steps: the
 // norm as a layer of its own, then y = relu(a + b). What every backend runs unless it fuses them.
 #pragma once

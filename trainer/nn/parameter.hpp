@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A learnable parameter (or a statistic the model keeps, such as batch norm's running mean).
 // Values and gradients are slices of the ParameterStore's flat buffers, plain row-major, so
 // the optimizer, the checkpoint and the collectives see every parameter as one array.

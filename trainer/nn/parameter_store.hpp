@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owns the memory of every parameter in one flat buffer of values, one of gradients and one of
 // running statistics, in registration order. Flat buffers let the optimizer run one fused
 // loop and let the collectives reduce gradients in contiguous buckets.

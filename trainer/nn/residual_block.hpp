@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A residual block: y = relu(norm(main(x)) + shortcut(x)), where the shortcut is the identity
 // or a projection (1x1 convolution and batch norm) when the shape changes, and `norm` is the
 // main branch's last batch norm, held by the join so that a backend may fuse the two.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layers applied one after another; itself a layer, so blocks and whole networks nest.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax cross-entropy over the logits, with label smoothing (Szegedy et al.: the target puts
 // 1 - s on the label and s/K on every class), and the top-k hits evaluation reports.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a convolution's or a pooling's kernel lands on an image: its height and width, its
 // stride, and the padding on each side. The padding is given per side (PyTorch's form, and
 // the ResNets') or is TensorFlow's SAME, which depends on the input: as much as keeps

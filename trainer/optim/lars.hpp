@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LARS (You, Gitman and Ginsburg 2017): each weight tensor's step is scaled by the trust ratio
 // eta ||w|| / (||g|| + wd ||w||), so large batches train without diverging. Batch norm
 // parameters and biases take the plain momentum step, as in MLPerf's ResNet recipes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Optimizers update the parameter store in place from its gradients. Their state (momentum,
 // mean squares) lives in flat buffers aligned with the store, so a checkpoint saves it as is.
 #pragma once

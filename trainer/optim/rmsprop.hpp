@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RMSProp as TensorFlow's ImageNet recipes run it: ms = rho ms + (1 - rho) g^2;
 // mom = m mom + lr g / sqrt(ms + eps); w -= mom.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learning-rate schedules over training steps: a linear warmup from zero, then step decay,
 // cosine decay or polynomial decay to the end of training. The base rate is already scaled
 // by the global batch (the linear scaling rule: lr = lr_per_256 * global_batch / 256).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Momentum SGD in PyTorch's form: v = m v + (g + wd w); w -= lr v, or with Nesterov
 // w -= lr (g + wd w + m v).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the parameters are divided among K parameter servers: contiguous key ranges (whole
 // parameters, in the flat buffer's order) with about the same number of bytes each, as
 // ps-lite divides its key space. Servers are the last K ranks; workers are the others.

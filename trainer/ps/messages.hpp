@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parameter server's messages, after ps-lite's split of control from data. A push (worker
 // to server) is the server's slice of the gradients in the run's wire format (--compress:
 // f32, or bf16/fp16 for half the bytes), then a PushHeader; a pull (server to worker) is the

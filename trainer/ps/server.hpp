@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A parameter server (ps-lite's model): each server rank holds one key range of the
 // parameters with its optimizer state, receives the workers' gradients for that range,
 // applies the optimizer and sends the range back. Synchronous mode averages one push from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worker's side of the parameter server: push this step's gradients to every server and
 // pull the updated parameters back.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reuses host allocations of equal size. Gradients of activations live only from one layer's
 // backward to the next, so recycling them keeps the peak memory near the activations alone.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element types and devices a tensor can live on. The CPU backend computes f32; the CUDA
 // backend f32, bf16 and f16 (mixed precision, with f32 master weights).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The logical shape of a tensor, outermost dimension first (N, C, H, W for images), whatever
 // physical layout the backend stores it in.
 #pragma once

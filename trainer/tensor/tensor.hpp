@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tensor: logical shape, element type, device, and memory shared between the views of it.
 // The physical layout is the backend's business (oneDNN picks blocked formats on the CPU,
 // cuDNN NHWC on the GPU); a tensor without a layout is plain row-major in its logical order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns --data into the training and evaluation batch sources: synthetic batches, an
 // ImageNet folder tree, or TFRecord shards, sharded by rank.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/train/evaluation.hpp"
 
 #include "trainer/data/batch_plan.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pass over a rank's shard of the evaluation set: loss and top-1/top-5 accuracy, summed
 // over the ranks that share the pass. A pass yields to a stop request (a preempted job must
 // reach its checkpoint in Slurm's grace time).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What to do when a checkpoint's global batch cannot be met. The global batch decides which
 // samples make each step, so a resume must keep it; what may change is how many ranks share
 // it and how each rank splits its part with --accumulate. The checkpoint knows only the

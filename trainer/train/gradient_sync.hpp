@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a step's gradients become the same update on every rank, chosen once per run (gloo's
 // Algorithm, one class per path): nothing to do for one process; the host allreduce of
 // gradient buckets, overlapped with the backward pass; the same with a GPU, its gradients

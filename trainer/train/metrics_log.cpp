@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/train/metrics_log.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where training metrics go besides the terminal: a JSON-lines file (one object per record)
 // and a TensorBoard event file, both in --log-dir.
 #pragma once

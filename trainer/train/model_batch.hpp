@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pipeline batch as the model takes it: normalised floats, or bytes with what normalises them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --transport auto's choice of NCCL for GPU ranks, made by every rank together: NCCL only
 // when every rank has a GPU of its own (NCCL refuses two ranks on one device) and NCCL loads,
 // so that no rank waits in NCCL for one that took the host path. Each rank fills its slots of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device a run trains on: the GPU that --device, --precision and the machine allow, or
 // the CPU with the reason, for the header's device line.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trellis-train's command line: every option with its default, and the parser that refuses
 // bad values with a message naming the option, the value and what is accepted.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A parameter-server rank of trellis-train: the model's parameters as the workers build them,
 // this rank's shard of them, and the server loop (trainer/ps/server.hpp) until the workers end.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training run of one process, shared by the files that implement it: trainer.cpp (the
 // loop, the device, the evaluations between steps) and run_continuity.cpp (what carries a run
 // across processes: resuming, rank 0's start for every rank, checkpoints, stopping on a

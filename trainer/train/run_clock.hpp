@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's clock across resumes: the training time of every segment so far (a segment is one
 // process, from its first step; a requeued job's time in the queue is not training), and the
 // segment this process is. The time-to-accuracy table and metrics.jsonl's train_seconds read

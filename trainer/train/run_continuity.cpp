@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What carries a run across processes and ranks: resuming from rank 0's checkpoint with the
 // run's history, every rank starting from rank 0's state, saving checkpoints, and stopping on a
 // signal so that the run can be resumed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/train/run_facts.hpp"
 
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a report compares runs by, beyond the header's facts: where rank 0 ran and how it was
 // bound, how the ranks sat on the nodes, the per-rank batch and the precision; and what the
 // process used (its peak resident memory), for the last records of metrics.jsonl.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's header: the lines printed before the first step (model, data, batch, optimizer,
 // device, strategy, the progress lines' fields), and the same facts as the first record of
 // metrics.jsonl, for scripts and tests that should not parse the text.

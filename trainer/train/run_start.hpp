@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every rank takes from rank 0 at the start of a run.
 //
 // Where a run starts, decided by rank 0 and broadcast to every rank (parameter servers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGTERM (Slurm's preemption and time limit), SIGUSR1 (srun/sbatch --signal) and SIGINT
 // (Ctrl-C, scancel -s INT) ask the trainer to save a checkpoint at the end of the current step
 // and exit cleanly. A second SIGINT is a user who will not wait for the save: the process

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images/sec as tf_cnn_benchmarks reports it: per-step rates after the warmup batches, their
 // mean with an uncertainty, the jitter (1.4826 x the median absolute deviation, a robust
 // spread), and the total over the timed steps.

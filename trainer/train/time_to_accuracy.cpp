@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/train/time_to_accuracy.hpp"
 
 #include <cstdio>

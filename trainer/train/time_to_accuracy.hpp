@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Time to accuracy, as the large-batch ImageNet papers report it: the wall time at which an
 // evaluation's top-1 and top-5 accuracy first reached each of a fixed ladder of levels,
 // counted from the first training step (evaluations included, as a user waits for them) over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training loop of one process: data, model, optimizer and schedule, progress output,
 // metrics, evaluation and checkpoints. Rank and world size come from the wireup (0 and 1 for
 // a single process).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Putting ResolvedEdits into a container's root, through a small interface that the container
 // code implements (RootEditor; agent/container/rootfs.hpp has the one over the root made). The
 // root must be writable where edits land (a tmpfs or the overlay's writable layer) and is

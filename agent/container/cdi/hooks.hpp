@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CDI hooks as trellis handles them. A spec's hooks are programs an OCI runtime would run as
 // root around container creation; a trellis container is made by the job's user, and the
 // tasks lose their capabilities at exec, so running them is neither safe nor possible in

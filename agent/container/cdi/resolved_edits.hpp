@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the selected CDI devices ask of a container, resolved into things a user-namespace
 // container can do: bind host device nodes and files, make symbolic links, build an
 // ld.so.cache, add environment variables. Hooks are not run as programs: the ones trellis

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which CDI devices a step's container gets, and what they add up to. On a node, the step's
 // container gets the device of each of the step's GPUs there, named as `nvidia-ctk cdi
 // generate` names them: by index (nvidia.com/gpu=0, NVML's index, which is the node's NVIDIA

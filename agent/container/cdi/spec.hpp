@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A CDI specification (Container Device Interface, cncf-tags/container-device-interface,
 // SPEC.md up to 1.1.0) as trellis reads it: what a vendor's devices need in a container.
 // The field names in comments are the specification's own; an absent optional value is

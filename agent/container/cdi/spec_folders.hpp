@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CDI specs an administrator installed: every *.json, *.yaml and *.yml file in the
 // configured folders ([container] cdi_dirs), read in folder order and by file name, a later
 // one replacing an earlier one's device of the same kind and name (the specification's rule:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads one CDI spec file's text (JSON or YAML) into a Spec, strictly: an unknown field, a
 // value of the wrong type, a missing required field, a bad kind or device name, or a
 // cdiVersion lower than the fields used need is a UsageError naming the file, line and field.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which cdiVersion a spec must declare. Each version of the CDI specification added fields;
 // a spec that uses a field must declare at least the version that introduced it, and a
 // version this code does not know is refused rather than guessed at.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "agent/container/cdi/step_edits.hpp"
 
 #include <algorithm>

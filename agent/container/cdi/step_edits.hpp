@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one call a step's container makes for its GPUs: the CDI edits of the step's GPUs on
 // this node, from the specs in [container] cdi_dirs. Made by the job's user, on the node,
 // before the container's root becomes read-only (apply_edits with the root's RootEditor);

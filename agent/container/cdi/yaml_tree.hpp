@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A YAML (or JSON: YAML 1.1 reads JSON documents too) document as a plain tree, read with
 // libyaml, keeping the line of every node so that messages can point into the file.
 #pragma once

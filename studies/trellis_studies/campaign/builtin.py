@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The built-in studies, found by name: the TOML files installed to <pkgdatadir>/studies
 (two folders above the installed package, <pkgdatadir>/python/trellis_studies), or in a
 source tree, studies/examples beside the package."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """trellis-campaign submit STUDY [--dir DIR] [--dry-run] [--sbatch-arg ARG]...
 trellis-campaign status DIR"""
 

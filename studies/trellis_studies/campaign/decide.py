@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a second `submit` does with each run, and what `status` says of it, from the run's
 exit_status file, its last Slurm job and that job's state in squeue.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The campaign folder (the layout trellis-report reads): campaign.json, and per run
 runs/<key>/ with settings.json, run.sbatch, jobs (one Slurm job id a line), log/, bench/,
 checkpoint/, slurm-<jobid>.out and exit_status. A failed run's folder is moved aside to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One run's batch script: #SBATCH lines (values checked by the study reader to be single
 words), then one srun of trellis-train (or trellis-bench) whose every argument is
 shell-quoted, then the run's exit status written to its folder. The script takes one

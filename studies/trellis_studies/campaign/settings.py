@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The settings of one run: every key a study may set, its type, the values it accepts, and
 its default. A run's settings always carry every key, defaults included, so that its key (a
 hash of them) is the same however the study spelled them."""

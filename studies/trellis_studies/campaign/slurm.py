@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the campaign asks Slurm: the partition's size (sinfo), the state of its jobs
 (squeue), and a submission (sbatch --parsable)."""
 

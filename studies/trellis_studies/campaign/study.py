@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A study: a TOML file with a [run] table of settings shared by every run, a [matrix] table
 of lists whose product gives the runs, a [slurm] table for the batch scripts and a [programs]
 table naming the commands. Everything is checked when the file is read: an unknown key, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the ranks sit and what a schedule costs on them.
 
 Each node has `rails` links (one NIC each; local rank i uses rail i mod rails) and shared

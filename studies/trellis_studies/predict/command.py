@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`trellis-report predict`: the options, the inputs they name, and the table or JSON."""
 
 import argparse

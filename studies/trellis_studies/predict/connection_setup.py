@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How long a job's ranks take to meet and link before the first step, counted in round trips of
 the link between nodes (a round trip = 2 alpha, alpha as trellis-bench p2p measures it), and
 what each rank holds, at N ranks with S TCP streams per link:

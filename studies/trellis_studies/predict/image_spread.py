@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How long a registry image takes to reach every node of a job before its first step, each way
 trellis can spread it (image_broadcast in trellis.toml):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The predictor's inputs are the JSON-lines files trellis-train and trellis-bench write; they are
 read as trellis-report reads them (report/jsonl.py: a line a kill -9 cut short is dropped, also
 before a resumed segment), and a file that cannot be read is the predictor's InputError."""

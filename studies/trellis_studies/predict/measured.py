@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the predictor takes from trellis-train's --log-dir folders (metrics.jsonl): a rank's
 step time, the gradient's size, the batch, and the overlap of communication with the backward
 pass that a run of several ranks measured."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The network as trellis-bench measured it: per level (shared memory inside a node, the link
 between nodes), a latency and a bandwidth by message size.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each strategy sends, step by step, as trellis-train's own schedules do
 (trainer/comm/*_allreduce.hpp, trainer/train/parameter_server.cpp).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A training step on N nodes x G ranks: compute, then the communication the backward pass did
 not hide.
 

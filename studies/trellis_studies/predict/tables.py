@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The predictor's output: a text table per figure asked for, or one JSON object."""
 
 from dataclasses import asdict

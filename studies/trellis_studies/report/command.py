@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """trellis-report -o OUTDIR RUN...: the figures, their tables, runs.csv and index.html of the
 runs that trellis-train, trellis-bench and trellis-campaign left. `trellis-report predict ...`
 hands over to the scaling predictor."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A figure of the report: its table (the CSV file and the text printed) and its drawing (PNG
 and SVG files), or the reason it was skipped."""
 import csv

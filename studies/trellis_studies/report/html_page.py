@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """index.html: the figures and the runs' settings on one static page (no script, nothing
 fetched). Everything that comes from a run passes through html.escape."""
 import html

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reading JSON-lines files that a run may have left half-written: trellis-train's metrics.jsonl,
 trellis-bench's bench.jsonl and --json output. The one reader of them, for the report, the
 predictor, the campaign's status, the benchmarks, the GPU check and the tests.

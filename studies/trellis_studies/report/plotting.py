@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """matplotlib, headless: the Agg backend, and a writable configuration folder where HOME is
 not (CI runs as root without a home of its own; make check may run as a user without one)."""
 import atexit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs as the report sees them, read from a trellis-train --log-dir folder (metrics.jsonl),
 a trellis-bench --log-dir folder (bench.jsonl) or a trellis-campaign folder (campaign.json and
 runs/<key>/ with settings.json, log/ and bench/)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """runs.csv: one row per run, the run record's fields (binding flattened to binding.NAME) and
 total_images_per_sec exactly as the last train record wrote it."""
 import csv

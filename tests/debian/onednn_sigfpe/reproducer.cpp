@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The smallest program that shows oneDNN 3.7.2 (Debian 13's libdnnl3.6) dying of SIGFPE on some
 // CPUs: it asks for the primitive descriptor of one f32 convolution, 1x1 from 256 to 1024
 // channels on 14x14 maps, batch 16, channels-last, as PyTorch asks for ResNet-50's. Nothing is

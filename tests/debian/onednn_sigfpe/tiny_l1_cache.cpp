@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Makes any x86-64 machine look, to oneDNN 3.7, like the virtual machines it dies on: an
 // LD_PRELOAD library that stands in for oneDNN's exported
 // dnnl::impl::cpu::platform::get_per_core_cache_size(level) and answers what that function

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for everything the plugin parses from users and admins: srun option
 // values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists,
 // Slurm's task layout variables, the container checks on images, mounts and their

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A PyTorch DistributedDataParallel training as users write it: init_method='env://' and
 # nothing else, so every variable it needs must come from the environment (the plugin's
 # wireup under plain srun, or trellis-agent launch). Prints one JSON line per rank: its

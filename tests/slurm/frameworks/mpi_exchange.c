@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* An Open MPI program started by srun --mpi=pmix under the plugin's binding: every rank
  * sums its rank number with all others and sends its node name around a ring, so that data
  * crosses both nodes. Prints one line per rank: rank, size, node, sum, the left neighbour's

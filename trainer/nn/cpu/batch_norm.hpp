@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch normalisation over channels, optionally with the ReLU that follows it fused in (oneDNN
 // then keeps a bit mask instead of a second activation), and without a learnt scale where the
 // spec says (gamma is then 1: oneDNN normalises without one). Training uses the batch's

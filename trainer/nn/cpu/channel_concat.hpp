@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Branch outputs side by side along the channels on oneDNN's concat, into plain NHWC memory:
 // a branch's slice of it (and of the gradient) is then a view at any channel offset, which
 // blocked layouts allow only at multiples of their block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A batch's mean and (biased) variance per channel, over N, H and W of a 4-d tensor in any
 // layout oneDNN gives the CPU backend (plain, channels-last, or channels blocked by 8 or 16).
 // oneDNN's own batch norm sums each channel in float32, one long sum per thread: over a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolution, with a bias where the spec asks (the models without batch norm), any kernel
 // shape and per-side padding, on oneDNN's direct convolution with the memory formats it picks;
 // never on one of its reference kernels (reference_kernels.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether this process's oneDNN can make a convolution here, asked of a forked child before a
 // run. oneDNN 3.7.2 (Debian 13) dies of SIGFPE, an integer division by zero, while it chooses
 // the implementation of a 1x1 convolution of 256 to 1024 channels on some CPUs (AMD EPYC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/nn/cpu/cpu_backend.hpp"
 
 #include <cstring>

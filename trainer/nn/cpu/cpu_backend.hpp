@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend: every layer on oneDNN primitives.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oneDNN's engine and stream for the CPU backend, the layout type it stores in tensors, and
 // the conversions at the edges (plain <-> the formats oneDNN picks).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The oneDNN calls whose form differs between oneDNN 2 (Debian 12: 2.6) and oneDNN 3 (Debian
 // 13: 3.7), written once. oneDNN 2 makes a primitive descriptor from an operation descriptor
 // (convolution_forward::desc and the like); oneDNN 3 has no operation descriptors and takes the

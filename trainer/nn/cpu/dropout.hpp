@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout's mask on the host (nn/dropout.hpp has the rest).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "trainer/nn/cpu/linear.hpp"
 
 #include "trainer/nn/cpu/dnnl_version.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fully connected layer on plain N x in matrices (oneDNN's inner product; its GEMM path is as
 // fast on plain formats as on blocked ones for this size); an image input is flattened in
 // N x C x H x W order first (PyTorch's flatten).

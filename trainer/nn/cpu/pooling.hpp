@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max and average pooling over a window (average leaving padding out of the count), and global
 // average pooling (the head), on oneDNN pooling.
 #pragma once

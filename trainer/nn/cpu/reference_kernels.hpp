@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oneDNN falls back to its reference kernels (impl_info_str "ref:...") when none of its
 // optimised ones accepts a shape, layout and ISA: correct, but hundreds of times slower.
 // ResNet-50 at 64x64 under an AVX2 CPU ran its last stage's 3x3 backward-weights pass (2x2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReLU on its own, for the layers that have no batch norm to fuse it into (convolutions with
 // a bias, fully connected layers), on oneDNN's eltwise primitives; backward reads the output.
 #pragma once

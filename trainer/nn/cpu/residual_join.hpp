@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The end of a residual block: y = relu(a + b) as one oneDNN binary primitive with a ReLU
 // post-op; backward uses y itself (ReLU's gradient only needs where y > 0).
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """trellis-bench's allreduce bus bandwidth against message size, one line per transport,
 algorithm and number of ranks (repetitions averaged)."""
 from collections import defaultdict

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The communication share of the step, per run: comm_seconds over the step time, and the
 part of it the step waited for after the backward pass (comm_wait_seconds), averaged over the
 steps of each segment but its first (which also sets up the connections) when the segment has

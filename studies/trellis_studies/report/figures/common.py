@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What several figures group runs by."""
 from statistics import mean
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Peak resident memory (peak_rss_bytes of the last train or stop record) per model and
 per-rank batch, repetitions averaged; the peak GPU memory beside it where the run had a GPU."""
 from collections import defaultdict

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Parameter server against allreduce, per model: images/sec at each number of ranks that train
 (GPUs on a GPU run), bars side by side (a parameter-server run is labelled with its number of
 servers)."""

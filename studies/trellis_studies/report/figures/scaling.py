@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Images/sec and scaling efficiency against the ranks that train (GPUs on a GPU run), one line
 per model, strategy and transport. Efficiency is against the smallest run present of the same
 model, per-rank batch, precision and device: images/sec / (its images/sec per rank x ranks). A

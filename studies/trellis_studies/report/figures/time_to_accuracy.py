@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Top-1 and top-5 accuracy against training time and against epochs. Training time is the
 time carried across resumes (train_seconds) where the run recorded it; a run without it is
 drawn one line per segment, each from its own start. Epochs come from the eval records (or from
