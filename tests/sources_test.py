@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """What every source file of the tree holds to, each rule a check that names the lines that
-break it: comments and messages speak of the code itself (no review file, review item or
-issue of this project, which a reader of the tree does not have), and the runs' JSON-lines
-files are read by trellis_studies/report/jsonl.py alone."""
+break it: its licence in an SPDX line at its top; comments and messages about the code itself
+(no review file, review item or issue of this project, which a reader of the tree does not
+have); the runs' JSON-lines files read by trellis_studies/report/jsonl.py alone."""
 
 import os
 import re
@@ -32,6 +32,18 @@ def sources(top=TOP):
             except (UnicodeDecodeError, OSError):
                 continue  # a binary file
             yield os.path.relpath(path, top), text
+
+
+SPDX = "SPDX-License-Identifier: Apache-2.0"
+CODE = (".cpp", ".hpp", ".cu", ".h", ".c", ".py", ".sh", ".mk", ".am", ".ac", ".toml", ".in", ".sbatch", ".map",
+        ".1", ".5", ".7", ".8")
+
+
+def licence(path, text):
+    """A source without the SPDX line in its first three lines (a program's is under its #! line)."""
+    head = text.split("\n")[:3]
+    if (path.endswith(CODE) or head[0].startswith("#!")) and not any(SPDX in line for line in head):
+        yield 1, head[0]
 
 
 # A review file, or an item of one ("gpu.md B7", "trainer.md §1.2"), or a security review's
@@ -71,7 +83,8 @@ def jsonl_readers(path, text):
             yield number, line
 
 
-RULES = [("comments and messages cite no review file, review item or issue of this project", citations),
+RULES = [(f"every source says its licence in its first lines ({SPDX})", licence),
+         ("comments and messages cite no review file, review item or issue of this project", citations),
          (f"metrics.jsonl and bench.jsonl are read by {READER} alone (records_of, read_jsonl, parse)",
           jsonl_readers)]
 
@@ -93,10 +106,14 @@ def check(files):
 
 def self_test():
     """Each rule finds what it is written for, so that a rule that cannot fail is seen."""
-    bad = [("a.cpp", "// as gpu.md B7 says\n"), ("b.sh", "# issue 33's figures\n"), ("c.py", "# see ../shared/reviews/x\n"),
-           ("d.sh", 'pass "H1: fine"\n'), ("e.py", "# metrics.jsonl\nrows = [json.loads(l) for l in open(p)]\n")]
-    good = [("f.hpp", "// oneDNN issue 4845, fixed upstream\n"), ("g.py", "# metrics.jsonl\nx = json.loads(out)\n"),
-            ("h.py", "rows = [json.loads(line) for line in open(tasks)]\n")]
+    def source(path, text):  # with its licence line, as the tree's sources have it
+        return path, ("// " if path.endswith(("pp", ".cu")) else "# ") + SPDX + "\n" + text
+
+    bad = [("i.sh", "#!/bin/sh\necho no licence\n"), source("a.cpp", "// as gpu.md B7 says\n"),
+           source("b.sh", "# issue 33's figures\n"), source("c.py", "# see ../shared/reviews/x\n"),
+           source("d.sh", 'pass "H1: fine"\n'), source("e.py", "# metrics.jsonl\nrows = [json.loads(l) for l in open(p)]\n")]
+    good = [source("f.hpp", "// oneDNN issue 4845, fixed upstream\n"), source("g.py", "# metrics.jsonl\nx = json.loads(out)\n"),
+            source("h.py", "rows = [json.loads(line) for line in open(tasks)]\n"), ("j.txt", "no code, no licence\n")]
     found = {path for path, text in bad + good for _, rule in RULES for _ in rule(path, text)}
     return found == {path for path, _ in bad}, found
 

@@ -86,6 +86,16 @@ version=$(dpkg-deb -f "${files[0]}" Version)
 lintian --no-tag-display-limit "${files[@]}" >"$work/lintian.log" 2>&1
 grep -E '^[WI]: ' "$work/lintian.log" | sed 's/^/  lintian: /'
 grep -q '^E: ' "$work/lintian.log" && fail "lintian errors: $(grep '^E: ' "$work/lintian.log")" || pass "lintian: no errors"
+# The licence: debian/copyright in DEP-5 form, read by lintian (a tag naming copyright is a fault
+# of it), and in every package.
+copyright_tags=$(grep -E '^[EWI]: .*copyright' "$work/lintian.log")
+[ -z "$copyright_tags" ] || fail "lintian on the copyright file: $copyright_tags"
+for deb in "${files[@]}"; do
+    case $deb in *.deb) ;; *) continue ;; esac
+    dpkg-deb --fsys-tarfile "$deb" | tar -xOf - --wildcards '*/usr/share/doc/*/copyright' 2>/dev/null |
+        grep -q '^License: Apache-2.0$' || fail "$(basename "$deb"): no usr/share/doc/*/copyright naming Apache-2.0"
+done
+[ -z "$copyright_tags" ] && pass "debian/copyright: DEP-5, Apache-2.0 in every package, no lintian tag about it"
 
 # 3. The plugin depends on this host's Slurm major.minor (SLURM_VERSION_NUMBER is 0xMMmmpp).
 number=$(awk '/define SLURM_VERSION_NUMBER/ { print $3 }' /usr/include/slurm/slurm_version.h 2>/dev/null)
