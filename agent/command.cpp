@@ -181,8 +181,10 @@ pid_t start(const Command& command) {
     if (::chdir("/") != 0) ::_exit(126);
     // Kept open for fexecve, and closed by it.
     if (program >= 0) ::fcntl(program, F_SETFD, FD_CLOEXEC);
-    if (program >= 0) ::fexecve(program, args.data(), envp.data());
-    else ::execve(args[0], args.data(), envp.data());
+    if (program >= 0)
+        ::fexecve(program, args.data(), envp.data());
+    else
+        ::execve(args[0], args.data(), envp.data());
     child_says({"cannot run ", args[0], ": ", std::strerror(errno), "\n"});
     ::_exit(127);
 }
@@ -225,7 +227,8 @@ Finished run(const Command& command) {
             // Whole up to the limit, then nothing more: the kept output has no gaps.
             if (!done.truncated && done.out.size() + std::size_t(n) <= command.output_limit)
                 done.out.append(buffer, std::size_t(n));
-            else done.truncated = true;
+            else
+                done.truncated = true;
             if (!command.on_line) continue;
             pending.append(buffer, std::size_t(n));
             for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {

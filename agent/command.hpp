@@ -35,15 +35,15 @@ struct Command {
     std::vector<std::string> argv;  // argv[0]: the program's absolute path
     // Its whole environment; empty: user_environment() of the user it runs as.
     std::vector<std::string> env;
-    ChildStdio stdio;                // start() only: run() connects its own
-    const Identity* as = nullptr;    // become this user first
+    ChildStdio stdio;              // start() only: run() connects its own
+    const Identity* as = nullptr;  // become this user first
     // A session of its own, so that it and its children are signalled together; else it
     // stays in the caller's process group and a terminal's Ctrl-C reaches it too.
     bool own_session = true;
-    bool die_with_parent = false;    // killed when its starter ends (a FUSE daemon)
-    std::vector<int> keep;           // descriptors it keeps, at their numbers (4 and above)
-    int fd3 = -1;                    // a descriptor it gets as its fd 3
-    int program = -1;                // exec this descriptor (opened before a chroot), not argv[0]
+    bool die_with_parent = false;  // killed when its starter ends (a FUSE daemon)
+    std::vector<int> keep;         // descriptors it keeps, at their numbers (4 and above)
+    int fd3 = -1;                  // a descriptor it gets as its fd 3
+    int program = -1;              // exec this descriptor (opened before a chroot), not argv[0]
     // Run in the child after its descriptors are set and it became `as`, before it execs:
     // namespaces, mounts, a chroot. Each returns false with errno set after saying on stderr
     // what failed; the child then exits 126.
@@ -54,8 +54,8 @@ struct Command {
     std::function<bool()> setup_in_fork;
 
     // run() only:
-    std::string input;                    // its stdin (a memory file: /dev/stdin can be opened); "": /dev/null
-    std::size_t output_limit = 1 << 20;   // stdout kept up to this
+    std::string input;                   // its stdin (a memory file: /dev/stdin can be opened); "": /dev/null
+    std::size_t output_limit = 1 << 20;  // stdout kept up to this
     std::function<void(const std::string& line)> on_line;  // each stdout line as it comes
 };
 

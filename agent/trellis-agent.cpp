@@ -125,9 +125,10 @@ int prepare(const std::vector<std::string>& args) {
         }
     }
     // Read as the user, before the container covers the image's folder.
-    std::string settings = one_line_settings(spec.image.files ? read_settings(spec.image.files->settings, spec.image.settings)
-                                                              : read_settings_file(spec.image.settings),
-                                             spec.cdi ? spec.cdi->env : std::vector<std::string>{}, spec.notes);
+    std::string settings =
+        one_line_settings(spec.image.files ? read_settings(spec.image.files->settings, spec.image.settings)
+                                           : read_settings_file(spec.image.settings),
+                          spec.cdi ? spec.cdi->env : std::vector<std::string>{}, spec.notes);
     auto helpers = enter_container(spec);
     // "ready hold": the caller keeps this end open while the container is used (Apptainer or
     // squashfuse must go on running); "ready": only until it has opened the namespaces. A
@@ -160,10 +161,12 @@ int prepare(const std::vector<std::string>& args) {
 
 cli::OptionTable import_table(std::string& config_path, std::string& folder) {
     cli::OptionTable table("trellis-agent import --help");
-    table.value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
-                [&](auto& v) { config_path = v; })
-        .value("--folder", "DIR", "a folder of yours instead of this node's image cache (srun's host, "
-                                  "which sends the image to the step's nodes)",
+    table
+        .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
+               [&](auto& v) { config_path = v; })
+        .value("--folder", "DIR",
+               "a folder of yours instead of this node's image cache (srun's host, "
+               "which sends the image to the step's nodes)",
                [&](auto& v) { folder = v; });
     return table;
 }
@@ -193,7 +196,8 @@ int import_command(const std::vector<std::string>& args) {
     // The site's policy as for a step (the user's own cache may still hold any image they
     // made: the lists are the site's policy over what steps ask for, not a boundary).
     if (parse_image_reference(reference).kind == ReferenceKind::path)
-        throw UsageError("'" + reference + "' is a file on the node, not an image to import (accepted: "
+        throw UsageError("'" + reference +
+                         "' is a file on the node, not an image to import (accepted: "
                          "docker://HOST/REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH, docker-archive:PATH)");
     ImportedImage image =
         import_image(check_image(reference, config.container), config.container, std::cerr, {folder, ""});
@@ -237,8 +241,9 @@ int cache_folder(const std::vector<std::string>& args) {
 
 cli::OptionTable resolve_table(std::string& image, std::string& config_path) {
     cli::OptionTable table("trellis-agent resolve --help");
-    table.value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
-                [&](auto& v) { image = v; })
+    table
+        .value("--image", "IMAGE", "docker://..., oci-archive:PATH, docker-archive:PATH or a path (required)",
+               [&](auto& v) { image = v; })
         .value("--config", "FILE", "the configuration (default: the installed trellis.toml)",
                [&](auto& v) { config_path = v; });
     return table;
@@ -266,12 +271,9 @@ struct Command {
 };
 
 const Command commands[] = {
-    {"launch", launch_command, launch_help},
-    {"prepare", prepare, prepare_help},
-    {"import", import_command, import_help},
-    {"resolve", resolve, resolve_help},
-    {"cache-folder", cache_folder, cache_folder_help},
-    {"check", check_command, check_help},
+    {"launch", launch_command, launch_help},           {"prepare", prepare, prepare_help},
+    {"import", import_command, import_help},           {"resolve", resolve, resolve_help},
+    {"cache-folder", cache_folder, cache_folder_help}, {"check", check_command, check_help},
 };
 
 }  // namespace
@@ -290,7 +292,10 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     auto command = std::find_if(std::begin(commands), std::end(commands), [&](auto& c) { return name == c.name; });
     if (command == std::end(commands)) {
-        std::fprintf(stderr, "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, resolve, cache-folder, check)\n", name.c_str());
+        std::fprintf(
+            stderr,
+            "trellis-agent: unknown command '%s' (accepted: launch, prepare, import, resolve, cache-folder, check)\n",
+            name.c_str());
         return 2;
     }
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {

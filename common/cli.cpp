@@ -10,8 +10,8 @@
 namespace trellis::cli {
 
 void refuse(std::string_view what, std::string_view value, std::string_view accepted) {
-    throw UsageError("invalid value '" + std::string(value) + "' for " + std::string(what) + " (accepted: " +
-                     std::string(accepted) + ")");
+    throw UsageError("invalid value '" + std::string(value) + "' for " + std::string(what) +
+                     " (accepted: " + std::string(accepted) + ")");
 }
 
 namespace {

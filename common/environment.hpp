@@ -85,8 +85,7 @@ inline constexpr Variable cuda_device_order{"CUDA_DEVICE_ORDER", "CUDA's FASTEST
                                             "PCI_BUS_ID, so that CUDA numbers GPUs as trellis does"};
 inline constexpr Variable rocr_visible_devices{"ROCR_VISIBLE_DEVICES", "all", "the task's AMD GPUs"};
 inline constexpr Variable nccl_ib_hca{"NCCL_IB_HCA", "NCCL's choice", "the node's HCA ports, one set for every rank"};
-inline constexpr Variable nccl_socket_ifname{"NCCL_SOCKET_IFNAME", "NCCL's choice",
-                                             "the IP interfaces of those HCAs"};
+inline constexpr Variable nccl_socket_ifname{"NCCL_SOCKET_IFNAME", "NCCL's choice", "the IP interfaces of those HCAs"};
 inline constexpr Variable ucx_net_devices{"UCX_NET_DEVICES", "UCX's choice", "the task's HCA ports"};
 inline constexpr Variable ompi_openib_if_include{"OMPI_MCA_btl_openib_if_include", "Open MPI's choice",
                                                  "the task's HCA ports, for Open MPI's openib BTL"};

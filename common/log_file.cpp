@@ -21,7 +21,8 @@ std::ofstream open_log_file(const std::string& folder, const std::string& name) 
     errno = 0;
     std::ofstream log(path, std::ios::app);
     if (!log)
-        throw std::runtime_error("--log-dir: cannot write " + path + (errno ? ": " + std::string(std::strerror(errno)) : ""));
+        throw std::runtime_error("--log-dir: cannot write " + path +
+                                 (errno ? ": " + std::string(std::strerror(errno)) : ""));
     if (cut_line) log << '\n';
     return log;
 }

@@ -26,7 +26,8 @@ bool recorded(const env::Variable& variable) {
 std::map<std::string, std::string> task_binding() {
     std::map<std::string, std::string> binding;
     for (const auto* variable : env::all())
-        if (const char* value = env_value(variable->name); value && recorded(*variable)) binding[variable->name] = value;
+        if (const char* value = env_value(variable->name); value && recorded(*variable))
+            binding[variable->name] = value;
     binding["cpus"] = affinity_list();
     return binding;
 }

@@ -49,8 +49,7 @@ std::string as_path(const RawValue& v) {
 bool as_bool(const RawValue& v) {
     if (v.kind == RawValue::boolean) return v.flag;
     if (v.kind == RawValue::string && !v.from_plugstack)
-        throw UsageError("must be true or false, without quotes (a boolean, not the string \"" + v.text +
-                                    "\")");
+        throw UsageError("must be true or false, without quotes (a boolean, not the string \"" + v.text + "\")");
     if (v.kind == RawValue::string) {
         if (v.text == "true" || v.text == "yes" || v.text == "1") return true;
         if (v.text == "false" || v.text == "no" || v.text == "0") return false;
@@ -65,8 +64,7 @@ long as_count(const RawValue& v, const char* what) {
         long number = -1;
         try {
             number = std::stol(v.text, &used);
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
         if (used == v.text.size() && number >= 0) return number;
     }
     throw UsageError(std::string("must be ") + what + " (a whole number >= 0, without quotes)");
@@ -77,7 +75,7 @@ std::vector<std::string> as_list(const RawValue& v, const char* what) {
     if (v.kind == RawValue::string && v.from_plugstack) return split_commas(v.text);  // a,b,c
     if (v.kind == RawValue::string)
         throw UsageError(std::string("must be a list of ") + what + " in brackets, e.g. [\"" + v.text +
-                                    "\"], not a string");
+                         "\"], not a string");
     throw UsageError(std::string("must be a list of ") + what + " in brackets, e.g. [\"...\"]");
 }
 
@@ -94,10 +92,8 @@ const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
          [](BindingConfig& c, const RawValue& v) {
              c.topology_xml = as_string(v, "a string: the path of an hwloc XML file");
          }},
-        {"hca_include",
-         [](BindingConfig& c, const RawValue& v) { c.hca_include = as_list(v, "glob patterns"); }},
-        {"hca_exclude",
-         [](BindingConfig& c, const RawValue& v) { c.hca_exclude = as_list(v, "glob patterns"); }},
+        {"hca_include", [](BindingConfig& c, const RawValue& v) { c.hca_include = as_list(v, "glob patterns"); }},
+        {"hca_exclude", [](BindingConfig& c, const RawValue& v) { c.hca_exclude = as_list(v, "glob patterns"); }},
         {"nvidia_proc",
          [](BindingConfig& c, const RawValue& v) {
              c.nvidia_proc = as_string(v, "a string: the NVIDIA driver's proc folder");
@@ -117,8 +113,7 @@ const std::map<std::string, Setter<BindingConfig>>& binding_keys() {
                  if (std::find(known.begin(), known.end(), name) == known.end()) {
                      std::string accepted;
                      for (const auto& k : known) accepted += (accepted.empty() ? "" : ", ") + k;
-                     throw UsageError("'" + name + "' is not a variable trellis sets (accepted: " +
-                                                 accepted + ")");
+                     throw UsageError("'" + name + "' is not a variable trellis sets (accepted: " + accepted + ")");
                  }
              c.exported = names;
          }},
@@ -148,8 +143,7 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
         {"image_cache_gib",
          [](ContainerConfig& c, const RawValue& v) { c.image_cache_gib = as_count(v, "GiB per user"); }},
         {"image_broadcast", [](ContainerConfig& c, const RawValue& v) { c.image_broadcast = as_bool(v); }},
-        {"digest_lifetime",
-         [](ContainerConfig& c, const RawValue& v) { c.digest_lifetime = as_count(v, "seconds"); }},
+        {"digest_lifetime", [](ContainerConfig& c, const RawValue& v) { c.digest_lifetime = as_count(v, "seconds"); }},
         {"cdi_dirs", [](ContainerConfig& c, const RawValue& v) { c.cdi_dirs = as_list(v, "folders"); }},
         {"allowed_cdi_hooks",
          [](ContainerConfig& c, const RawValue& v) { c.allowed_cdi_hooks = as_list(v, "hook programs"); }},
@@ -163,8 +157,9 @@ const std::map<std::string, Setter<ContainerConfig>>& container_keys() {
              c.namespaces = as_list(v, "a list of namespaces: mount, ipc, uts");
              for (const auto& ns : c.namespaces)
                  if (ns != "mount" && ns != "ipc" && ns != "uts")
-                     throw UsageError("'" + ns + "' is not a namespace a task may join (accepted: mount, "
-                                                 "ipc, uts; the network and PIDs stay the host's)");
+                     throw UsageError("'" + ns +
+                                      "' is not a namespace a task may join (accepted: mount, "
+                                      "ipc, uts; the network and PIDs stay the host's)");
              if (std::find(c.namespaces.begin(), c.namespaces.end(), "mount") == c.namespaces.end())
                  throw UsageError("must include \"mount\": the image is the container's mount namespace");
          }},
@@ -179,8 +174,9 @@ void parse_port_range(const std::string& text, WireupConfig& c) {
     std::istringstream in(text);
     if (!(in >> first >> dash >> last) || dash != '-' || in >> extra || first < 1024 || last > 65535 ||
         last - first < 255)
-        throw UsageError("'" + text + "' is not a port range (accepted: FIRST-LAST within 1024-65535, "
-                                    "at least 256 ports, e.g. \"20000-29999\")");
+        throw UsageError("'" + text +
+                         "' is not a port range (accepted: FIRST-LAST within 1024-65535, "
+                         "at least 256 ports, e.g. \"20000-29999\")");
     c.port_first = first, c.port_last = last;
 }
 
@@ -229,11 +225,10 @@ template <typename Section>
 void apply_table(const toml::table& table, const std::string& origin, const std::string& name,
                  const std::map<std::string, Setter<Section>>& keys, Section& section) {
     for (const auto& [key, node] : table) {
-        std::string where = origin + ":" + std::to_string(node.source().begin.line) + ": [" +
-                            name + "] key '" + std::string(key.str()) + "'";
+        std::string where = origin + ":" + std::to_string(node.source().begin.line) + ": [" + name + "] key '" +
+                            std::string(key.str()) + "'";
         auto it = keys.find(std::string(key.str()));
-        if (it == keys.end())
-            throw ConfigError(where + " is unknown (accepted: " + key_names(keys) + ")");
+        if (it == keys.end()) throw ConfigError(where + " is unknown (accepted: " + key_names(keys) + ")");
         try {
             it->second(section, raw_from_toml(node));
         } catch (const UsageError& e) {
@@ -246,9 +241,8 @@ void apply_table(const toml::table& table, const std::string& origin, const std:
 
 const std::vector<std::string>& exportable_variables() {
     static const std::vector<std::string> names = {
-        "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_IB_HCA",
-        "UCX_NET_DEVICES",      "OMPI_MCA_btl_openib_if_include",
-        "NCCL_SOCKET_IFNAME",   "OMP_NUM_THREADS"};
+        "CUDA_VISIBLE_DEVICES",           "ROCR_VISIBLE_DEVICES", "NCCL_IB_HCA",    "UCX_NET_DEVICES",
+        "OMPI_MCA_btl_openib_if_include", "NCCL_SOCKET_IFNAME",   "OMP_NUM_THREADS"};
     return names;
 }
 
@@ -288,8 +282,8 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
     for (const auto& arg : plugstack_args) {
         size_t eq = arg.find('=');
         if (eq == std::string::npos || eq == 0)
-            throw ConfigError("plugstack.conf argument '" + arg +
-                              "' is not key=value (accepted: config=PATH, " + key_names(binding_keys()) + ")");
+            throw ConfigError("plugstack.conf argument '" + arg + "' is not key=value (accepted: config=PATH, " +
+                              key_names(binding_keys()) + ")");
         std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
         if (key == "config") {
             path = value;
@@ -304,8 +298,7 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
     if (explicit_path || std::filesystem::exists(path, ec)) {
         std::ifstream in(path);
         if (!in)
-            throw ConfigError(path + ": cannot read the trellis configuration: " +
-                              std::string(std::strerror(errno)));
+            throw ConfigError(path + ": cannot read the trellis configuration: " + std::string(std::strerror(errno)));
         std::stringstream text;
         text << in.rdbuf();
         config = parse_config_text(text.str(), path);
@@ -316,8 +309,7 @@ Config load_config(const std::vector<std::string>& plugstack_args, const std::st
     for (const auto& [key, value] : overrides) {
         std::string where = "plugstack.conf argument '" + key + "=" + value + "'";
         auto it = keys.find(key);
-        if (it == keys.end())
-            throw ConfigError(where + ": unknown key (accepted: config, " + key_names(keys) + ")");
+        if (it == keys.end()) throw ConfigError(where + ": unknown key (accepted: config, " + key_names(keys) + ")");
         try {
             it->second(config.binding, RawValue{RawValue::string, value, false, {}, true});
         } catch (const UsageError& e) {

@@ -46,10 +46,10 @@ struct BindingConfig {
 std::string installed_agent_path();
 
 struct ContainerConfig {
-    std::vector<std::string> allowed_images;    // glob patterns; none: no image is allowed
-    std::vector<std::string> allowed_mounts;    // path prefixes users may bind-mount
+    std::vector<std::string> allowed_images;          // glob patterns; none: no image is allowed
+    std::vector<std::string> allowed_mounts;          // path prefixes users may bind-mount
     std::vector<std::string> namespaces = {"mount"};  // what tasks join: mount, ipc, uts
-    std::string agent = installed_agent_path();  // the trellis-agent the plugin runs
+    std::string agent = installed_agent_path();       // the trellis-agent the plugin runs
     // The program that runs .sif images, by absolute path: Apptainer or Singularity, in its
     // user-namespace mode (OCI bundles need no program: the agent makes their container).
     std::string apptainer = "/usr/bin/apptainer";
@@ -87,7 +87,7 @@ struct ContainerConfig {
 
 // What the plugin tells the users' own frameworks (PyTorch's env://, TF_CONFIG).
 struct WireupConfig {
-    bool frameworks = true;            // MASTER_ADDR, RANK, WORLD_SIZE ... for every step
+    bool frameworks = true;                     // MASTER_ADDR, RANK, WORLD_SIZE ... for every step
     int port_first = 20000, port_last = 29999;  // MASTER_PORT is chosen per step from these
 };
 

@@ -24,7 +24,7 @@ constexpr long slurm_version(int major, int minor, int micro) {
 
 // srun's command line and environment.
 struct SrunInput {
-    std::vector<std::string> args;  // args[0] is srun itself
+    std::vector<std::string> args;                // args[0] is srun itself
     std::function<std::string(const char*)> env;  // "" for unset
 
     // OPTION's value: its last use on the command line ("--opt V" or "--opt=V"), else

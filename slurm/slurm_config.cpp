@@ -252,8 +252,10 @@ std::vector<std::string> node_addresses(const std::string& slurm_conf, const std
             auto at = std::find(hosts.begin(), hosts.end(), nodes[n]);
             if (found[n] || at == hosts.end()) continue;
             size_t index = static_cast<size_t>(at - hosts.begin());
-            if (addrs.size() == hosts.size()) addresses[n] = addrs[index], found[n] = true;
-            else if (addrs.size() == 1) addresses[n] = addrs.front(), found[n] = true;
+            if (addrs.size() == hosts.size())
+                addresses[n] = addrs[index], found[n] = true;
+            else if (addrs.size() == 1)
+                addresses[n] = addrs.front(), found[n] = true;
         }
     }
     return addresses;

@@ -53,7 +53,7 @@ bool devices_constrained(const SlurmConfigFiles& files);
 // A SPANK plugin's line in plugstack.conf: "required|optional PATH [ARGS...]".
 struct PlugstackLine {
     bool optional = false;
-    std::string plugin;              // as written: a path, or a name under Slurm's PluginDir
+    std::string plugin;  // as written: a path, or a name under Slurm's PluginDir
     std::vector<std::string> args;
 };
 

@@ -30,18 +30,19 @@ int gpu_of_file(const topology::Node& node, const std::string& file, bool minors
                             gpu.vendor_index == (amd ? amd_index : minor)))
             return gpu.index;
     }
-    throw UsageError("gres.conf's GPU " + file + " is none of " + node.host + "'s GPUs (" +
-                                gpu_list(node) + ")");
+    throw UsageError("gres.conf's GPU " + file + " is none of " + node.host + "'s GPUs (" + gpu_list(node) + ")");
 }
 
 }  // namespace
 
 StepGpus map_step_gpus(const topology::Node& node, const GresGpus& gres, const std::vector<int>& gres_indices) {
     StepGpus step;
-    bool minors_known = std::any_of(node.gpus.begin(), node.gpus.end(), [](const topology::Gpu& g) { return g.minor >= 0; });
+    bool minors_known =
+        std::any_of(node.gpus.begin(), node.gpus.end(), [](const topology::Gpu& g) { return g.minor >= 0; });
     if (!minors_known && !gres.files.empty() && !gres_indices.empty())
-        step.warnings.push_back("the NVIDIA driver's table of device minors is not available: /dev/nvidiaN "
-                                "is taken to be the N-th GPU in PCI order");
+        step.warnings.push_back(
+            "the NVIDIA driver's table of device minors is not available: /dev/nvidiaN "
+            "is taken to be the N-th GPU in PCI order");
     // Slurm's GPUs in its index order. AutoDetect sorts the GPUs it found (those of File=,
     // when given) by PCI bus id (gres_gpu.c sorts them by their links); otherwise gres.conf's
     // order stands.
@@ -55,7 +56,7 @@ StepGpus map_step_gpus(const topology::Node& node, const GresGpus& gres, const s
     for (int index : gres_indices) {
         if (index < 0 || index >= static_cast<int>(order.size()))
             throw UsageError("Slurm gave the step GPU " + std::to_string(index) + ", but gres.conf lists " +
-                                        std::to_string(order.size()) + " GPUs for " + node.host);
+                             std::to_string(order.size()) + " GPUs for " + node.host);
         int gpu = order[static_cast<size_t>(index)];
         if (std::find(step.indices.begin(), step.indices.end(), gpu) == step.indices.end()) step.indices.push_back(gpu);
     }

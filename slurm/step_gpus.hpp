@@ -16,7 +16,7 @@
 namespace trellis::slurm {
 
 struct StepGpus {
-    std::vector<int> indices;  // the node's GPU indices (PCI order) the step may use
+    std::vector<int> indices;        // the node's GPU indices (PCI order) the step may use
     std::vector<int> in_gres_order;  // the same GPUs in Slurm's order (its per-task binding's)
     std::vector<std::string> warnings;
 };

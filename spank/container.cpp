@@ -79,8 +79,9 @@ int check_container_request() {
     unsetenv(env::image_pinned.name);
     if (!wants_container()) {
         if (!s.choices.mounts.empty() || s.choices.writable || !s.choices.keep_env.empty() || s.choices.entrypoint) {
-            log_error("--trellis-mounts, --trellis-writable, --trellis-env and --trellis-entrypoint need "
-                      "--trellis-image: there is no container for them");
+            log_error(
+                "--trellis-mounts, --trellis-writable, --trellis-env and --trellis-entrypoint need "
+                "--trellis-image: there is no container for them");
             return -1;
         }
         return 0;
@@ -88,9 +89,10 @@ int check_container_request() {
     if (s.choices.entrypoint) {
         // slurmstepd execs the task's command itself, after task_init: a plugin can change its
         // environment, not put arguments before it.
-        log_error("--trellis-entrypoint is not offered by srun (slurmstepd execs the command itself, and a plugin "
-                  "cannot put the Entrypoint before it): call the image's entrypoint in the command, or run "
-                  "trellis-agent launch --entrypoint --image IMAGE -- CMD in a step without --trellis-image");
+        log_error(
+            "--trellis-entrypoint is not offered by srun (slurmstepd execs the command itself, and a plugin "
+            "cannot put the Entrypoint before it): call the image's entrypoint in the command, or run "
+            "trellis-agent launch --entrypoint --image IMAGE -- CMD in a step without --trellis-image");
         return -1;
     }
     agent::CheckedImage image;
@@ -141,12 +143,12 @@ void take_pinned_image(spank_t sp) {
             s.choices.image = pinned.text();
             return;
         }
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     // Each node would otherwise ask the registry itself, and might run another image.
-    s.container_error = "container: srun handed no digest for " + asked.text() + " (" + env::image_pinned.name +
-                        " is " + (handed.empty() ? "unset" : "'" + handed + "'") +
-                        "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
+    s.container_error =
+        "container: srun handed no digest for " + asked.text() + " (" + env::image_pinned.name + " is " +
+        (handed.empty() ? "unset" : "'" + handed + "'") +
+        "; srun's --export must let it through, and srun's trellis must be one that resolves registry tags)";
 }
 
 // The step's own cgroups that slurmstepd is not in: on cgroup v1 slurmstepd stays in the
@@ -179,7 +181,8 @@ void make_image_cache_folder(spank_t sp) {
     }
     uid_t uid = 0;
     gid_t gid = 0;
-    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
         s.container_error = "cannot get the job's user from Slurm";
         return;
     }
@@ -200,7 +203,8 @@ void prepare_container(spank_t sp) {
     if (s.choices.image.empty() || !s.container_error.empty() || !container_step(sp, job, step)) return;
     uid_t uid = 0;
     gid_t gid = 0;
-    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
         s.container_error = "cannot get the job's user from Slurm";
         return;
     }
@@ -223,8 +227,7 @@ void prepare_container(spank_t sp) {
     try {
         s.container = agent::HeldContainer::make(
             agent::prepare_command(s.config.container.agent, request, s.config.path),
-            agent::Identity{uid, gid, step_cgroups(job, step)},
-            agent::prepare_limit(request));
+            agent::Identity{uid, gid, step_cgroups(job, step)}, agent::prepare_limit(request));
     } catch (const agent::PolicyError& e) {
         s.container_error = std::string("container refused: ") + e.what();
     } catch (const std::exception& e) {
@@ -243,15 +246,16 @@ void enter_container(spank_t sp) {
         log_error(why + " (the task does not run outside its image)");
         std::_Exit(1);
     };
-    if (!s.container) refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
+    if (!s.container)
+        refuse(s.container_error.empty() ? "container: the step's container was not made" : s.container_error);
     agent::EnteredTask entered;
     try {
         std::vector<std::string> destinations;
         for (const auto& mount : agent::parse_mounts(s.choices.mounts)) destinations.push_back(mount.destination);
         // The Env is chosen once trellis's own variables are set (apply_image_environment),
         // and the command is slurmstepd's: only the directories are taken here.
-        entered = s.container->enter({s.choices.keep_env, false}, destinations, [](const std::string&) { return false; },
-                                     {}, s.choices.image);
+        entered = s.container->enter(
+            {s.choices.keep_env, false}, destinations, [](const std::string&) { return false; }, {}, s.choices.image);
     } catch (const std::exception& e) {
         refuse(std::string("container: ") + e.what());
     }
@@ -274,8 +278,9 @@ void refuse_unhonoured_image(spank_t sp) {
     std::uint32_t job = 0, step = 0;
     if (!container_step(sp, job, step)) return;
     if (state().choices.image.empty() && job_env(sp, env::image.name).empty()) return;
-    log_error("container: an image was asked for, but trellis is disabled on this node (its configuration "
-              "could not be read; see slurmd's log): the task does not run outside its image");
+    log_error(
+        "container: an image was asked for, but trellis is disabled on this node (its configuration "
+        "could not be read; see slurmd's log): the task does not run outside its image");
     std::_Exit(1);
 }
 
@@ -285,9 +290,9 @@ int set_container_environment(spank_t sp) {
     if (!wants_container()) return 0;
     // PMIx inside the image may be built with other defaults: name the components the
     // server uses, as Slurm's own variables report them.
-    for (const auto& [from, to] : {std::pair{"PMIX_PTL_MODULE", "PMIX_MCA_ptl"},
-                                   std::pair{"PMIX_SECURITY_MODE", "PMIX_MCA_psec"},
-                                   std::pair{"PMIX_GDS_MODULE", "PMIX_MCA_gds"}}) {
+    for (const auto& [from, to] :
+         {std::pair{"PMIX_PTL_MODULE", "PMIX_MCA_ptl"}, std::pair{"PMIX_SECURITY_MODE", "PMIX_MCA_psec"},
+          std::pair{"PMIX_GDS_MODULE", "PMIX_MCA_gds"}}) {
         auto value = job_env(sp, from);
         if (!value.empty()) spank_setenv(sp, to, value.c_str(), 0);
     }

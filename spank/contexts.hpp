@@ -19,7 +19,7 @@ int register_options(spank_t sp);
 int take_environment_defaults(spank_t sp);
 int load_configuration(const std::vector<std::string>& args);
 
-int plan_node(spank_t sp);              // user_init
+int plan_node(spank_t sp);  // user_init
 // The container (container.cpp): checked in srun, made once per node, entered per task.
 int check_container_request();  // srun: also resolves a registry tag to its digest
 // slurmstepd: a registry image with a tag becomes the reference srun pinned to its digest.
@@ -32,14 +32,14 @@ int stage_image_for_step(const std::string& pinned);
 int send_image_to_nodes(spank_t sp);
 // job_prolog, as root on each node of the job: the job's user's folder in the image cache.
 void make_cache_folder_for_job(spank_t sp, const std::vector<std::string>& args);
-void prepare_container(spank_t sp);     // user_init, after plan_node: the plan names the devices
+void prepare_container(spank_t sp);  // user_init, after plan_node: the plan names the devices
 // task_init, as the user: a task that cannot enter the image it asked for exits here.
 void enter_container(spank_t sp);
-void refuse_unhonoured_image(spank_t sp);  // task_init, when trellis is disabled
-void let_go_of_container();             // exit, in slurmstepd: a held Apptainer stops
+void refuse_unhonoured_image(spank_t sp);   // task_init, when trellis is disabled
+void let_go_of_container();                 // exit, in slurmstepd: a held Apptainer stops
 int set_container_environment(spank_t sp);  // task_init
 int apply_image_environment(spank_t sp);    // task_init, last: the image's Env over the job's
-int bind_task_memory(spank_t sp);       // task_init_privileged
-int bind_task(spank_t sp);              // task_init
+int bind_task_memory(spank_t sp);           // task_init_privileged
+int bind_task(spank_t sp);                  // task_init
 
 }  // namespace trellis::spank

@@ -70,11 +70,13 @@ int send_image_to_nodes(spank_t sp) {
     // The step exists now, and its credential expires: the launch must reach the nodes before.
     long limit = std::max(10L, slurm::credential_lifetime(slurm::slurm_conf_from_environment()) - 30);
     return or_fall_back([&] {
-        double seconds = agent::send_image(*s.staged, s.config, job, step, srun_environment(), std::chrono::seconds(limit));
+        double seconds =
+            agent::send_image(*s.staged, s.config, job, step, srun_environment(), std::chrono::seconds(limit));
         if (s.choices.verbose) {
             char line[512];
-            std::snprintf(line, sizeof line, "%s %s on srun's host in %.2f s and sent to the step's nodes in %.2f s (sbcast)",
-                          s.staged->digest.c_str(), s.staged->imported ? "imported" : "found", s.staged->seconds, seconds);
+            std::snprintf(
+                line, sizeof line, "%s %s on srun's host in %.2f s and sent to the step's nodes in %.2f s (sbcast)",
+                s.staged->digest.c_str(), s.staged->imported ? "imported" : "found", s.staged->seconds, seconds);
             say(line);
         }
     });
@@ -85,7 +87,8 @@ void make_cache_folder_for_job(spank_t sp, const std::vector<std::string>& args)
     if (!config.container.image_broadcast || !std::filesystem::is_directory(config.container.image_cache)) return;
     uid_t uid = 0;
     gid_t gid = 0;
-    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
         log_error("job_prolog: Slurm gave no job user: no image cache folder made");
         return;
     }

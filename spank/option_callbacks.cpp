@@ -30,8 +30,7 @@ const OptionKind hca_kind{"--trellis-hca", env::hca.name, parse_hca_option, &Plu
 const OptionKind gpus_kind{"--trellis-gpus", env::gpus.name, parse_gpus_option, &PluginState::gpus_given};
 const OptionKind memory_kind{"--trellis-memory", env::memory.name, parse_memory_option, &PluginState::memory_given};
 const OptionKind wireup_kind{"--trellis-wireup", env::wireup.name, parse_wireup_option, &PluginState::wireup_given};
-const OptionKind verbose_kind{"--trellis-verbose", env::verbose.name, parse_verbose_value,
-                              &PluginState::verbose_given};
+const OptionKind verbose_kind{"--trellis-verbose", env::verbose.name, parse_verbose_value, &PluginState::verbose_given};
 const OptionKind image_kind{"--trellis-image", env::image.name, parse_image_option, &PluginState::image_given};
 const OptionKind mounts_kind{"--trellis-mounts", env::mounts.name, parse_mounts_option, &PluginState::mounts_given};
 const OptionKind writable_kind{"--trellis-writable", env::writable.name, parse_writable_value,
@@ -107,8 +106,7 @@ spank_option options[] = {
                        "at all (none); default: the cluster's configured policy; verbose prints the plan"),
      1, 0, on_bind},
     {const_cast<char*>("trellis-hca"), const_cast<char*>("auto|NAME[:PORT],..."),
-     const_cast<char*>("trellis: HCAs to choose from (default auto: all with an ACTIVE port)"), 1, 0,
-     on_hca},
+     const_cast<char*>("trellis: HCAs to choose from (default auto: all with an ACTIVE port)"), 1, 0, on_hca},
     {const_cast<char*>("trellis-gpus"), const_cast<char*>("own|step"),
      const_cast<char*>("trellis: each task sees its own GPUs (own, the default) or all of the step's GPUs on its "
                        "node, its own first (step: CUDA IPC and peer access between tasks)"),
@@ -134,8 +132,7 @@ spank_option options[] = {
     {const_cast<char*>("trellis-env"), const_cast<char*>("NAME,..."),
      const_cast<char*>("trellis: these variables keep the job's value over the image's Env"), 1, 0, on_env},
     {const_cast<char*>("trellis-entrypoint"), nullptr,
-     const_cast<char*>("trellis: run the image's Entrypoint with the command as its arguments"), 0, 0,
-     on_entrypoint},
+     const_cast<char*>("trellis: run the image's Entrypoint with the command as its arguments"), 0, 0, on_entrypoint},
 };
 
 // The variable from srun's or sbatch's own environment, or from the job's in slurmstepd.
@@ -193,9 +190,8 @@ int take_environment_defaults(spank_t sp) {
         std::string value;
         return read_env(sp, name, value) ? value : std::string();
     };
-    for (const OptionKind* kind :
-         {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind, &image_kind, &mounts_kind,
-          &writable_kind, &env_kind, &entrypoint_kind}) {
+    for (const OptionKind* kind : {&bind_kind, &hca_kind, &gpus_kind, &memory_kind, &wireup_kind, &verbose_kind,
+                                   &image_kind, &mounts_kind, &writable_kind, &env_kind, &entrypoint_kind}) {
         std::string value;
         if (state().*kind->given || !read_env(sp, kind->env, value)) continue;
         if (agent::set_for_enclosing_task(kind->env, enclosing)) continue;

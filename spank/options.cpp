@@ -45,8 +45,9 @@ void parse_hca_option(const std::string& value, UserChoices& choices) {
 
 void parse_gpus_option(const std::string& value, UserChoices& choices) {
     if (value != "own" && value != "step")
-        throw UsageError("'" + value + "' is not a GPU visibility (accepted: own, each task sees its own "
-                                    "GPUs; step, each task sees all of the step's GPUs on its node, its own first)");
+        throw UsageError("'" + value +
+                         "' is not a GPU visibility (accepted: own, each task sees its own "
+                         "GPUs; step, each task sees all of the step's GPUs on its node, its own first)");
     choices.share_gpus = value == "step";
 }
 
@@ -54,7 +55,9 @@ void parse_memory_option(const std::string& value, UserChoices& choices) {
     choices.memory = config::parse_memory_policy(value);
 }
 
-void parse_wireup_option(const std::string& value, UserChoices& choices) { choices.wireup = agent::parse_wireup(value); }
+void parse_wireup_option(const std::string& value, UserChoices& choices) {
+    choices.wireup = agent::parse_wireup(value);
+}
 
 void parse_verbose_value(const std::string& value, UserChoices& choices) {
     if (value.empty() || value == "1" || value == "yes" || value == "true" || value == "on")
@@ -76,7 +79,8 @@ namespace {
 bool switch_value(const std::string& value, const char* option) {
     if (value.empty() || value == "1" || value == "yes" || value == "true" || value == "on") return true;
     if (value == "0" || value == "no" || value == "false" || value == "off") return false;
-    throw UsageError("'" + value + "' is not a choice for " + option + " (accepted: 1, yes, true, on, 0, no, false, off)");
+    throw UsageError("'" + value + "' is not a choice for " + option +
+                     " (accepted: 1, yes, true, on, 0, no, false, off)");
 }
 
 }  // namespace
@@ -89,7 +93,9 @@ void parse_entrypoint_value(const std::string& value, UserChoices& choices) {
     choices.entrypoint = switch_value(value, "--trellis-entrypoint");
 }
 
-void parse_env_option(const std::string& value, UserChoices& choices) { choices.keep_env = agent::parse_env_names(value); }
+void parse_env_option(const std::string& value, UserChoices& choices) {
+    choices.keep_env = agent::parse_env_names(value);
+}
 
 void parse_mounts_option(const std::string& value, UserChoices& choices) {
     agent::parse_mounts(value);

@@ -17,17 +17,17 @@
 namespace trellis::spank {
 
 struct UserChoices {
-    std::optional<topology::Policy> policy;                  // unset: the configured policy
+    std::optional<topology::Policy> policy;  // unset: the configured policy
     bool verbose = false;
-    std::optional<std::vector<topology::HcaRequest>> hcas;   // unset: auto
-    std::optional<bool> share_gpus;                          // unset: the configured choice
-    std::optional<config::MemoryPolicy> memory;               // unset: the configured policy
-    std::optional<agent::WireupChoice> wireup;               // unset: the configured default
-    std::string image;                                       // empty: no container
-    std::string mounts;                                      // SRC:DST[:ro],... (checked syntax)
-    bool writable = false;                                   // a throw-away writable root
-    std::vector<std::string> keep_env;                       // names whose job value beats the image's Env
-    bool entrypoint = false;                                 // run the image's Entrypoint first
+    std::optional<std::vector<topology::HcaRequest>> hcas;  // unset: auto
+    std::optional<bool> share_gpus;                         // unset: the configured choice
+    std::optional<config::MemoryPolicy> memory;             // unset: the configured policy
+    std::optional<agent::WireupChoice> wireup;              // unset: the configured default
+    std::string image;                                      // empty: no container
+    std::string mounts;                                     // SRC:DST[:ro],... (checked syntax)
+    bool writable = false;                                  // a throw-away writable root
+    std::vector<std::string> keep_env;                      // names whose job value beats the image's Env
+    bool entrypoint = false;                                // run the image's Entrypoint first
 };
 
 // "closest", "none", "closest,verbose", "verbose". Throws UsageError.

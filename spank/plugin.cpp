@@ -87,8 +87,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
         make_cache_folder_for_job(sp, arguments(ac, av));
     } catch (const std::exception& e) {
         log_error(std::string("job_prolog: ") + e.what());
-    } catch (...) {
-    }
+    } catch (...) {}
     return 0;
 }
 
@@ -117,8 +116,7 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
         // for an image must still not run on the host instead.
         try {
             refuse_unhonoured_image(sp);
-        } catch (...) {
-        }
+        } catch (...) {}
         return 0;
     }
     return guarded("task_init", [&] {

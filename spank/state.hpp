@@ -42,8 +42,8 @@ struct PluginState {
     agent::WireupChoice wireup;  // the user's choice, else the configured default
     // The step's container on this node, made in user_init; forked tasks inherit it.
     std::optional<agent::HeldContainer> container;
-    std::string container_error;  // why there is none: every task says so and exits
-    std::string image_as_asked;   // a registry image's tag, when choices.image is its pinned form
+    std::string container_error;               // why there is none: every task says so and exits
+    std::string image_as_asked;                // a registry image's tag, when choices.image is its pinned form
     std::optional<agent::StagedImage> staged;  // srun: the image it imported, to send to the nodes
 };
 

@@ -35,8 +35,8 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
     layout.local_size = static_cast<int>(item(sp, S_JOB_LOCAL_TASK_COUNT, "local task count"));
     layout.node_rank = static_cast<int>(item(sp, S_JOB_NODEID, "node index"));
     layout.nnodes = static_cast<int>(item(sp, S_JOB_NNODES, "node count"));
-    layout.port = step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"),
-                                   config.wireup.port_first, config.wireup.port_last);
+    layout.port = step_port(item(sp, S_JOB_ID, "job id"), item(sp, S_JOB_STEPID, "step id"), config.wireup.port_first,
+                            config.wireup.port_last);
     auto nodes = slurm::expand_hostlist(job_env(sp, "SLURM_STEP_NODELIST"));
     if (nodes.empty()) throw std::runtime_error("SLURM_STEP_NODELIST is empty");
     // Rank 0 runs on the first node under block and cyclic distributions (and plane).
@@ -57,7 +57,8 @@ agent::StepLayout step_layout(spank_t sp, const agent::WireupChoice& wireup) {
         layout.master_addr = addresses[static_cast<size_t>(master)];
         layout.rank_addresses = agent::rank_addresses(addresses, ranks, layout.port);
     } else {
-        layout.master_addr = slurm::node_address(slurm::slurm_conf_from_environment(), nodes[static_cast<size_t>(master)]);
+        layout.master_addr =
+            slurm::node_address(slurm::slurm_conf_from_environment(), nodes[static_cast<size_t>(master)]);
     }
     return layout;
 }
@@ -122,12 +123,13 @@ int plan_node(spank_t sp) {
             plan.warnings.push_back("srun --cpu-bind was given: Slurm's CPU binding is used instead");
         }
         if (s.user_gpu_bind)
-            plan.warnings.push_back("Slurm binds GPUs to tasks itself (" + gpu_bind +
-                                    ", from --gpu-bind, --tres-bind or --ntasks-per-gpu): GPU visibility is left to Slurm");
+            plan.warnings.push_back(
+                "Slurm binds GPUs to tasks itself (" + gpu_bind +
+                ", from --gpu-bind, --tres-bind or --ntasks-per-gpu): GPU visibility is left to Slurm");
         s.plan = std::move(plan);
 
-        s.wireup = s.choices.wireup.value_or(s.config.wireup.frameworks ? agent::WireupChoice{}
-                                                                        : agent::parse_wireup("none"));
+        s.wireup =
+            s.choices.wireup.value_or(s.config.wireup.frameworks ? agent::WireupChoice{} : agent::parse_wireup("none"));
         try {
             if (s.wireup.torch || s.wireup.tf) s.layout = step_layout(sp, s.wireup);
         } catch (const std::exception& e) {

@@ -10,8 +10,7 @@ std::vector<std::vector<int>> assign_items(int tasks, int items) {
     std::vector<std::vector<int>> groups(static_cast<std::size_t>(tasks));
     if (items <= 0) return groups;
     if (tasks > items) {
-        for (int t = 0; t < tasks; ++t)
-            groups[t].push_back(static_cast<int>(static_cast<long>(t) * items / tasks));
+        for (int t = 0; t < tasks; ++t) groups[t].push_back(static_cast<int>(static_cast<long>(t) * items / tasks));
         return groups;
     }
     int base = items / tasks, larger = items % tasks, next = 0;

@@ -27,8 +27,7 @@ std::vector<UsableCore> usable_cores(const Node& node, const CpuSet& allowed) {
 
 // Splits the cores (or, with fewer cores than tasks, the hardware threads) of one region
 // among the tasks that run there.
-void split_region(const std::vector<const UsableCore*>& cores, bool smt,
-                  const std::vector<TaskBinding*>& members) {
+void split_region(const std::vector<const UsableCore*>& cores, bool smt, const std::vector<TaskBinding*>& members) {
     int tasks = static_cast<int>(members.size());
     if (static_cast<int>(cores.size()) >= tasks) {
         auto groups = assign_items(tasks, static_cast<int>(cores.size()));
@@ -50,15 +49,15 @@ void split_region(const std::vector<const UsableCore*>& cores, bool smt,
     for (int t = 0; t < tasks; ++t) {
         for (int p : groups[t]) members[t]->cpus.add(pus[p]);
         if (share)
-            members[t]->warnings.push_back(std::to_string(tasks) + " tasks share " +
-                                           std::to_string(pus.size()) + " CPUs");
+            members[t]->warnings.push_back(std::to_string(tasks) + " tasks share " + std::to_string(pus.size()) +
+                                           " CPUs");
     }
 }
 
 }  // namespace
 
-void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuSet>& local,
-                 bool smt, std::vector<TaskBinding>& tasks) {
+void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuSet>& local, bool smt,
+                 std::vector<TaskBinding>& tasks) {
     // Tasks that want the same region share it; regions are served smallest first so that a
     // narrow region (one NUMA node) is not eaten by a wide one (a whole machine) that could
     // have used other cores.
@@ -66,9 +65,8 @@ void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuS
     for (size_t i = 0; i < tasks.size(); ++i) regions[local[i]].push_back(&tasks[i]);
     std::vector<const CpuSet*> order;
     for (const auto& [region, members] : regions) order.push_back(&region);
-    std::stable_sort(order.begin(), order.end(), [](const CpuSet* a, const CpuSet* b) {
-        return a->size() < b->size();
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const CpuSet* a, const CpuSet* b) { return a->size() < b->size(); });
 
     std::vector<UsableCore> cores = usable_cores(node, allowed);
     std::vector<bool> taken(cores.size(), false);
@@ -84,8 +82,8 @@ void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuS
         const auto& use = !mine.empty() ? mine : !free_anywhere.empty() ? free_anywhere : any;
         if (mine.empty())
             for (auto* task : members)
-                task->warnings.push_back("no free allowed CPUs local to its GPU or NUMA node (" +
-                                         region->to_string() + "); bound to other CPUs");
+                task->warnings.push_back("no free allowed CPUs local to its GPU or NUMA node (" + region->to_string() +
+                                         "); bound to other CPUs");
         split_region(use, smt, members);
         for (size_t c = 0; c < cores.size(); ++c)
             if (std::find(use.begin(), use.end(), &cores[c]) != use.end()) taken[c] = true;

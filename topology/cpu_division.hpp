@@ -11,7 +11,7 @@ namespace trellis::topology {
 
 // `local[i]` is the CPU region task i should run in (already limited to the allowed CPUs).
 // Fills tasks[i].cpus; adds a task warning where tasks had to share CPUs.
-void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuSet>& local,
-                 bool smt, std::vector<TaskBinding>& tasks);
+void divide_cpus(const Node& node, const CpuSet& allowed, const std::vector<CpuSet>& local, bool smt,
+                 std::vector<TaskBinding>& tasks);
 
 }  // namespace trellis::topology

@@ -12,11 +12,9 @@ namespace {
 int parse_cpu_number(std::string_view text, std::string_view whole) {
     int value = -1;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0 ||
-        value > 1 << 20)
-        throw UsageError("bad CPU list '" + std::string(whole) + "': '" +
-                                    std::string(text) +
-                                    "' is not a CPU number (accepted: lists like 0-3,8)");
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 1 << 20)
+        throw UsageError("bad CPU list '" + std::string(whole) + "': '" + std::string(text) +
+                         "' is not a CPU number (accepted: lists like 0-3,8)");
     return value;
 }
 
@@ -37,8 +35,8 @@ CpuSet CpuSet::parse(std::string_view list) {
             int first = parse_cpu_number(item.substr(0, dash), list);
             int last = parse_cpu_number(item.substr(dash + 1), list);
             if (last < first)
-                throw UsageError("bad CPU list '" + std::string(list) + "': range '" +
-                                            std::string(item) + "' runs backwards");
+                throw UsageError("bad CPU list '" + std::string(list) + "': range '" + std::string(item) +
+                                 "' runs backwards");
             set.add_range(first, last);
         }
         start = comma + 1;

@@ -12,7 +12,7 @@
 namespace trellis::topology {
 
 struct DeviceMatrix {
-    std::vector<std::string> labels;            // GPU0 ... mlx5_0 ...
+    std::vector<std::string> labels;  // GPU0 ... mlx5_0 ...
     std::vector<const PciPlace*> places;
     std::vector<std::vector<Distance>> distances;
 };

@@ -48,8 +48,7 @@ CpuSet online_cpus() {
     if (in && std::getline(in, list)) {
         try {
             return CpuSet::parse(list);
-        } catch (const UsageError&) {
-        }
+        } catch (const UsageError&) {}
     }
     return process_affinity();
 }
@@ -67,8 +66,7 @@ PciPlace place_of(hwloc_topology_t topo, hwloc_obj_t pcidev) {
     place.vendor_id = attr.vendor_id;
     place.device_id = attr.device_id;
     for (hwloc_obj_t up = pcidev->parent; up && up->type == HWLOC_OBJ_BRIDGE; up = up->parent)
-        place.bridges.push_back(
-            {up->gp_index, up->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST});
+        place.bridges.push_back({up->gp_index, up->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST});
     std::reverse(place.bridges.begin(), place.bridges.end());
 
     hwloc_obj_t local = hwloc_get_non_io_ancestor_obj(topo, pcidev);
@@ -82,8 +80,7 @@ PciPlace place_of(hwloc_topology_t topo, hwloc_obj_t pcidev) {
 std::vector<hwloc_obj_t> os_devices_of(hwloc_obj_t pcidev, hwloc_obj_osdev_type_t type) {
     std::vector<hwloc_obj_t> found;
     for (hwloc_obj_t child = pcidev->io_first_child; child; child = child->next_sibling)
-        if (child->type == HWLOC_OBJ_OS_DEVICE && child->attr->osdev.type == type)
-            found.push_back(child);
+        if (child->type == HWLOC_OBJ_OS_DEVICE && child->attr->osdev.type == type) found.push_back(child);
     return found;
 }
 
@@ -112,8 +109,7 @@ std::vector<HcaPort> ports_of(hwloc_obj_t openfabrics, hwloc_obj_t pcidev) {
             info.name[consumed] == '\0' && std::sscanf(info.value, "%u", &state) == 1)
             ports.push_back({static_cast<int>(number), static_cast<PortState>(state), "", "", ""});
     }
-    std::sort(ports.begin(), ports.end(),
-              [](const HcaPort& a, const HcaPort& b) { return a.number < b.number; });
+    std::sort(ports.begin(), ports.end(), [](const HcaPort& a, const HcaPort& b) { return a.number < b.number; });
 
     // IPoIB (or RoCE) netdevs sit beside the verbs device under the same PCI function; hwloc
     // records which port each belongs to.
@@ -180,17 +176,15 @@ Node build_node(hwloc_topology_t topo, bool live, const std::string& source) {
         }
     }
 
-    std::sort(node.gpus.begin(), node.gpus.end(), [](const Gpu& a, const Gpu& b) {
-        return a.place.address < b.place.address;
-    });
+    std::sort(node.gpus.begin(), node.gpus.end(),
+              [](const Gpu& a, const Gpu& b) { return a.place.address < b.place.address; });
     int per_vendor[2] = {0, 0};
     for (size_t i = 0; i < node.gpus.size(); ++i) {
         node.gpus[i].index = static_cast<int>(i);
         node.gpus[i].vendor_index = per_vendor[static_cast<int>(node.gpus[i].vendor)]++;
     }
     std::sort(node.hcas.begin(), node.hcas.end(), [](const Hca& a, const Hca& b) {
-        return a.place.address != b.place.address ? a.place.address < b.place.address
-                                                  : a.name < b.name;
+        return a.place.address != b.place.address ? a.place.address < b.place.address : a.name < b.name;
     });
     read_nvlinks(topo, node);
     return node;
@@ -210,15 +204,13 @@ TopologyHandle new_topology() {
 Node discover_live() {
     TopologyHandle topo = new_topology();
     if (hwloc_topology_load(topo.get()) != 0)
-        throw TopologyError(std::string("hwloc could not discover this machine: ") +
-                            std::strerror(errno));
+        throw TopologyError(std::string("hwloc could not discover this machine: ") + std::strerror(errno));
     return build_node(topo.get(), true, "live");
 }
 
 Node load_xml(const std::string& path) {
     std::ifstream probe(path);
-    if (!probe)
-        throw UsageError("cannot read topology XML '" + path + "': " + std::strerror(errno));
+    if (!probe) throw UsageError("cannot read topology XML '" + path + "': " + std::strerror(errno));
     std::string head(256, '\0');
     probe.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(probe.gcount()));
@@ -226,14 +218,11 @@ Node load_xml(const std::string& path) {
         throw UsageError("'" + path + "' is not an hwloc XML topology (no <topology> element)");
 
     TopologyHandle topo = new_topology();
-    if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0 ||
-        hwloc_topology_load(topo.get()) != 0)
+    if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0 || hwloc_topology_load(topo.get()) != 0)
         throw UsageError("'" + path + "' is not a valid hwloc XML topology");
     return build_node(topo.get(), false, path);
 }
 
-Node load_node(const std::string& xml_path) {
-    return xml_path.empty() ? discover_live() : load_xml(xml_path);
-}
+Node load_node(const std::string& xml_path) { return xml_path.empty() ? discover_live() : load_xml(xml_path); }
 
 }  // namespace trellis::topology

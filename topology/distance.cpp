@@ -10,9 +10,7 @@ Distance distance(const PciPlace& a, const PciPlace& b) {
     if (a.address == b.address) return Distance::same;
 
     size_t common = 0;
-    while (common < a.bridges.size() && common < b.bridges.size() &&
-           a.bridges[common] == b.bridges[common])
-        ++common;
+    while (common < a.bridges.size() && common < b.bridges.size() && a.bridges[common] == b.bridges[common]) ++common;
 
     if (common == 0) {
         bool same_numa = !a.numa.empty() && a.numa == b.numa;

@@ -30,8 +30,7 @@ std::map<std::string, std::string> render_environment(const TaskBinding& task, c
         env[env::cuda_visible_devices.name] = join(nvidia, device);
     }
     if (!amd.empty()) env[env::rocr_visible_devices.name] = join(amd, device);
-    if (!task.gpus.empty())
-        env[env::gpu.name] = join(task.gpus, [](const Gpu& g) { return std::to_string(g.index); });
+    if (!task.gpus.empty()) env[env::gpu.name] = join(task.gpus, [](const Gpu& g) { return std::to_string(g.index); });
 
     // Libraries that take a NIC per process get the task's own.
     if (!task.hcas.empty()) {
@@ -48,10 +47,10 @@ std::map<std::string, std::string> render_environment(const TaskBinding& task, c
         for (const auto& hca : plan.node_hcas)
             if (!hca.netdev.empty() && std::find(netdevs.begin(), netdevs.end(), hca.netdev) == netdevs.end())
                 netdevs.push_back(hca.netdev);
-        if (!netdevs.empty()) env[env::nccl_socket_ifname.name] = "=" + join(netdevs, [](const std::string& n) { return n; });
+        if (!netdevs.empty())
+            env[env::nccl_socket_ifname.name] = "=" + join(netdevs, [](const std::string& n) { return n; });
     }
-    if (!task.numa.empty())
-        env[env::numa.name] = join(task.numa, [](int n) { return std::to_string(n); });
+    if (!task.numa.empty()) env[env::numa.name] = join(task.numa, [](int n) { return std::to_string(n); });
     if (!task.cpus.empty()) {
         env[env::cpus.name] = task.cpus.to_string();
         env[env::omp_num_threads.name] = std::to_string(task.cpus.size());

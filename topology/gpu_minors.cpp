@@ -43,8 +43,7 @@ int read_nvidia_minors(Node& node, const std::string& driver_dir) {
         }
         fs::path information = entry.path() / "information";
         int minor = minor_in(information);
-        if (minor < 0)
-            throw TopologyError(information.string() + " has no 'Device Minor: N' line");
+        if (minor < 0) throw TopologyError(information.string() + " has no 'Device Minor: N' line");
         if (!seen.insert(minor).second)
             throw TopologyError(gpus.string() + " gives minor number " + std::to_string(minor) + " to two GPUs");
         for (auto& gpu : node.gpus)

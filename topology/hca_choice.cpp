@@ -13,25 +13,22 @@ namespace trellis::topology {
 namespace {
 
 bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
-    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
-        return fnmatch(p.c_str(), name.c_str(), 0) == 0;
-    });
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return fnmatch(p.c_str(), name.c_str(), 0) == 0; });
 }
 
 // The port to use: the requested one, else the first ACTIVE one, else (when inactive ports
 // are allowed) the first one. 0 when none qualifies.
 int pick_port(const Hca& hca, int requested, bool require_active) {
     for (const auto& port : hca.ports)
-        if ((requested == 0 || port.number == requested) && (port.active() || !require_active))
-            return port.number;
+        if ((requested == 0 || port.number == requested) && (port.active() || !require_active)) return port.number;
     if (!require_active && hca.ports.empty()) return requested ? requested : 1;
     return 0;
 }
 
 Distance distance_from_cpus(const Hca& hca, const std::vector<int>& task_numa) {
     for (int numa : hca.place.numa)
-        if (std::find(task_numa.begin(), task_numa.end(), numa) != task_numa.end())
-            return Distance::node;
+        if (std::find(task_numa.begin(), task_numa.end(), numa) != task_numa.end()) return Distance::node;
     return Distance::sys;
 }
 
@@ -41,29 +38,25 @@ std::vector<HcaCandidate> usable_hcas(const Node& node, const HcaSelection& sele
     std::vector<HcaCandidate> candidates;
     if (!selection.only.empty()) {
         for (const auto& request : selection.only) {
-            auto it = std::find_if(node.hcas.begin(), node.hcas.end(),
-                                   [&](const Hca& h) { return h.name == request.name; });
+            auto it =
+                std::find_if(node.hcas.begin(), node.hcas.end(), [&](const Hca& h) { return h.name == request.name; });
             if (it == node.hcas.end()) {
                 std::string known;
                 for (const auto& h : node.hcas) known += (known.empty() ? "" : ", ") + h.name;
                 throw UsageError("HCA '" + request.name + "' is not on " + node.host +
-                                            " (it has: " + (known.empty() ? "none" : known) + ")");
+                                 " (it has: " + (known.empty() ? "none" : known) + ")");
             }
-            if (request.port != 0 &&
-                std::none_of(it->ports.begin(), it->ports.end(),
-                             [&](const HcaPort& p) { return p.number == request.port; }))
-                throw UsageError("HCA " + request.name + " has no port " +
-                                            std::to_string(request.port));
-            if (int port = pick_port(*it, request.port, selection.require_active))
-                candidates.push_back({&*it, port});
+            if (request.port != 0 && std::none_of(it->ports.begin(), it->ports.end(),
+                                                  [&](const HcaPort& p) { return p.number == request.port; }))
+                throw UsageError("HCA " + request.name + " has no port " + std::to_string(request.port));
+            if (int port = pick_port(*it, request.port, selection.require_active)) candidates.push_back({&*it, port});
         }
         return candidates;
     }
     for (const auto& hca : node.hcas) {
         if (!selection.include.empty() && !matches_any(hca.name, selection.include)) continue;
         if (matches_any(hca.name, selection.exclude)) continue;
-        if (int port = pick_port(hca, 0, selection.require_active))
-            candidates.push_back({&hca, port});
+        if (int port = pick_port(hca, 0, selection.require_active)) candidates.push_back({&hca, port});
     }
     return candidates;
 }
@@ -75,8 +68,7 @@ static HcaChoice choice_of(const HcaCandidate& candidate, Distance distance) {
     return {candidate.hca->name, candidate.port, candidate.hca->place.address.to_string(), distance, netdev};
 }
 
-void choose_hcas(const Node&, const std::vector<HcaCandidate>& candidates,
-                 std::vector<TaskBinding>& tasks) {
+void choose_hcas(const Node&, const std::vector<HcaCandidate>& candidates, std::vector<TaskBinding>& tasks) {
     if (candidates.empty()) return;
     std::vector<int> uses(candidates.size(), 0);
     for (auto& task : tasks) {
@@ -91,8 +83,8 @@ void choose_hcas(const Node&, const std::vector<HcaCandidate>& candidates,
             for (size_t i = 0; i < candidates.size(); ++i) {
                 if (taken[i]) continue;
                 const Hca& hca = *candidates[i].hca;
-                Distance d = task.gpus.empty() ? distance_from_cpus(hca, task.numa)
-                                               : distance(task.gpus[k].place, hca.place);
+                Distance d =
+                    task.gpus.empty() ? distance_from_cpus(hca, task.numa) : distance(task.gpus[k].place, hca.place);
                 std::tuple key{d, uses[i], i};
                 if (best == candidates.size() || key < best_key) best = i, best_key = key;
             }

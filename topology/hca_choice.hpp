@@ -22,8 +22,7 @@ std::vector<HcaCandidate> usable_hcas(const Node& node, const HcaSelection& sele
 
 // Fills task.hcas for each task, in local rank order: as many HCAs as the task has GPUs (one
 // for a CPU-only task), distinct while the node has enough.
-void choose_hcas(const Node& node, const std::vector<HcaCandidate>& candidates,
-                 std::vector<TaskBinding>& tasks);
+void choose_hcas(const Node& node, const std::vector<HcaCandidate>& candidates, std::vector<TaskBinding>& tasks);
 
 // Every usable HCA, in PCI order (the set NCCL is given).
 std::vector<HcaChoice> node_hcas(const std::vector<HcaCandidate>& candidates);

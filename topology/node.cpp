@@ -24,12 +24,12 @@ std::vector<int> Node::numa_of(const CpuSet& set) const {
 
 std::string port_state_name(PortState state) {
     switch (state) {
-        case PortState::down: return "DOWN";
-        case PortState::init: return "INIT";
-        case PortState::armed: return "ARMED";
-        case PortState::active: return "ACTIVE";
-        case PortState::active_defer: return "ACTIVE_DEFER";
-        case PortState::unknown: break;
+    case PortState::down: return "DOWN";
+    case PortState::init: return "INIT";
+    case PortState::armed: return "ARMED";
+    case PortState::active: return "ACTIVE";
+    case PortState::active_defer: return "ACTIVE_DEFER";
+    case PortState::unknown: break;
     }
     return "UNKNOWN";
 }

@@ -36,7 +36,7 @@ struct Gpu {
     int index = 0;         // position among all GPUs of the node, in PCI bus id order
     int vendor_index = 0;  // position among GPUs of the same vendor (CUDA/ROCr device number)
     GpuVendor vendor = GpuVendor::nvidia;
-    std::string os_name;   // cuda0, nvml0, rsmi0 ... when the topology has one, else ""
+    std::string os_name;  // cuda0, nvml0, rsmi0 ... when the topology has one, else ""
     // The device file's minor number (/dev/nvidiaN), as the NVIDIA driver numbered it: its
     // probe order, which need not be PCI order. -1 when unknown (gpu_minors.hpp).
     int minor = -1;
@@ -64,15 +64,15 @@ struct Hca {
 
 struct Node {
     std::string host;
-    std::string source;         // "live" or the XML file it was loaded from
-    bool this_machine = true;   // false when the topology describes another machine
-    CpuSet cpus;                // every PU of the node
-    CpuSet allowed_cpus;        // the PUs this process may use (its affinity), on this machine
+    std::string source;        // "live" or the XML file it was loaded from
+    bool this_machine = true;  // false when the topology describes another machine
+    CpuSet cpus;               // every PU of the node
+    CpuSet allowed_cpus;       // the PUs this process may use (its affinity), on this machine
     std::vector<Package> packages;
     std::vector<NumaNode> numa_nodes;
     std::vector<Core> cores;
-    std::vector<Gpu> gpus;      // PCI bus id order
-    std::vector<Hca> hcas;      // PCI bus id order
+    std::vector<Gpu> gpus;  // PCI bus id order
+    std::vector<Hca> hcas;  // PCI bus id order
     // NVLinks between GPUs (by index), as nvidia-smi topo -m counts them: direct links, or
     // through NVSwitches the links of the GPU with fewer. Empty when the topology does not
     // say (nvlink.hpp).

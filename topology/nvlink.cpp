@@ -12,8 +12,7 @@ namespace {
 int gpu_index(const Node& node, hwloc_obj_t obj) {
     if (obj->type == HWLOC_OBJ_OS_DEVICE) obj = obj->parent;
     if (!obj || obj->type != HWLOC_OBJ_PCI_DEVICE) return -1;
-    PciAddress address{obj->attr->pcidev.domain, obj->attr->pcidev.bus, obj->attr->pcidev.dev,
-                       obj->attr->pcidev.func};
+    PciAddress address{obj->attr->pcidev.domain, obj->attr->pcidev.bus, obj->attr->pcidev.dev, obj->attr->pcidev.func};
     for (const auto& gpu : node.gpus)
         if (gpu.place.address == address) return gpu.index;
     return -1;
@@ -53,8 +52,7 @@ void read_nvlinks(hwloc_topology_t topology, Node& node) {
     node.nvlinks.assign(gpus, std::vector<int>(gpus, 0));
     for (size_t a = 0; a < gpus; ++a)
         for (size_t b = 0; b < gpus; ++b)
-            if (a != b)
-                node.nvlinks[a][b] = direct[a][b] ? direct[a][b] : std::min(to_switches[a], to_switches[b]);
+            if (a != b) node.nvlinks[a][b] = direct[a][b] ? direct[a][b] : std::min(to_switches[a], to_switches[b]);
 }
 
 }  // namespace trellis::topology

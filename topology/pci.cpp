@@ -12,16 +12,14 @@ PciAddress PciAddress::parse(std::string_view text) {
     PciAddress a;
     std::string s(text);
     int consumed = 0;
-    if (std::sscanf(s.c_str(), "%x:%x:%x.%x%n", &a.domain, &a.bus, &a.device, &a.function,
-                    &consumed) == 4 &&
+    if (std::sscanf(s.c_str(), "%x:%x:%x.%x%n", &a.domain, &a.bus, &a.device, &a.function, &consumed) == 4 &&
         consumed == static_cast<int>(s.size()))
         return a;
     a = {};
     if (std::sscanf(s.c_str(), "%x:%x.%x%n", &a.bus, &a.device, &a.function, &consumed) == 3 &&
         consumed == static_cast<int>(s.size()))
         return a;
-    throw UsageError("bad PCI address '" + s +
-                                "' (accepted: DDDD:BB:DD.F or BB:DD.F, hexadecimal)");
+    throw UsageError("bad PCI address '" + s + "' (accepted: DDDD:BB:DD.F or BB:DD.F, hexadecimal)");
 }
 
 std::string PciAddress::to_string() const {

@@ -24,19 +24,19 @@ struct PciAddress {
 };
 
 struct PciBridge {
-    std::uint64_t id = 0;     // unique within the node (hwloc's gp_index)
-    bool host = false;        // a host bridge (root complex) rather than a PCI-to-PCI bridge
+    std::uint64_t id = 0;  // unique within the node (hwloc's gp_index)
+    bool host = false;     // a host bridge (root complex) rather than a PCI-to-PCI bridge
     bool operator==(const PciBridge&) const = default;
 };
 
 struct PciPlace {
     PciAddress address;
-    unsigned class_id = 0;    // 0x0302
-    unsigned vendor_id = 0;   // 0x10de
+    unsigned class_id = 0;   // 0x0302
+    unsigned vendor_id = 0;  // 0x10de
     unsigned device_id = 0;
     std::vector<PciBridge> bridges;  // from the host bridge down to the device's parent bridge
-    CpuSet local_cpus;        // CPUs of the nearest non-I/O ancestor
-    std::vector<int> numa;    // NUMA nodes (os indices) of the nearest non-I/O ancestor
+    CpuSet local_cpus;               // CPUs of the nearest non-I/O ancestor
+    std::vector<int> numa;           // NUMA nodes (os indices) of the nearest non-I/O ancestor
 
     int first_numa() const { return numa.empty() ? -1 : numa.front(); }
 };

@@ -48,8 +48,8 @@ std::string gpu_numbering_name(GpuNumbering numbering);
 struct PlanRequest {
     int tasks = 1;
     Policy policy = Policy::closest;
-    std::optional<CpuSet> allowed_cpus;           // default: the node's allowed CPUs
-    std::optional<std::vector<int>> allowed_gpus; // GPU indices (PCI order); default: all
+    std::optional<CpuSet> allowed_cpus;            // default: the node's allowed CPUs
+    std::optional<std::vector<int>> allowed_gpus;  // GPU indices (PCI order); default: all
     // Each task's GPUs when Slurm binds them per task (--gpus-per-task); default: the planner's.
     std::optional<std::vector<std::vector<int>>> task_gpus;
     HcaSelection hcas;

@@ -60,8 +60,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
 }
 
 nlohmann::json node_to_json(const Node& node) {
-    nlohmann::json gpus = nlohmann::json::array(), hcas = nlohmann::json::array(),
-                   numa_nodes = nlohmann::json::array(), packages = nlohmann::json::array();
+    nlohmann::json gpus = nlohmann::json::array(), hcas = nlohmann::json::array(), numa_nodes = nlohmann::json::array(),
+                   packages = nlohmann::json::array();
     for (const auto& gpu : node.gpus) {
         auto j = gpu_json(gpu);
         j["cpus"] = gpu.place.local_cpus.to_string();
@@ -83,8 +83,7 @@ nlohmann::json node_to_json(const Node& node) {
                         {"ports", ports}});
     }
     for (const auto& numa : node.numa_nodes)
-        numa_nodes.push_back(
-            {{"index", numa.os_index}, {"package", numa.package}, {"cpus", numa.cpus.to_string()}});
+        numa_nodes.push_back({{"index", numa.os_index}, {"package", numa.package}, {"cpus", numa.cpus.to_string()}});
     for (const auto& package : node.packages)
         packages.push_back({{"index", package.os_index}, {"cpus", package.cpus.to_string()}});
 

@@ -16,15 +16,13 @@ namespace {
 
 CpuSet allowed_cpus_for(const Node& node, const PlanRequest& request) {
     if (!request.allowed_cpus) {
-        if (node.allowed_cpus.empty())
-            throw UsageError("no CPU of " + node.host + " is allowed to this process");
+        if (node.allowed_cpus.empty()) throw UsageError("no CPU of " + node.host + " is allowed to this process");
         return node.allowed_cpus;
     }
     CpuSet allowed = *request.allowed_cpus & node.cpus;
     if (allowed.empty())
-        throw UsageError("allowed CPUs '" + request.allowed_cpus->to_string() +
-                                    "' contain none of " + node.host + "'s CPUs (" +
-                                    node.cpus.to_string() + ")");
+        throw UsageError("allowed CPUs '" + request.allowed_cpus->to_string() + "' contain none of " + node.host +
+                         "'s CPUs (" + node.cpus.to_string() + ")");
     return allowed;
 }
 
@@ -33,10 +31,9 @@ std::vector<Gpu> allowed_gpus_for(const Node& node, const PlanRequest& request) 
     std::set<int> wanted;
     for (int index : *request.allowed_gpus) {
         if (index < 0 || index >= static_cast<int>(node.gpus.size()))
-            throw UsageError(
-                "GPU " + std::to_string(index) + " is not on " + node.host + " (it has " +
-                std::to_string(node.gpus.size()) + " GPUs" +
-                (node.gpus.empty() ? "" : ": 0-" + std::to_string(node.gpus.size() - 1)) + ")");
+            throw UsageError("GPU " + std::to_string(index) + " is not on " + node.host + " (it has " +
+                             std::to_string(node.gpus.size()) + " GPUs" +
+                             (node.gpus.empty() ? "" : ": 0-" + std::to_string(node.gpus.size() - 1)) + ")");
         wanted.insert(index);
     }
     std::vector<Gpu> gpus;
@@ -118,8 +115,7 @@ int socket_of(const Node& node, const Gpu& gpu) {
 void add_task_warnings(const Node& node, TaskBinding& task) {
     std::set<int> packages, gpu_packages;
     for (int cpu : task.cpus) packages.insert(node.package_of(cpu));
-    if (packages.size() > 1)
-        task.warnings.push_back("CPUs span " + std::to_string(packages.size()) + " sockets");
+    if (packages.size() > 1) task.warnings.push_back("CPUs span " + std::to_string(packages.size()) + " sockets");
     for (const auto& gpu : task.gpus) gpu_packages.insert(socket_of(node, gpu));
     if (gpu_packages.size() > 1)
         task.warnings.push_back("GPUs span " + std::to_string(gpu_packages.size()) +
@@ -133,7 +129,8 @@ std::vector<Gpu> slurm_bound_gpus(const Node& node, const std::vector<std::vecto
     std::vector<Gpu> gpus;
     if (t < static_cast<int>(task_gpus.size()))
         for (int index : task_gpus[static_cast<size_t>(t)])
-            if (index >= 0 && index < static_cast<int>(node.gpus.size())) gpus.push_back(node.gpus[static_cast<size_t>(index)]);
+            if (index >= 0 && index < static_cast<int>(node.gpus.size()))
+                gpus.push_back(node.gpus[static_cast<size_t>(index)]);
     std::sort(gpus.begin(), gpus.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
     return gpus;
 }
@@ -160,9 +157,7 @@ void number_visible_gpus(const std::vector<Gpu>& step_gpus, const PlanRequest& r
 }  // namespace
 
 Plan make_plan(const Node& node, const PlanRequest& request) {
-    if (request.tasks < 1)
-        throw UsageError("number of tasks must be at least 1, not " +
-                                    std::to_string(request.tasks));
+    if (request.tasks < 1) throw UsageError("number of tasks must be at least 1, not " + std::to_string(request.tasks));
     const CpuSet allowed = allowed_cpus_for(node, request);
     const std::vector<Gpu> gpus = allowed_gpus_for(node, request);
     const std::vector<HcaCandidate> hcas = usable_hcas(node, request.hcas);
@@ -172,8 +167,7 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     plan.policy = request.policy;
     plan.gpu_numbering = request.gpu_numbering;
     plan.node_hcas = node_hcas(hcas);
-    plan.hcas_restricted = !request.hcas.only.empty() || !request.hcas.include.empty() ||
-                           !request.hcas.exclude.empty();
+    plan.hcas_restricted = !request.hcas.only.empty() || !request.hcas.include.empty() || !request.hcas.exclude.empty();
     plan.tasks.resize(static_cast<size_t>(request.tasks));
 
     std::vector<CpuSet> regions;
@@ -199,14 +193,13 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
             if (first.first_numa() >= 0) task.numa = {first.first_numa()};
             CpuSet local = first.local_cpus & allowed;
             if (local.empty())
-                task.warnings.push_back("no allowed CPU local to GPU " +
-                                        std::to_string(task.gpus.front().index) +
+                task.warnings.push_back("no allowed CPU local to GPU " + std::to_string(task.gpus.front().index) +
                                         "; bound to other allowed CPUs");
             regions.push_back(local.empty() ? allowed : local);
         }
         if (request.tasks > static_cast<int>(gpus.size()))
-            plan.warnings.push_back(std::to_string(request.tasks) + " tasks for " +
-                                    std::to_string(gpus.size()) + " GPUs: tasks share GPUs");
+            plan.warnings.push_back(std::to_string(request.tasks) + " tasks for " + std::to_string(gpus.size()) +
+                                    " GPUs: tasks share GPUs");
         if (!request.task_gpus) warn_uneven_gpus(plan);
     }
     for (int t = 0; t < request.tasks; ++t) plan.tasks[t].local_rank = t;
@@ -215,8 +208,7 @@ Plan make_plan(const Node& node, const PlanRequest& request) {
     if (hcas.empty() && !request.single_node)
         plan.warnings.push_back(node.hcas.empty()
                                     ? "no HCA on " + node.host + ": inter-node traffic uses TCP"
-                                    : "no usable ACTIVE HCA on " + node.host + " (" +
-                                          std::to_string(node.hcas.size()) +
+                                    : "no usable ACTIVE HCA on " + node.host + " (" + std::to_string(node.hcas.size()) +
                                           " HCAs): inter-node traffic uses TCP");
 
     divide_cpus(node, allowed, regions, request.smt, plan.tasks);
@@ -259,17 +251,14 @@ HcaRequest HcaRequest::parse(const std::string& item) {
     HcaRequest request;
     size_t colon = item.find(':');
     request.name = item.substr(0, colon);
-    bool bad_name = request.name.empty() ||
-                    request.name.find_first_of(" \t,=*?[") != std::string::npos;
+    bool bad_name = request.name.empty() || request.name.find_first_of(" \t,=*?[") != std::string::npos;
     if (!bad_name && colon != std::string::npos) {
         std::string port = item.substr(colon + 1);
-        bool digits = !port.empty() && port.size() <= 3 &&
-                      std::all_of(port.begin(), port.end(), ::isdigit);
+        bool digits = !port.empty() && port.size() <= 3 && std::all_of(port.begin(), port.end(), ::isdigit);
         request.port = digits ? std::stoi(port) : 0;
         bad_name = request.port < 1;
     }
-    if (bad_name)
-        throw UsageError("bad HCA '" + item + "' (accepted: NAME or NAME:PORT, e.g. mlx5_0:1)");
+    if (bad_name) throw UsageError("bad HCA '" + item + "' (accepted: NAME or NAME:PORT, e.g. mlx5_0:1)");
     return request;
 }
 

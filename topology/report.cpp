@@ -20,13 +20,10 @@ std::string join_ints(const std::vector<int>& values) {
 }  // namespace
 
 std::string format_node(const Node& node) {
-    std::string out = "host " + node.host + " (" + node.source + "): " +
-                      std::to_string(node.packages.size()) + " sockets, " +
-                      std::to_string(node.numa_nodes.size()) + " NUMA nodes, " +
-                      std::to_string(node.cores.size()) + " cores, " +
-                      std::to_string(node.cpus.size()) + " CPUs, " +
-                      std::to_string(node.gpus.size()) + " GPUs, " +
-                      std::to_string(node.hcas.size()) + " HCAs\n";
+    std::string out = "host " + node.host + " (" + node.source + "): " + std::to_string(node.packages.size()) +
+                      " sockets, " + std::to_string(node.numa_nodes.size()) + " NUMA nodes, " +
+                      std::to_string(node.cores.size()) + " cores, " + std::to_string(node.cpus.size()) + " CPUs, " +
+                      std::to_string(node.gpus.size()) + " GPUs, " + std::to_string(node.hcas.size()) + " HCAs\n";
     if (!node.this_machine) out += "note: this topology describes another machine\n";
 
     DeviceMatrix matrix = device_matrix(node);
@@ -48,22 +45,24 @@ std::string format_node(const Node& node) {
             table.add(row);
         }
         out += "\n" + table.render();
-        out += "\nLegend: X = self, PIX = same PCIe switch, PXB = several PCIe bridges, "
-               "PHB = same host bridge,\n        NODE = same NUMA node, SYS = across NUMA "
-               "nodes or sockets\n";
+        out +=
+            "\nLegend: X = self, PIX = same PCIe switch, PXB = several PCIe bridges, "
+            "PHB = same host bridge,\n        NODE = same NUMA node, SYS = across NUMA "
+            "nodes or sockets\n";
         if (!node.nvlinks.empty())
             out += "        NV# = # NVLinks (directly or through NVSwitches)\n";
         else if (node.gpus.size() > 1)
-            out += "NVLink: not known for this topology (hwloc reads it from NVML: discover the node live\n"
-                   "        with the NVIDIA driver loaded, or save its XML there); links shown are PCIe\n";
+            out +=
+                "NVLink: not known for this topology (hwloc reads it from NVML: discover the node live\n"
+                "        with the NVIDIA driver loaded, or save its XML there); links shown are PCIe\n";
     }
 
     if (!node.gpus.empty()) {
         TextTable gpus({"GPU", "PCI", "vendor", "device", "NUMA", "CPUs"});
         for (const auto& gpu : node.gpus)
-            gpus.add({std::to_string(gpu.index), gpu.place.address.to_string(),
-                      vendor_name(gpu.vendor), gpu.os_name.empty() ? "-" : gpu.os_name,
-                      numa_label(gpu.place.first_numa()), gpu.place.local_cpus.to_string()});
+            gpus.add({std::to_string(gpu.index), gpu.place.address.to_string(), vendor_name(gpu.vendor),
+                      gpu.os_name.empty() ? "-" : gpu.os_name, numa_label(gpu.place.first_numa()),
+                      gpu.place.local_cpus.to_string()});
         out += "\n" + gpus.render();
     }
     if (!node.hcas.empty()) {
@@ -85,8 +84,8 @@ std::string format_node(const Node& node) {
 
 std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks) {
     size_t count = plan.tasks.size();
-    std::string out = "trellis binding on " + plan.host + ": policy " + policy_name(plan.policy) +
-                      ", " + std::to_string(count) + (count == 1 ? " task" : " tasks") +
+    std::string out = "trellis binding on " + plan.host + ": policy " + policy_name(plan.policy) + ", " +
+                      std::to_string(count) + (count == 1 ? " task" : " tasks") +
                       (plan.bind_cpus ? "" : ", CPUs and memory not bound") + "\n";
     bool ranks = global_ranks.size() == count;
     // GPU: the node's numbering (PCI order); CUDA: the numbers the task is given for them.
@@ -99,10 +98,15 @@ std::string format_plan(const Plan& plan, const std::vector<int>& global_ranks) 
         for (const auto& v : task.visible) devices += (devices.empty() ? "" : ",") + std::to_string(v.device);
         for (const auto& h : task.hcas) hcas += (hcas.empty() ? "" : ",") + h.name + ":" + std::to_string(h.port);
         for (const auto& w : task.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
-        std::vector<std::string> row{std::to_string(task.local_rank), gpus.empty() ? "-" : gpus,
-                                     devices.empty() ? "-" : devices, hcas.empty() ? "-" : hcas,
+        std::vector<std::string> row{std::to_string(task.local_rank),
+                                     gpus.empty() ? "-" : gpus,
+                                     devices.empty() ? "-" : devices,
+                                     hcas.empty() ? "-" : hcas,
                                      task.hcas.empty() ? "-" : distance_name(task.distance),
-                                     task.cpus.to_string(), join_ints(task.numa), task.gdr ? "yes" : "no", warnings};
+                                     task.cpus.to_string(),
+                                     join_ints(task.numa),
+                                     task.gdr ? "yes" : "no",
+                                     warnings};
         if (ranks) row.insert(row.begin(), std::to_string(global_ranks[static_cast<size_t>(task.local_rank)]));
         table.add(row);
     }

@@ -62,10 +62,11 @@ cli::OptionTable option_table(Command& c, bool plan) {
     if (!plan) return table;
     auto& r = c.request;
     table.section("Options of plan:")
-        .value("--tasks", "N", "number of local tasks (at least 1)", [&](auto& v) {
-            r.tasks = cli::parse_int(v, "--tasks", 1);
-            c.tasks_given = true;
-        })
+        .value("--tasks", "N", "number of local tasks (at least 1)",
+               [&](auto& v) {
+                   r.tasks = cli::parse_int(v, "--tasks", 1);
+                   c.tasks_given = true;
+               })
         .value("--policy", "P", "closest (default) or none", [&](auto& v) { r.policy = parse_policy(v); })
         .value("--allowed-cpus", "LIST", "CPUs the step may use, e.g. 0-15,32-47 (default: this\nprocess's)",
                [&](auto& v) {
@@ -74,14 +75,16 @@ cli::OptionTable option_table(Command& c, bool plan) {
                })
         .value("--allowed-gpus", "LIST", "GPU indices (PCI order) the step may use, e.g. 0-3\n(default: all)",
                [&](auto& v) { r.allowed_gpus = gpu_indices(v); })
-        .value("--hca", "LIST", "auto (default) or HCAs to choose from, e.g. mlx5_0:1,mlx5_2", [&](auto& v) {
-            r.hcas.only.clear();
-            if (v != "auto")
-                for (const auto& item : cli::split(v)) r.hcas.only.push_back(HcaRequest::parse(item));
-        })
+        .value("--hca", "LIST", "auto (default) or HCAs to choose from, e.g. mlx5_0:1,mlx5_2",
+               [&](auto& v) {
+                   r.hcas.only.clear();
+                   if (v != "auto")
+                       for (const auto& item : cli::split(v)) r.hcas.only.push_back(HcaRequest::parse(item));
+               })
         .value("--hca-include", "GLOBS", "only HCAs whose names match, e.g. 'mlx5_*'",
                [&](auto& v) { r.hcas.include = cli::split(v); })
-        .value("--hca-exclude", "GLOBS", "never HCAs whose names match", [&](auto& v) { r.hcas.exclude = cli::split(v); })
+        .value("--hca-exclude", "GLOBS", "never HCAs whose names match",
+               [&](auto& v) { r.hcas.exclude = cli::split(v); })
         .flag("--any-port-state", "also use HCAs without an ACTIVE port", [&] { r.hcas.require_active = false; })
         .flag("--smt", "bind every hardware thread of a core, not only the first", [&] { r.smt = true; })
         .value("--gpu-numbering", "N",
@@ -96,7 +99,8 @@ cli::OptionTable option_table(Command& c, bool plan) {
 int run(const std::vector<std::string>& args) {
     if (args.empty()) throw UsageError("missing command (accepted: show, plan; see --help)");
     const std::string& name = args[0];
-    bool help = std::find_if(args.begin(), args.end(), [](auto& a) { return a == "-h" || a == "--help"; }) != args.end();
+    bool help =
+        std::find_if(args.begin(), args.end(), [](auto& a) { return a == "-h" || a == "--help"; }) != args.end();
     if (name == "-V" || name == "--version") {
         std::printf("trellis-topo %s\n", PACKAGE_VERSION);
         return 0;

@@ -42,10 +42,10 @@ int main(int argc, char** argv) {
         if (!transport) throw UsageError("a single process has nobody to talk to: start it on several ranks");
         auto run = [&] {
             switch (options.benchmark) {
-                case bench::Benchmark::p2p: return bench::run_p2p(options, *transport, results);
-                case bench::Benchmark::ps: return bench::run_ps(options, *transport, results);
-                case bench::Benchmark::allreduce: break;
-                case bench::Benchmark::data: break;  // ran above, without a transport
+            case bench::Benchmark::p2p: return bench::run_p2p(options, *transport, results);
+            case bench::Benchmark::ps: return bench::run_ps(options, *transport, results);
+            case bench::Benchmark::allreduce: break;
+            case bench::Benchmark::data: break;  // ran above, without a transport
             }
             return bench::run_allreduce(options, *transport, results);
         };

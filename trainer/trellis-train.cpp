@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
         trellis::comm::TcpOptions tcp;
         tcp.streams = options.tcp_streams;
         tcp.timeout = timeout;
-        auto transport = trellis::comm::make_transport(host_transport(options.transport), *wireup,
-                                                       trellis::comm::with_binding(tcp),
-                                                       trellis::comm::verbs_options_from_binding);
+        auto transport =
+            trellis::comm::make_transport(host_transport(options.transport), *wireup, trellis::comm::with_binding(tcp),
+                                          trellis::comm::verbs_options_from_binding);
         try {
             if (options.strategy == Strategy::ps && transport && identity.rank >= identity.size - options.ps_servers)
                 return serve_parameters(options, *wireup, *transport);

@@ -87,7 +87,8 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
         // positions t*n .. t*n+n-1 of the step's, in Slurm's order.
         std::vector<std::vector<int>> groups(static_cast<size_t>(step.tasks));
         for (size_t i = 0; i < gpus.in_gres_order.size(); ++i)
-            if (i / static_cast<size_t>(n) < groups.size()) groups[i / static_cast<size_t>(n)].push_back(gpus.in_gres_order[i]);
+            if (i / static_cast<size_t>(n) < groups.size())
+                groups[i / static_cast<size_t>(n)].push_back(gpus.in_gres_order[i]);
         request.task_gpus = groups;
         // Each task's device cgroup holds its own GPUs only (Slurm's task_cgroup_devices.c,
         // task_cgroup_devices_constrain, from the same per_task binding), so CUDA numbers them
@@ -98,8 +99,9 @@ bool take_slurm_gpus(const topology::Node& node, const StepRequest& step, topolo
         if (own_cgroup) request.gpu_numbering = topology::GpuNumbering::task;
         if (request.share_gpus && own_cgroup) {
             request.share_gpus = false;
-            warnings.push_back("Slurm binds GPUs per task and confines each task to its own, so they cannot be shared "
-                               "(srun --gres-flags=allow-task-sharing lets every task open the step's)");
+            warnings.push_back(
+                "Slurm binds GPUs per task and confines each task to its own, so they cannot be shared "
+                "(srun --gres-flags=allow-task-sharing lets every task open the step's)");
         }
     }
     return true;
@@ -161,7 +163,8 @@ std::map<std::string, std::string> exported_env(const topology::Plan& plan, cons
     const bool gpu_visibility = !slurm_binds_gpus && !plan.gpus_left_to_slurm;
     std::map<std::string, std::string> env;
     for (const auto& [name, value] : task.env) {
-        bool visibility = name == "CUDA_VISIBLE_DEVICES" || name == "ROCR_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER";
+        bool visibility =
+            name == "CUDA_VISIBLE_DEVICES" || name == "ROCR_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER";
         if (visibility && !gpu_visibility) continue;
         // CUDA_DEVICE_ORDER travels with CUDA_VISIBLE_DEVICES: the numbers assume PCI order.
         std::string key = name == "CUDA_DEVICE_ORDER" ? "CUDA_VISIBLE_DEVICES" : name;

@@ -35,8 +35,7 @@ std::string tf_config(const WireupChoice& choice, const StepLayout& layout) {
     int world = static_cast<int>(layout.rank_addresses.size());
     if (chiefs + choice.tf_ps >= world)
         throw UsageError("TF_CONFIG: " + std::to_string(chiefs + choice.tf_ps) +
-                                    " chief and parameter-server tasks leave no worker among " +
-                                    std::to_string(world) + " tasks");
+                         " chief and parameter-server tasks leave no worker among " + std::to_string(world) + " tasks");
     nlohmann::json cluster = nlohmann::json::object();
     std::string type;
     int index = 0;
@@ -90,8 +89,9 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
         int count = 0, repeat = 1;
         char open = 0, x = 0;
         std::istringstream parts(item);
-        if (!(parts >> count) || count < 0 || ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')) ||
-            repeat < 1 || (ranks += long(count) * repeat) > max_ranks || long(counts.size()) + repeat > max_ranks)
+        if (!(parts >> count) || count < 0 ||
+            ((parts >> open) && (open != '(' || !(parts >> x >> repeat) || x != 'x')) || repeat < 1 ||
+            (ranks += long(count) * repeat) > max_ranks || long(counts.size()) + repeat > max_ranks)
             throw UsageError("cannot read Slurm's tasks per node '" + tasks_per_node + "'");
         counts.insert(counts.end(), static_cast<size_t>(repeat), count);
     }
@@ -112,7 +112,7 @@ std::vector<int> rank_nodes(const std::string& tasks_per_node, const std::string
         }
     } else {
         throw UsageError("the task distribution '" + distribution +
-                                    "' does not say on which node each rank runs (accepted: block, cyclic)");
+                         "' does not say on which node each rank runs (accepted: block, cyclic)");
     }
     return nodes;
 }

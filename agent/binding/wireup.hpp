@@ -18,8 +18,8 @@ namespace trellis::agent {
 
 // What a step asked for (--trellis-wireup / TRELLIS_WIREUP).
 struct WireupChoice {
-    bool torch = true;   // MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK ...
-    bool tf = false;     // TF_CONFIG
+    bool torch = true;      // MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK ...
+    bool tf = false;        // TF_CONFIG
     bool tf_chief = false;  // rank 0 is TensorFlow's chief (ParameterServerStrategy's coordinator)
     int tf_ps = 0;          // the next ranks are parameter servers
 };

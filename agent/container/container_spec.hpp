@@ -22,18 +22,18 @@ struct ContainerError : Error {
 };
 
 struct ContainerSpec {
-    CheckedImage image;                   // checked and canonical (image_policy)
-    std::vector<Mount> mounts;            // the user's, checked
-    std::vector<Mount> system_mounts;     // PMIx's folders, at their host paths
+    CheckedImage image;                // checked and canonical (image_policy)
+    std::vector<Mount> mounts;         // the user's, checked
+    std::vector<Mount> system_mounts;  // PMIx's folders, at their host paths
     // Every device node the container gets, from one list: the plan's GPU and HCA files
     // (devices.hpp) and the CDI specs' nodes (which win for the same path), bound by the
     // container's one applier (Rootfs::bind).
     std::vector<cdi::BindMount> device_nodes;
-    std::vector<std::string> namespaces;  // what tasks join besides the user's: mount, ipc, uts
-    std::string apptainer;                // the program that opens .sif images (absolute)
+    std::vector<std::string> namespaces;     // what tasks join besides the user's: mount, ipc, uts
+    std::string apptainer;                   // the program that opens .sif images (absolute)
     std::string squashfuse, fuse_overlayfs;  // the programs that serve squashfs images (absolute)
-    std::string pause_program;            // the process a .sif container is entered through
-    bool writable = false;                // --trellis-writable: a throw-away writable root
+    std::string pause_program;               // the process a .sif container is entered through
+    bool writable = false;                   // --trellis-writable: a throw-away writable root
     // The root takes edits while it is made (CDI's links and ld.so.cache): it gets the same
     // user-owned layer as a writable one, made read-only afterwards unless `writable`.
     bool root_edits = false;

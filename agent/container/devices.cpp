@@ -17,7 +17,8 @@ std::vector<std::string> device_files(const std::vector<int>& gpus, const std::v
     std::error_code error;
     for (const auto& hca : hcas)
         // /sys/class/infiniband/mlx5_0/device/infiniband_verbs/uverbs0
-        for (const auto& entry : fs::directory_iterator(fs::path(infiniband_sys) / hca / "device" / "infiniband_verbs", error))
+        for (const auto& entry :
+             fs::directory_iterator(fs::path(infiniband_sys) / hca / "device" / "infiniband_verbs", error))
             candidates.push_back(dev + "/infiniband/" + entry.path().filename().string());
     std::vector<std::string> present;
     for (const auto& path : candidates)
@@ -35,8 +36,7 @@ std::vector<std::string> plan_device_files(const topology::Plan& plan) {
     return device_files(gpus, hcas);
 }
 
-std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string>& files,
-                                                   cdi::ResolvedEdits* edits) {
+std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string>& files, cdi::ResolvedEdits* edits) {
     std::vector<cdi::BindMount> nodes;
     for (const auto& file : files) {
         cdi::BindMount node;
@@ -47,7 +47,8 @@ std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string
     }
     if (!edits) return nodes;
     for (auto& node : edits->device_nodes) {
-        std::erase_if(nodes, [&](const cdi::BindMount& planned) { return planned.container_path == node.container_path; });
+        std::erase_if(nodes,
+                      [&](const cdi::BindMount& planned) { return planned.container_path == node.container_path; });
         node.nosuid = true;
         nodes.push_back(std::move(node));
     }

@@ -27,7 +27,6 @@ std::vector<std::string> device_files(const std::vector<int>& gpus, const std::v
 // The container's device nodes: `files` (each bound at its own path) and the CDI edits'
 // nodes, which replace a file bound at the same path and leave `edits` without nodes; nosuid,
 // never nodev, as CDI binds them.
-std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string>& files,
-                                                   cdi::ResolvedEdits* edits);
+std::vector<cdi::BindMount> container_device_nodes(const std::vector<std::string>& files, cdi::ResolvedEdits* edits);
 
 }  // namespace trellis::agent

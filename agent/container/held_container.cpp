@@ -94,7 +94,8 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     if (said.starts_with("ready hold settings\n")) {
         std::string rest = said.substr(std::strlen("ready hold settings\n"));
         while (rest.find('\n') == std::string::npos && rest.size() < settings_limit + (1u << 20)) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
             pollfd wait{from_child[0], POLLIN, 0};
             if (left.count() <= 0 || ::poll(&wait, 1, int(left.count())) <= 0) break;
             char buffer[65536];
@@ -131,8 +132,7 @@ HeldContainer HeldContainer::make(const std::vector<std::string>& prepare, const
     if (hold && failure.empty()) {
         // Kept running until `held` goes; its stdin ending then stops it. A line first: the
         // namespaces are held, so it may make itself untraceable.
-        if (::write(to_child[1], "\n", 1) != 1) {
-        }
+        if (::write(to_child[1], "\n", 1) != 1) {}
         held.helper_ = helper;
         held.helper_input_ = to_child[1];
         ::close(errors);
@@ -184,7 +184,8 @@ EnteredTask HeldContainer::enter(const SettingsChoices& choices, const std::vect
     std::string started = join(entered.task.directories);
     entered.start_note = start_directory_note(started, cwd, settings_, image);
     entered.notes = settings_notes(settings_);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw ContainerError(std::string("cannot set no_new_privs: ") + std::strerror(errno));
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        throw ContainerError(std::string("cannot set no_new_privs: ") + std::strerror(errno));
     return entered;
 }
 

@@ -25,17 +25,19 @@ namespace trellis::agent {
 
 // What a task entering the container takes with it, and what it may say.
 struct EnteredTask {
-    TaskInImage task;                  // its environment and command in the image
-    std::string start_note;            // for the step's first task: where tasks start (start_directory_note)
-    std::vector<std::string> notes;    // for each node's first task: the settings' notes
+    TaskInImage task;                // its environment and command in the image
+    std::string start_note;          // for the step's first task: where tasks start (start_directory_note)
+    std::vector<std::string> notes;  // for each node's first task: the settings' notes
 };
 
 class HeldContainer {
 public:
     HeldContainer() = default;
     HeldContainer(HeldContainer&& other) noexcept
-        : namespaces_(std::exchange(other.namespaces_, {})), helper_(std::exchange(other.helper_, -1)),
-          helper_input_(std::exchange(other.helper_input_, -1)), settings_(std::move(other.settings_)) {}
+        : namespaces_(std::exchange(other.namespaces_, {})),
+          helper_(std::exchange(other.helper_, -1)),
+          helper_input_(std::exchange(other.helper_input_, -1)),
+          settings_(std::move(other.settings_)) {}
     HeldContainer& operator=(HeldContainer&& other) noexcept {
         std::swap(namespaces_, other.namespaces_);
         std::swap(helper_, other.helper_);

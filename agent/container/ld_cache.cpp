@@ -18,7 +18,8 @@ namespace trellis::agent {
 void build_ld_cache(const std::string& root, const std::vector<std::string>& folders, const std::string& conf,
                     const std::string& ldconfig) {
     Fd program(::open(ldconfig.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!program) throw Error("cannot open " + ldconfig + " to build the container's ld.so.cache: " + std::strerror(errno));
+    if (!program)
+        throw Error("cannot open " + ldconfig + " to build the container's ld.so.cache: " + std::strerror(errno));
     struct stat st {};
     bool has_conf = ::stat((root + "/etc/ld.so.conf").c_str(), &st) == 0;
     Command command;

@@ -37,7 +37,7 @@ void refuse_control_characters(const std::string& value, const std::string& what
     for (unsigned char c : value)
         if (c < 0x20 || c == 0x7f)
             throw UsageError(what + " holds a control character (code " + std::to_string(int(c)) +
-                                        "): not accepted in paths");
+                             "): not accepted in paths");
 }
 
 void check_destination(const std::string& destination) {
@@ -48,13 +48,13 @@ void check_destination(const std::string& destination) {
     for (const char* owned : {"/dev", "/proc", "/sys"})
         if (at_or_under(path, owned))
             throw UsageError("destination " + path + " lies in " + owned +
-                                        ", which the container provides (not accepted: /, /dev, /proc, /sys and "
-                                        "anything under them)");
+                             ", which the container provides (not accepted: /, /dev, /proc, /sys and "
+                             "anything under them)");
     for (const char* file : {"/etc/hosts", "/etc/resolv.conf"})
         if (path == "/" || at_or_under(file, path))
             throw UsageError("destination " + path + " would cover " + file +
-                                        ", which the container takes from the host (not accepted: /, /etc, "
-                                        "/etc/hosts, /etc/resolv.conf)");
+                             ", which the container takes from the host (not accepted: /, /etc, "
+                             "/etc/hosts, /etc/resolv.conf)");
 }
 
 std::vector<Mount> parse_mounts(const std::string& spec) {
@@ -65,7 +65,7 @@ std::vector<Mount> parse_mounts(const std::string& spec) {
         auto fields = split(entry, ':');
         auto refuse = [&](const std::string& why) {
             throw UsageError("mount '" + entry + "': " + why +
-                                        " (accepted: SRC:DST[:ro|rw] with absolute paths, separated by commas)");
+                             " (accepted: SRC:DST[:ro|rw] with absolute paths, separated by commas)");
         };
         if (entry.empty()) refuse("empty entry");
         if (fields.size() == 1) fields.push_back(fields[0]);  // SRC alone: the same path inside

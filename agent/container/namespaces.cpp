@@ -58,8 +58,10 @@ std::vector<std::pair<int, int>> open_namespaces(pid_t pid) {
             throw ContainerError(std::string("cannot open the container's ") + namespace_name(kind.flag) +
                                  " namespace: " + std::strerror(error));
         }
-        struct stat theirs {}, ours {};
-        bool same = ::fstat(fd, &theirs) == 0 && ::stat((std::string("/proc/self/ns/") + kind.proc).c_str(), &ours) == 0 &&
+        struct stat theirs {
+        }, ours{};
+        bool same = ::fstat(fd, &theirs) == 0 &&
+                    ::stat((std::string("/proc/self/ns/") + kind.proc).c_str(), &ours) == 0 &&
                     theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev;
         if (same)
             ::close(fd);

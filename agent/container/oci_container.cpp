@@ -72,10 +72,12 @@ std::vector<pid_t> enter_oci_container(const ContainerSpec& spec) {
     if (!enter_user_namespace(flags, false)) {
         // ENOSPC is the count of user namespaces at its limit, not a full disk (pyxis #93).
         if (errno == ENOSPC)
-            throw ContainerError("cannot make the container's user namespace: the limit of user namespaces is "
-                                 "reached (sysctl user.max_user_namespaces; each running container holds one)");
-        fail("cannot make the container's namespaces (are unprivileged user namespaces enabled? "
-             "sysctl user.max_user_namespaces)");
+            throw ContainerError(
+                "cannot make the container's user namespace: the limit of user namespaces is "
+                "reached (sysctl user.max_user_namespaces; each running container holds one)");
+        fail(
+            "cannot make the container's namespaces (are unprivileged user namespaces enabled? "
+            "sysctl user.max_user_namespaces)");
     }
     make_mounts_private();
 

@@ -64,15 +64,18 @@ void check_container_path(const std::string& path) {
 
 }  // namespace
 
-Rootfs::Rootfs(const std::string& path, bool layered, bool overlay) : path_(path), layered_(layered), overlay_(overlay) {
-    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) fail("cannot bind the image " + path);
+Rootfs::Rootfs(const std::string& path, bool layered, bool overlay)
+    : path_(path), layered_(layered), overlay_(overlay) {
+    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+        fail("cannot bind the image " + path);
     root_ = Fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root_) fail("cannot open the image " + path);
 }
 
 Fd Rootfs::open(const std::string& path, int flags) const { return open_in_root(root_.get(), path, O_PATH | flags); }
 
-void Rootfs::mount_fs(const std::string& destination, const char* type, unsigned long flags, const std::string& options) {
+void Rootfs::mount_fs(const std::string& destination, const char* type, unsigned long flags,
+                      const std::string& options) {
     Fd target = existing(destination, true);
     if (::mount(type, target.path().c_str(), type, flags, options.c_str()) != 0)
         fail("cannot mount " + std::string(type) + " at " + destination);
@@ -134,7 +137,8 @@ Fd Rootfs::parent_in_root(const std::string& path, std::string& name) {
     }
     Fd parent = open(walked, O_DIRECTORY);
     if (!parent)
-        throw Error("CDI: cannot open " + walked.string() + " in the container root " + path_ + ": " + std::strerror(errno));
+        throw Error("CDI: cannot open " + walked.string() + " in the container root " + path_ + ": " +
+                    std::strerror(errno));
     return parent;
 }
 
@@ -174,8 +178,8 @@ bool Rootfs::in_scratch(const std::string& destination) const {
 Fd Rootfs::mount_point(const std::string& destination, bool directory, bool cover_missing_parent) {
     if (Fd target = open(destination)) {
         if (is_directory(target) != directory)
-            throw ContainerError(destination + " in the image is " + (directory ? "not a folder" : "a folder") + ": a " +
-                                 (directory ? "folder" : "file") + " cannot be mounted there");
+            throw ContainerError(destination + " in the image is " + (directory ? "not a folder" : "a folder") +
+                                 ": a " + (directory ? "folder" : "file") + " cannot be mounted there");
         return target;
     }
     if (layered_ || in_scratch(destination)) return create(destination, directory);
@@ -221,10 +225,11 @@ void Rootfs::cover(const std::string& folder) {
         } else if (S_ISDIR(info.st_mode) || S_ISREG(info.st_mode)) {
             Fd original(::openat(image.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
             Fd target = create(inside, S_ISDIR(info.st_mode));
-            if (!original || ::mount(original.path().c_str(), target.path().c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+            if (!original ||
+                ::mount(original.path().c_str(), target.path().c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
                 fail("cannot bind the image's " + inside + " back");
-            restrict_mount(existing(inside, S_ISDIR(info.st_mode)), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                           true);
+            restrict_mount(existing(inside, S_ISDIR(info.st_mode)),
+                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true);
         }
     }
 }
@@ -232,11 +237,13 @@ void Rootfs::cover(const std::string& folder) {
 void Rootfs::bind(const cdi::BindMount& mount) {
     struct stat source {};
     if (::stat(mount.host_path.c_str(), &source) != 0)
-        throw Refused("CDI: cannot bind " + mount.host_path + " (from " + (mount.origin.empty() ? "a spec" : mount.origin) +
+        throw Refused("CDI: cannot bind " + mount.host_path + " (from " +
+                      (mount.origin.empty() ? "a spec" : mount.origin) +
                       ") into the container: " + std::strerror(errno));
     struct statvfs host {};
     if (mount.device && ::statvfs(mount.host_path.c_str(), &host) == 0 && (host.f_flag & ST_NODEV))
-        throw Refused("CDI: device node " + mount.host_path + " is on a nodev mount of the host; bound into the "
+        throw Refused("CDI: device node " + mount.host_path +
+                      " is on a nodev mount of the host; bound into the "
                       "container it could not be opened");
     std::string name;
     Fd parent = parent_in_root(mount.container_path, name);
@@ -245,22 +252,25 @@ void Rootfs::bind(const cdi::BindMount& mount) {
     if (S_ISDIR(source.st_mode)) {
         if (::mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
             throw Error("CDI: cannot make " + mount.container_path + " in the container: " + std::strerror(errno));
-    } else if (Fd made(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644));
+    } else if (Fd made(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                                0644));
                !made && errno != EEXIST && errno != ELOOP && errno != ENXIO && errno != EISDIR && errno != ETXTBSY) {
         throw Error("CDI: cannot make " + mount.container_path + " in the container: " + std::strerror(errno));
     }
     Fd target = open(mount.container_path, O_NOFOLLOW);
-    if (!target ||
-        ::mount(mount.host_path.c_str(), target.path().c_str(), nullptr, MS_BIND | (mount.recursive ? MS_REC : 0), nullptr) != 0)
-        throw Error("CDI: cannot bind " + mount.host_path + " on " + mount.container_path + " in the container: " +
-                    std::strerror(errno));
+    if (!target || ::mount(mount.host_path.c_str(), target.path().c_str(), nullptr,
+                           MS_BIND | (mount.recursive ? MS_REC : 0), nullptr) != 0)
+        throw Error("CDI: cannot bind " + mount.host_path + " on " + mount.container_path +
+                    " in the container: " + std::strerror(errno));
     // Only flags are added: those a bind from outside the user namespace holds stay locked on.
     // The new mount is reached afresh (`target` is what it covers).
     std::uint64_t flags = (mount.read_only ? MOUNT_ATTR_RDONLY : 0) | (mount.nosuid ? MOUNT_ATTR_NOSUID : 0) |
-                          (mount.nodev && !mount.device ? MOUNT_ATTR_NODEV : 0) | (mount.noexec ? MOUNT_ATTR_NOEXEC : 0);
+                          (mount.nodev && !mount.device ? MOUNT_ATTR_NODEV : 0) |
+                          (mount.noexec ? MOUNT_ATTR_NOEXEC : 0);
     Fd bound = open(mount.container_path, O_NOFOLLOW);
     if (!bound || set_attributes(bound.get(), "", AT_EMPTY_PATH | (mount.recursive ? AT_RECURSIVE : 0), flags, 0) != 0)
-        throw Error("CDI: cannot set the flags of " + mount.container_path + " in the container: " + std::strerror(errno));
+        throw Error("CDI: cannot set the flags of " + mount.container_path +
+                    " in the container: " + std::strerror(errno));
 }
 
 void Rootfs::symlink(const cdi::Symlink& link) {
@@ -274,7 +284,8 @@ void Rootfs::symlink(const cdi::Symlink& link) {
             throw Error("CDI create-symlinks: cannot replace " + link.link + ": " + std::strerror(errno));
     }
     if (::symlinkat(link.target.c_str(), parent.get(), name.c_str()) != 0)
-        throw Error("CDI create-symlinks: cannot make " + link.link + " -> " + link.target + ": " + std::strerror(errno));
+        throw Error("CDI create-symlinks: cannot make " + link.link + " -> " + link.target + ": " +
+                    std::strerror(errno));
 }
 
 void Rootfs::write_file(const std::string& container_path, const std::string& content) {
@@ -301,10 +312,10 @@ void make_dev(Rootfs& rootfs, const std::vector<cdi::BindMount>& nodes) {
     }
     rootfs.mount_fs_new("/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
     for (const auto& [name, target] : std::vector<std::pair<const char*, const char*>>{{"ptmx", "pts/ptmx"},
-                                                                                      {"fd", "/proc/self/fd"},
-                                                                                      {"stdin", "/proc/self/fd/0"},
-                                                                                      {"stdout", "/proc/self/fd/1"},
-                                                                                      {"stderr", "/proc/self/fd/2"}})
+                                                                                       {"fd", "/proc/self/fd"},
+                                                                                       {"stdin", "/proc/self/fd/0"},
+                                                                                       {"stdout", "/proc/self/fd/1"},
+                                                                                       {"stderr", "/proc/self/fd/2"}})
         rootfs.link("/dev", name, target);
     // Ranks share memory through /dev/shm (NCCL, data loaders): the kernel's default size.
     rootfs.mount_fs_new("/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");

@@ -27,7 +27,8 @@ public:
     // the root is layered.
     void mount_fs(const std::string& destination, const char* type, unsigned long flags, const std::string& options);
     // The same on a folder made for it in one of the container's own file systems.
-    void mount_fs_new(const std::string& destination, const char* type, unsigned long flags, const std::string& options);
+    void mount_fs_new(const std::string& destination, const char* type, unsigned long flags,
+                      const std::string& options);
     // `source` (a host path) at `destination`, recursively; `attributes` (MOUNT_ATTR_*) hold
     // for submounts too. With `cover_missing_parent`, a path the image lacks is made in a
     // tmpfs over its deepest folder the image has (that folder's entries bound back in).

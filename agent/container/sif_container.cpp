@@ -123,8 +123,7 @@ void end_session(pid_t apptainer) {
         if (found == 0) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(apptainer, nullptr, 0) < 0 && errno == EINTR) {}
 }
 
 }  // namespace
@@ -136,7 +135,8 @@ std::vector<std::string> apptainer_command(const ContainerSpec& spec) {
     // tasks joining the mount namespace see a /proc that matches them.
     std::vector<std::string> argv = {spec.apptainer, "exec", "--userns", "--contain", "--no-home", "--cleanenv"};
     argv.insert(argv.end(), {"--bind", spec.pause_program + ":" + pause_inside + ":ro"});
-    for (const auto& node : spec.device_nodes) argv.insert(argv.end(), {"--bind", node.host_path + ":" + node.container_path});
+    for (const auto& node : spec.device_nodes)
+        argv.insert(argv.end(), {"--bind", node.host_path + ":" + node.container_path});
     for (const auto& mount : spec.mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
     for (const auto& mount : spec.system_mounts) argv.insert(argv.end(), {"--bind", format_mount(mount)});
     argv.insert(argv.end(), {spec.image.path, pause_inside});
@@ -171,8 +171,8 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
         if (has_ended(apptainer)) {
             std::string message = read_message(errors);
             end_session(apptainer);
-            throw ContainerError(spec.apptainer + " stopped before the container ran: " +
-                                 (message.empty() ? "no message" : message));
+            throw ContainerError(spec.apptainer +
+                                 " stopped before the container ran: " + (message.empty() ? "no message" : message));
         }
         if (std::chrono::steady_clock::now() > deadline) {
             stop();
@@ -188,7 +188,8 @@ pid_t enter_sif_container(const ContainerSpec& spec) {
     } catch (const ContainerError& error) {
         failure = error.what();
     }
-    if (failure.empty() && find_pause(apptainer, pause) != inside) failure = "the container's process ended while it was joined";
+    if (failure.empty() && find_pause(apptainer, pause) != inside)
+        failure = "the container's process ended while it was joined";
     bool own_mount_namespace = false;
     for (auto [fd, kind] : held) {
         own_mount_namespace = own_mount_namespace || kind == CLONE_NEWNS;

@@ -39,7 +39,8 @@ pid_t start_daemon(std::vector<std::string> argv, const char* key, int fuse, int
         throw ContainerError("cannot run " + std::string(key) + " '" + argv[0] + "': " +
                              (argv[0].empty() || argv[0][0] != '/' ? "not an absolute path" : std::strerror(errno)) +
                              " (it serves squashfs images: install the squashfuse and fuse-overlayfs packages, or set "
-                             "[container] " + key + " in trellis.toml to its absolute path)");
+                             "[container] " +
+                             key + " in trellis.toml to its absolute path)");
     Command daemon;
     daemon.argv = std::move(argv);
     daemon.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
@@ -83,8 +84,7 @@ void await_daemon(pid_t daemon, const std::string& mounted, const std::string& w
 
 void stop_fuse_daemons(const std::vector<pid_t>& daemons) {
     for (pid_t daemon : daemons) ::kill(daemon, SIGKILL);
-    for (pid_t daemon : daemons)
-        wait_for(daemon);
+    for (pid_t daemon : daemons) wait_for(daemon);
 }
 
 namespace {
@@ -113,11 +113,11 @@ SquashfsRoot mount_layers(const std::string& image, const std::string& folder, b
         std::string layers = "lowerdir=" + lower + ",upperdir=" + folder + "/upper,workdir=" + folder + "/work";
         if (user_owned) {
             int over = mount_fuse(image, root, "fuse-overlayfs", false);
-            made.fuse_daemons.push_back(start_daemon(
-                {fuse_overlayfs, "-f", "-o",
-                 layers + ",squash_to_uid=" + std::to_string(::getuid()) + ",squash_to_gid=" + std::to_string(::getgid()),
-                 "/dev/fd/" + std::to_string(over)},
-                "fuse_overlayfs", over));
+            made.fuse_daemons.push_back(start_daemon({fuse_overlayfs, "-f", "-o",
+                                                      layers + ",squash_to_uid=" + std::to_string(::getuid()) +
+                                                          ",squash_to_gid=" + std::to_string(::getgid()),
+                                                      "/dev/fd/" + std::to_string(over)},
+                                                     "fuse_overlayfs", over));
             await_daemon(made.fuse_daemons.back(), root + "/.", "fuse-overlayfs");
         } else {
             mount_overlay(root, layers + ",userxattr", "cannot mount the overlay over the image");
@@ -142,10 +142,10 @@ SquashfsRoot mount_squashfs_root(const std::string& image, int opened, bool user
                                  programs.fuse_overlayfs, [&](const std::string& lower, SquashfsRoot& made) {
                                      int fuse = mount_fuse(image, lower, "squashfuse", true);
                                      // squashfuse reads the image by /dev/fd: its folder is covered.
-                                     made.fuse_daemons.push_back(start_daemon(
-                                         {programs.squashfuse, "-f", "/dev/fd/" + std::to_string(archive),
-                                          "/dev/fd/" + std::to_string(fuse)},
-                                         "squashfuse", fuse, archive));
+                                     made.fuse_daemons.push_back(
+                                         start_daemon({programs.squashfuse, "-f", "/dev/fd/" + std::to_string(archive),
+                                                       "/dev/fd/" + std::to_string(fuse)},
+                                                      "squashfuse", fuse, archive));
                                      await_daemon(made.fuse_daemons.back(), lower + "/.", "squashfuse");
                                  });
         ::close(archive);
@@ -163,9 +163,9 @@ SquashfsRoot mount_bundle_layers(const std::string& bundle, const std::vector<st
     try {
         auto made = mount_layers(bundle, bundle, true, mount_sources, programs.fuse_overlayfs,
                                  [&](const std::string& lower, SquashfsRoot&) {
-            bind_read_only("/proc/self/fd/" + std::to_string(rootfs), lower,
-                           "cannot bind the image " + bundle + "/rootfs under its layers");
-        });
+                                     bind_read_only("/proc/self/fd/" + std::to_string(rootfs), lower,
+                                                    "cannot bind the image " + bundle + "/rootfs under its layers");
+                                 });
         ::close(rootfs);
         return made;
     } catch (...) {

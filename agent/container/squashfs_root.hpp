@@ -20,8 +20,8 @@ struct FusePrograms {
 };
 
 struct SquashfsRoot {
-    std::string root;                // the overlay, to become the container's root
-    std::vector<pid_t> fuse_daemons; // serve the mounts: stop them with the container
+    std::string root;                 // the overlay, to become the container's root
+    std::vector<pid_t> fuse_daemons;  // serve the mounts: stop them with the container
 };
 
 // Call in fresh user and mount namespaces (CAP_SYS_ADMIN there). squashfuse reads `opened`

@@ -86,8 +86,9 @@ void ContainerHelpers::stop() const {
 
 ContainerHelpers enter_container(const ContainerSpec& spec) {
     if (::getuid() == 0 || ::geteuid() == 0)
-        throw PolicyError("containers are made with the job's user's own rights, never root's: run as that user "
-                          "(runuser -u USER -- ...)");
+        throw PolicyError(
+            "containers are made with the job's user's own rights, never root's: run as that user "
+            "(runuser -u USER -- ...)");
     ContainerHelpers helpers;
     if (spec.image.kind == ImageKind::sif)
         helpers.apptainer = enter_sif_container(spec);

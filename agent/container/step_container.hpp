@@ -16,13 +16,13 @@
 namespace trellis::agent {
 
 struct StepContainerRequest {
-    std::string image;                    // as the user gave it
-    std::string user_mounts;              // "SRC:DST[:ro],...", checked against allowed_mounts
+    std::string image;        // as the user gave it
+    std::string user_mounts;  // "SRC:DST[:ro],...", checked against allowed_mounts
     // Slurm's paths, from the plugin, not the user: PMIx's folders, "PATH:ro" for a file such
     // as the TaskProlog. Mounted at the same path.
     std::vector<std::string> system_mounts;
-    std::vector<std::string> devices;     // the step's device files
-    bool writable = false;                // --trellis-writable
+    std::vector<std::string> devices;  // the step's device files
+    bool writable = false;             // --trellis-writable
     // The step's NVIDIA GPUs on this node, by index in PCI order (as CDI's specs name them:
     // cdi::plan_step_gpus).
     std::vector<int> gpus;

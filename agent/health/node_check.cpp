@@ -35,8 +35,7 @@ cli::OptionTable check_table(CheckExpectations& expected, bool& json, std::strin
                [&](auto& v) { expected.gpus = cli::parse_int(v, "--expect-gpus", 0); })
         .value("--expect-hcas", "N", "a problem when fewer active HCA ports are found",
                [&](auto& v) { expected.hcas = cli::parse_int(v, "--expect-hcas", 0); })
-        .flag("--expect-container", "a problem when containers cannot be made here",
-              [&] { expected.container = true; })
+        .flag("--expect-container", "a problem when containers cannot be made here", [&] { expected.container = true; })
         .value("--xml", "FILE", "an hwloc XML topology instead of this machine's", [&](auto& v) { xml = v; });
     return table;
 }
@@ -57,11 +56,13 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     for (const auto& gpu : node.gpus) {
         std::string device = dev + "/nvidia" + std::to_string(gpu.vendor_index);
         bool present = gpu.vendor != topology::GpuVendor::nvidia || fs::exists(device);
-        facts["gpus"].push_back({{"index", gpu.index}, {"vendor", topology::vendor_name(gpu.vendor)},
-                                 {"pci", gpu.place.address.to_string()}, {"device", present ? device : ""}});
+        facts["gpus"].push_back({{"index", gpu.index},
+                                 {"vendor", topology::vendor_name(gpu.vendor)},
+                                 {"pci", gpu.place.address.to_string()},
+                                 {"device", present ? device : ""}});
         if (!present)
-            report.problems.push_back("GPU " + std::to_string(gpu.index) + " (" + gpu.place.address.to_string() + ") has no " + device +
-                                      ": is the NVIDIA driver loaded?");
+            report.problems.push_back("GPU " + std::to_string(gpu.index) + " (" + gpu.place.address.to_string() +
+                                      ") has no " + device + ": is the NVIDIA driver loaded?");
     }
     if (!node.gpus.empty() && !nvidia_driver && node.gpus.front().vendor == topology::GpuVendor::nvidia)
         report.problems.push_back(dev + "/nvidiactl is missing: the NVIDIA driver is not loaded");
@@ -70,9 +71,12 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     int active_ports = 0;
     for (const auto& hca : node.hcas)
         for (const auto& port : hca.ports) {
-            facts["hcas"].push_back({{"name", hca.name}, {"port", port.number},
-                                     {"state", topology::port_state_name(port.state)}, {"rate", port.rate},
-                                     {"link_layer", port.link_layer}, {"netdev", port.netdev}});
+            facts["hcas"].push_back({{"name", hca.name},
+                                     {"port", port.number},
+                                     {"state", topology::port_state_name(port.state)},
+                                     {"rate", port.rate},
+                                     {"link_layer", port.link_layer},
+                                     {"netdev", port.netdev}});
             if (port.active())
                 ++active_ports;
             else
@@ -93,8 +97,8 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     std::error_code error;
     for (const auto& entry : fs::directory_iterator(sys + "/class/net", error))
         if (first_line(entry.path() / "type") == "32")
-            facts["ipoib"].push_back({{"name", entry.path().filename().string()},
-                                      {"state", first_line(entry.path() / "operstate")}});
+            facts["ipoib"].push_back(
+                {{"name", entry.path().filename().string()}, {"state", first_line(entry.path() / "operstate")}});
 
     // OCI bundles run in a user namespace of the job's user's, .sif images through Apptainer
     // in its user-namespace mode: both need unprivileged user namespaces.
@@ -103,7 +107,7 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
     long user_namespaces = std::atol(first_line("/proc/sys/user/max_user_namespaces").c_str());
     std::string clone = first_line("/proc/sys/kernel/unprivileged_userns_clone");
     std::string apparmor = first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
-    utsname kernel {};
+    utsname kernel{};
     int major = 0, minor = 0;
     if (::uname(&kernel) == 0) std::sscanf(kernel.release, "%d.%d", &major, &minor);
     bool recent = major > 5 || (major == 5 && minor >= 12);
@@ -119,15 +123,16 @@ NodeReport check_node(const topology::Node& node, const CheckExpectations& expec
         report.problems.push_back("expected at least " + std::to_string(*expected.gpus) + " GPUs, found " +
                                   std::to_string(node.gpus.size()));
     if (expected.hcas && active_ports < *expected.hcas)
-        report.problems.push_back("expected at least " + std::to_string(*expected.hcas) +
-                                  " active HCA ports, found " + std::to_string(active_ports));
+        report.problems.push_back("expected at least " + std::to_string(*expected.hcas) + " active HCA ports, found " +
+                                  std::to_string(active_ports));
     if (expected.container && !recent)
         report.problems.push_back(std::string("kernel ") + kernel.release +
                                   ": containers need Linux 5.12 or later (openat2, mount_setattr)");
     else if (expected.container && !can_contain)
-        report.problems.push_back("unprivileged user namespaces are off or restricted (sysctl user.max_user_namespaces, "
-                                  "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns): "
-                                  "no container can be made");
+        report.problems.push_back(
+            "unprivileged user namespaces are off or restricted (sysctl user.max_user_namespaces, "
+            "kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns): "
+            "no container can be made");
     facts["problems"] = report.problems;
     facts["healthy"] = report.problems.empty();
     return report;
@@ -145,15 +150,16 @@ std::string format_report(const NodeReport& report) {
     out << "GPUs        " << (f["gpus"].empty() ? "none" : std::to_string(f["gpus"].size())) << "\n";
     for (const auto& gpu : f["gpus"])
         out << "  " << gpu["index"] << "  " << gpu["vendor"].get<std::string>() << "  " << gpu["pci"].get<std::string>()
-            << "  " << (gpu["device"].get<std::string>().empty() ? "(no device file)" : gpu["device"].get<std::string>())
+            << "  "
+            << (gpu["device"].get<std::string>().empty() ? "(no device file)" : gpu["device"].get<std::string>())
             << "\n";
     out << "HCA ports   " << (f["hcas"].empty() ? "none" : std::to_string(f["hcas"].size())) << "\n";
     for (const auto& hca : f["hcas"])
         out << "  " << hca["name"].get<std::string>() << ":" << hca["port"] << "  " << hca["state"].get<std::string>()
             << "  " << hca["link_layer"].get<std::string>() << "  " << hca["rate"].get<std::string>() << "  "
             << hca["netdev"].get<std::string>() << "\n";
-    out << "GPUDirect   " << (f["gpudirect_rdma"].is_null() ? "no peer-memory module" : f["gpudirect_rdma"].get<std::string>())
-        << "\n";
+    out << "GPUDirect   "
+        << (f["gpudirect_rdma"].is_null() ? "no peer-memory module" : f["gpudirect_rdma"].get<std::string>()) << "\n";
     std::string ipoib, runtimes;
     for (const auto& netdev : f["ipoib"])
         ipoib += (ipoib.empty() ? "" : " ") + netdev["name"].get<std::string>() + " (" +
@@ -161,7 +167,8 @@ std::string format_report(const NodeReport& report) {
     for (const auto& [name, path] : f["runtimes"].items())
         if (!path.is_null()) runtimes += (runtimes.empty() ? "" : " ") + name;
     out << "IPoIB       " << (ipoib.empty() ? "none" : ipoib) << "\n";
-    out << "containers  " << (f["user_namespaces"].get<bool>() ? "OCI bundles (user namespaces)" : "none: user namespaces are off")
+    out << "containers  "
+        << (f["user_namespaces"].get<bool>() ? "OCI bundles (user namespaces)" : "none: user namespaces are off")
         << ", .sif: " << (runtimes.empty() ? "no apptainer or singularity in PATH" : runtimes) << "\n";
     if (report.problems.empty()) out << "healthy\n";
     for (const auto& problem : report.problems) out << "PROBLEM: " << problem << "\n";

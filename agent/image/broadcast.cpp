@@ -56,7 +56,8 @@ std::string sent_name(const std::string& digest, const std::string& step, const 
 bool is_step_name(const std::string& step) {
     auto dot = step.find('.');
     auto digits = [](const std::string& text) {
-        return !text.empty() && text.size() <= 10 && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+        return !text.empty() && text.size() <= 10 &&
+               std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
     };
     return dot != std::string::npos && digits(step.substr(0, dot)) && digits(step.substr(dot + 1));
 }
@@ -86,12 +87,17 @@ StagedImage stage_image(const std::string& pinned, const config::Config& config,
     import.env = environment;
     import.own_session = false;  // srun's Ctrl-C stops it too
     Finished imported = run(import);
-    if (interrupted(imported.status)) throw ImportInterrupted("the import of " + pinned + " on srun's host was interrupted");
+    if (interrupted(imported.status))
+        throw ImportInterrupted("the import of " + pinned + " on srun's host was interrupted");
     if (imported.status != 0)
         throw ImageImportError("importing " + pinned + " on srun's host failed (status " +
                                std::to_string(imported.status) + "): " + imported.err);
-    StagedImage image{folder, printed(imported.out, "digest"), printed(imported.out, "squashfs"),
-                      printed(imported.out, "settings"), printed(imported.out, "cached") == "no", seconds_since(start)};
+    StagedImage image{folder,
+                      printed(imported.out, "digest"),
+                      printed(imported.out, "squashfs"),
+                      printed(imported.out, "settings"),
+                      printed(imported.out, "cached") == "no",
+                      seconds_since(start)};
     if (image.squashfs.empty() || image.settings.empty() || image.digest.empty())
         throw ImageImportError("trellis-agent import printed no image for " + pinned + ": " + imported.out);
     return image;
@@ -102,17 +108,20 @@ double send_image(const StagedImage& image, const config::Config& config, std::u
     std::string path = variable(environment, "PATH");
     std::string sbcast = find_program("sbcast", path), timeout = find_program("timeout");
     if (sbcast.empty() || timeout.empty())
-        throw ImageImportError(std::string(sbcast.empty() ? "sbcast (Slurm's client commands)" : "timeout (coreutils)") +
-                               " is not in srun's PATH (" + path + ")");
+        throw ImageImportError(
+            std::string(sbcast.empty() ? "sbcast (Slurm's client commands)" : "timeout (coreutils)") +
+            " is not in srun's PATH (" + path + ")");
     std::vector<std::string> sbcast_environment;
     std::copy_if(environment.begin(), environment.end(), std::back_inserter(sbcast_environment),
                  [](const std::string& entry) { return !entry.starts_with("SBCAST_"); });  // sbcast's own settings
     // The staged image stays while it is sent: another srun's import may evict it otherwise.
     std::ostringstream warnings;
-    ImageCache staged = image.folder.empty() ? ImageCache(config.container, warnings) : ImageCache::own_folder(image.folder);
+    ImageCache staged =
+        image.folder.empty() ? ImageCache(config.container, warnings) : ImageCache::own_folder(image.folder);
     CacheLock held = staged.lock(image.digest, false);
     if (!staged.has(image.digest))
-        throw ImageImportError("the image imported on srun's host (" + image.squashfs + ") was removed before it was sent");
+        throw ImageImportError("the image imported on srun's host (" + image.squashfs +
+                               ") was removed before it was sent");
 
     std::string folder = config.container.image_cache + "/" + std::to_string(::getuid());
     std::string tag = std::to_string(job) + "." + std::to_string(step);
@@ -121,8 +130,14 @@ double send_image(const StagedImage& image, const config::Config& config, std::u
     for (auto [file, suffix] : {std::pair{image.squashfs, ".sqsh"}, std::pair{image.settings, ".json"}}) {
         auto left = limit - std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start);
         Command send;
-        send.argv = {timeout, "--kill-after=5", std::to_string(std::max<long>(1, left.count())), sbcast, "--jobid", tag,
-                     file, folder + "/" + sent_name(image.digest, tag, suffix)};
+        send.argv = {timeout,
+                     "--kill-after=5",
+                     std::to_string(std::max<long>(1, left.count())),
+                     sbcast,
+                     "--jobid",
+                     tag,
+                     file,
+                     folder + "/" + sent_name(image.digest, tag, suffix)};
         send.env = sbcast_environment;
         send.own_session = false;
         Finished sent = run(send);
@@ -164,7 +179,8 @@ void remove_sent_files(const ImageCache& cache, const std::string& digest, const
     std::time_t day_ago = std::time(nullptr) - 24 * 3600;
     cache.remove_entries([&](const std::string& name, const struct stat& info) {
         if (name.find(".sent-") == std::string::npos || !S_ISREG(info.st_mode)) return false;
-        bool own = is_step_name(step) && (name == sent_name(digest, step, ".sqsh") || name == sent_name(digest, step, ".json"));
+        bool own = is_step_name(step) &&
+                   (name == sent_name(digest, step, ".sqsh") || name == sent_name(digest, step, ".json"));
         return own || info.st_ctime < day_ago;
     });
 }

@@ -40,7 +40,7 @@ struct ImportInterrupted : ImageImportError {
 
 // An image imported on srun's host, to be sent.
 struct StagedImage {
-    std::string folder;     // where it is ("" for this host's node cache)
+    std::string folder;  // where it is ("" for this host's node cache)
     std::string digest, squashfs, settings;
     bool imported = false;  // fetched now (else found there)
     double seconds = 0;

@@ -51,8 +51,7 @@ Fd open_cache_top(const config::ContainerConfig& config, std::ostream* warnings)
     ::fstat(fd.get(), &info);
     bool on_tmpfs = ::fstatfs(fd.get(), &filesystem) == 0 && filesystem.f_type == TMPFS_MAGIC;
     if (!owned_alone_by(info, 0))
-        throw PolicyError(key + " belongs to " + owner_and_mode(info) +
-                          "; " + accepted_cache +
+        throw PolicyError(key + " belongs to " + owner_and_mode(info) + "; " + accepted_cache +
                           ((info.st_mode & 01777) == 01777 ? " (a 1777 cache of an older trellis: `trellis-agent "
                                                              "cache-folder` run as root makes it 0755)"
                                                            : ""));
@@ -119,9 +118,12 @@ ImageCache::ImageCache(const config::ContainerConfig& config, std::ostream& warn
                         O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     int error = errno;
     if (!path_fd && error == ENOENT)
-        throw PolicyError("the cache folder " + folder_ + " does not exist yet: root makes it at the start of a job "
+        throw PolicyError("the cache folder " + folder_ +
+                          " does not exist yet: root makes it at the start of a job "
                           "step that asks for a registry image or an archive (srun --trellis-image=...), or an "
-                          "administrator with `trellis-agent cache-folder " + std::to_string(uid) + "`; an import or "
+                          "administrator with `trellis-agent cache-folder " +
+                          std::to_string(uid) +
+                          "`; an import or "
                           "`trellis-agent launch --image` outside such a step needs one of those first");
     if (!path_fd)
         throw PolicyError("the cache folder " + folder_ + " is refused: " +
@@ -158,7 +160,8 @@ static CacheLock lock_file(int folder, const std::string& folder_path, const std
         throw ImageImportError("cannot open the lock " + folder_path + "/" + name + ": " + std::strerror(errno) +
                                (errno == ENOSPC ? " (the image cache " + folder_path + " is full)" : ""));
     while (::flock(fd.get(), exclusive ? LOCK_EX : LOCK_SH) != 0)
-        if (errno != EINTR) throw ImageImportError("cannot lock " + folder_path + "/" + name + ": " + std::strerror(errno));
+        if (errno != EINTR)
+            throw ImageImportError("cannot lock " + folder_path + "/" + name + ": " + std::strerror(errno));
     return CacheLock(std::move(fd));
 }
 
@@ -170,8 +173,10 @@ CacheLock ImageCache::lock_layout(bool exclusive) const { return lock_file(fd_.g
 
 bool ImageCache::has(const std::string& digest) const {
     struct stat info {};
-    return ::fstatat(fd(), entry_name(digest, ".sqsh").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode) &&
-           ::fstatat(fd(), entry_name(digest, ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode);
+    return ::fstatat(fd(), entry_name(digest, ".sqsh").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode) &&
+           ::fstatat(fd(), entry_name(digest, ".json").c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode);
 }
 
 std::string ImageCache::damage(const std::string& digest) const {
@@ -188,7 +193,8 @@ std::string ImageCache::damage(const std::string& digest) const {
     std::uint64_t used = 0;
     for (int i = 7; i >= 0; --i) used = used << 8 | block[40 + i];
     if (std::uint64_t(info.st_size) < used)
-        return "it has " + std::to_string(info.st_size) + " bytes of the " + std::to_string(used) + " its superblock names";
+        return "it has " + std::to_string(info.st_size) + " bytes of the " + std::to_string(used) +
+               " its superblock names";
     return "";
 }
 
@@ -296,17 +302,19 @@ std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t 
         throw ImageImportError("cannot " + what + " " + folder + ": " + std::strerror(errno));
     };
     struct stat info {};
-    if (::fstatat(top, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && (!S_ISDIR(info.st_mode) || info.st_uid != uid)) {
+    if (::fstatat(top, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (!S_ISDIR(info.st_mode) || info.st_uid != uid)) {
         // Left by someone else under this uid (a 1777 top let anyone write there): kept for the
         // administrator to look at, never used or entered.
         std::string aside;
         for (int tries = 0;; ++tries) {
-            aside = name + ".refused-" + std::to_string(std::time(nullptr)) + (tries ? "-" + std::to_string(tries) : "");
+            aside =
+                name + ".refused-" + std::to_string(std::time(nullptr)) + (tries ? "-" + std::to_string(tries) : "");
             if (::renameat2(top, name.c_str(), top, aside.c_str(), RENAME_NOREPLACE) == 0) break;
             if (errno != EEXIST || tries == 100) fail("put aside");
         }
-        note = folder + " belonged to uid " + std::to_string(info.st_uid) + (S_ISDIR(info.st_mode) ? "" : " and was no folder") +
-               ": put aside as " + aside;
+        note = folder + " belonged to uid " + std::to_string(info.st_uid) +
+               (S_ISDIR(info.st_mode) ? "" : " and was no folder") + ": put aside as " + aside;
     }
     if (::mkdirat(top, name.c_str(), 0700) != 0 && errno != EEXIST) fail("make");
     Fd fd(::openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -314,14 +322,16 @@ std::string make_user_cache_folder(const config::ContainerConfig& config, uid_t 
     // Only root writes in the top folder, so this is the folder just examined or made.
     if (::fstat(fd.get(), &info) != 0 || (info.st_uid != uid && ::fchown(fd.get(), uid, gid) != 0) ||
         ::fchmod(fd.get(), 0700) != 0)
-        throw ImageImportError("cannot give " + folder + " to uid " + std::to_string(uid) + ": " + std::strerror(errno));
+        throw ImageImportError("cannot give " + folder + " to uid " + std::to_string(uid) + ": " +
+                               std::strerror(errno));
     return note;
 }
 
 void remove_tree(const std::string& path) {
     auto slash = path.find_last_of('/');
     std::string parent = slash == 0 ? "/" : path.substr(0, slash);
-    if (Fd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); fd) remove_at(fd.get(), path.substr(slash + 1));
+    if (Fd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); fd)
+        remove_at(fd.get(), path.substr(slash + 1));
 }
 
 }  // namespace trellis::agent

@@ -36,7 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 // Where skopeo works on `image`: its temporaries in `tmpdir`; an archive read from the
 // descriptor the check opened, writing only there and in `writable`.
-SkopeoScratch scratch_for(const CheckedImage& image, const std::string& tmpdir, std::vector<std::string> writable = {}) {
+SkopeoScratch scratch_for(const CheckedImage& image, const std::string& tmpdir,
+                          std::vector<std::string> writable = {}) {
     SkopeoScratch scratch{tmpdir};
     if (image.kind == ImageKind::archive) {
         scratch.archive = image.files->image;
@@ -108,8 +109,9 @@ void write_file_at(int dir, const std::string& name, const std::string& text, co
     int error = errno;
     if (fd >= 0) ::close(fd);
     if (!ok)
-        throw ImageImportError("cannot write " + folder + "/" + name + ": " + std::strerror(error) +
-                               (error == ENOSPC ? " (the image cache " + folder + " is full; nothing of this import was kept)" : ""));
+        throw ImageImportError(
+            "cannot write " + folder + "/" + name + ": " + std::strerror(error) +
+            (error == ENOSPC ? " (the image cache " + folder + " is full; nothing of this import was kept)" : ""));
 }
 
 std::uint64_t folder_bytes(const std::string& path) {
@@ -182,14 +184,16 @@ void import_into(const ImageCache& cache, CacheEntry& entry, const CheckedImage&
             cache_full(folder, "fetching " + reference.text());
         if (copied.status != 0) skopeo.registry_failure(source, "fetching", copied);
         std::uint64_t fetched = folder_bytes(cache.path("oci")) - before;
-        progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in " << in_seconds(seconds_since(start)) << '\n' << std::flush;
+        progress << "trellis-agent: fetched " << fetched << " bytes of new blobs in "
+                 << in_seconds(seconds_since(start)) << '\n'
+                 << std::flush;
     }
     auto step = Clock::now();
     std::string bundle = entry.tmp_path("bundle");
     {
         CacheLock reading = cache.lock_layout(false);
-        Finished unpacked = run_tool({config.umoci, "unpack", "--rootless", "--image", cache.path("oci") + ":" + hex, bundle},
-                                     temporary);
+        Finished unpacked = run_tool(
+            {config.umoci, "unpack", "--rootless", "--image", cache.path("oci") + ":" + hex, bundle}, temporary);
         if (unpacked.status != 0) fail_tool("umoci unpack of " + source.text(), unpacked, folder);
         Finished settings = skopeo.inspect_config(layout, {temporary});
         if (settings.status != 0) fail_tool("skopeo inspect --config of " + source.text(), settings, folder);
@@ -203,22 +207,23 @@ void import_into(const ImageCache& cache, CacheEntry& entry, const CheckedImage&
     // mounted some other way (an administrator's loop mount) must not give root's rights.
     // As the namespace's root, which may enter the image's mode-000 folders.
     std::string find = find_program("find");
-    Finished cleared = run_tool({find.empty() ? "/usr/bin/find" : find, bundle + "/rootfs", "-perm", "/6000", "!", "-type",
-                                 "l", "-exec", "chmod", "ug-s", "{}", "+"},
+    Finished cleared = run_tool({find.empty() ? "/usr/bin/find" : find, bundle + "/rootfs", "-perm", "/6000", "!",
+                                 "-type", "l", "-exec", "chmod", "ug-s", "{}", "+"},
                                 temporary, true);
     if (cleared.status != 0) fail_tool("clearing the setuid and setgid bits of " + source.text(), cleared, folder);
     step = Clock::now();
     std::string packed = entry.tmp_path(CacheEntry::image_file);
     // zstd at level 3: as small as the default gzip, packed about 20 times faster (0.5 s
     // against 9 s for the trainer's 94 MB image here).
-    Finished squashed = run_tool({config.mksquashfs, bundle + "/rootfs", packed, "-noappend", "-reproducible", "-mkfs-time",
-                                  "0", "-all-time", "0", "-all-root", "-no-progress", "-quiet", "-comp", "zstd",
-                                  "-Xcompression-level", "3"},
-                                 temporary, true);
+    Finished squashed =
+        run_tool({config.mksquashfs, bundle + "/rootfs", packed, "-noappend", "-reproducible", "-mkfs-time", "0",
+                  "-all-time", "0", "-all-root", "-no-progress", "-quiet", "-comp", "zstd", "-Xcompression-level", "3"},
+                 temporary, true);
     if (squashed.status != 0) fail_tool("mksquashfs of " + source.text(), squashed, folder);
     struct stat info {};
     ::fstatat(cache.fd(), entry.tmp_name(CacheEntry::image_file).c_str(), &info, 0);
-    progress << "trellis-agent: packed " << info.st_size << " bytes of squashfs in " << in_seconds(seconds_since(step)) << '\n'
+    progress << "trellis-agent: packed " << info.st_size << " bytes of squashfs in " << in_seconds(seconds_since(step))
+             << '\n'
              << std::flush;
     entry.finalize();
 }
@@ -234,7 +239,8 @@ std::string clean_layout(const ImageCache& cache, const config::ContainerConfig&
     std::string failed;
     if (!hex.empty()) {
         Finished untagged = run_tool({config.umoci, "rm", "--image", layout + ":" + hex}, cache.folder());
-        if (untagged.status != 0 && !mentions(untagged.err, {"not found", "no such", "does not exist"})) failed += untagged.err;
+        if (untagged.status != 0 && !mentions(untagged.err, {"not found", "no such", "does not exist"}))
+            failed += untagged.err;
     }
     Finished cleaned = run_tool({config.umoci, "gc", "--layout", layout}, cache.folder());
     if (cleaned.status != 0) failed += (failed.empty() ? "" : "; ") + cleaned.err;
@@ -244,18 +250,19 @@ std::string clean_layout(const ImageCache& cache, const config::ContainerConfig&
 // Evicts least recently used images until the user's folder takes at most image_cache_gib,
 // removing their tags from the blob layout and its blobs no image left there needs; with no
 // image left to evict, only the blobs no image needs.
-void trim(const ImageCache& cache, const config::ContainerConfig& config, const std::string& keep, std::ostream& progress) {
+void trim(const ImageCache& cache, const config::ContainerConfig& config, const std::string& keep,
+          std::ostream& progress) {
     std::uint64_t limit = std::uint64_t(config.image_cache_gib) << 30;
     for (std::uint64_t taken = cache.bytes(); taken > limit; taken = cache.bytes()) {
         std::string evicted = cache.evict_oldest(keep);
         CacheLock writing = cache.lock_layout(true);
         std::string failed = clean_layout(cache, config, evicted.empty() ? "" : ImageCache::entry_name(evicted, ""));
         if (!evicted.empty())
-            progress << "trellis-agent: evicted " << evicted << " (least recently used; the cache took " << (taken >> 20)
-                     << " MiB, image_cache_gib is " << config.image_cache_gib << ")\n";
+            progress << "trellis-agent: evicted " << evicted << " (least recently used; the cache took "
+                     << (taken >> 20) << " MiB, image_cache_gib is " << config.image_cache_gib << ")\n";
         if (!failed.empty())
-            progress << "trellis-agent: warning: cleaning the blobs" << (evicted.empty() ? "" : " of " + evicted) << " from "
-                     << cache.path("oci") << " failed: " << failed << '\n';
+            progress << "trellis-agent: warning: cleaning the blobs" << (evicted.empty() ? "" : " of " + evicted)
+                     << " from " << cache.path("oci") << " failed: " << failed << '\n';
         if (evicted.empty()) break;
     }
 }
@@ -286,7 +293,8 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
     auto start = Clock::now();
     const ImageReference& reference = checked.reference;
     if (checked.kind != ImageKind::registry && checked.kind != ImageKind::archive)
-        throw UsageError("'" + reference.path + "' is a file on the node, not an image to import (accepted: "
+        throw UsageError("'" + reference.path +
+                         "' is a file on the node, not an image to import (accepted: "
                          "docker://HOST/REPOSITORY[:TAG|@sha256:DIGEST], oci-archive:PATH, docker-archive:PATH)");
     Skopeo skopeo(config);
     require_tool(config.umoci, "umoci");
@@ -335,8 +343,11 @@ ImportedImage import_image(const CheckedImage& checked, const config::ContainerC
     cache.touch(image.digest);
     trim(cache, config, image.digest, progress);
     image.seconds = seconds_since(start);
-    progress << "trellis-agent: " << (image.received ? "received " : image.cached ? "found " : "imported ") << reference.text() << " as " << image.digest
-             << " in " << in_seconds(image.seconds) << '\n'
+    progress << "trellis-agent: "
+             << (image.received ? "received "
+                 : image.cached ? "found "
+                                : "imported ")
+             << reference.text() << " as " << image.digest << " in " << in_seconds(image.seconds) << '\n'
              << std::flush;
     return image;
 }

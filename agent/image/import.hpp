@@ -23,12 +23,12 @@
 namespace trellis::agent {
 
 struct ImportedImage {
-    std::string squashfs;  // <image_cache>/<uid>/<hex>.sqsh
-    std::string settings;  // the same with .json: the image's settings (skopeo inspect --config)
-    std::string digest;    // "sha256:<hex>": the manifest digest
-    bool cached = false;   // found in the cache, nothing fetched
-    bool received = false; // sent by srun for this step (broadcast.hpp), nothing fetched
-    double seconds = 0;    // the whole import, for the verbose report
+    std::string squashfs;   // <image_cache>/<uid>/<hex>.sqsh
+    std::string settings;   // the same with .json: the image's settings (skopeo inspect --config)
+    std::string digest;     // "sha256:<hex>": the manifest digest
+    bool cached = false;    // found in the cache, nothing fetched
+    bool received = false;  // sent by srun for this step (broadcast.hpp), nothing fetched
+    double seconds = 0;     // the whole import, for the verbose report
     // A shared lock on the image, held while this object lives: keep it while the image is
     // used (mounted), and no eviction removes it meanwhile.
     CacheLock in_use;
@@ -49,7 +49,7 @@ struct ImportPlace {
 // skopeo reports for it. Throws PolicyError (the cache or root refused), UsageError (a path
 // reference), RegistryError (skopeo missing, unauthorized, unknown image, registry
 // unreachable), ImageImportError (a tool missing, the cache full): nothing half-written is left.
-ImportedImage import_image(const CheckedImage& image, const config::ContainerConfig& config,
-                           std::ostream& progress, const ImportPlace& place = {});
+ImportedImage import_image(const CheckedImage& image, const config::ContainerConfig& config, std::ostream& progress,
+                           const ImportPlace& place = {});
 
 }  // namespace trellis::agent

@@ -20,9 +20,9 @@ std::vector<std::string> tool_environment(const std::string& tmpdir) {
 }
 
 void say_no_user_namespace(const char* what) {
-    std::fprintf(stderr, "cannot make a user namespace%s: %s\n", what,
-                 errno == ENOSPC ? "the limit of user namespaces is reached (user.max_user_namespaces)"
-                                 : std::strerror(errno));
+    std::fprintf(
+        stderr, "cannot make a user namespace%s: %s\n", what,
+        errno == ENOSPC ? "the limit of user namespaces is reached (user.max_user_namespaces)" : std::strerror(errno));
 }
 
 Finished run_tool(std::vector<std::string> argv, const std::string& tmpdir, bool as_namespace_root) {

@@ -70,8 +70,8 @@ int inspect(const char* path, const struct stat* info, int type, struct FTW*) {
         why = "belongs to uid " + std::to_string(info->st_uid) + ", who could change it for every user";
     else if (!S_ISLNK(info->st_mode) && (info->st_mode & (S_IWGRP | S_IWOTH)))
         why = "is writable by " + std::string((info->st_mode & S_IWOTH) ? "everyone" : "its group") +
-              " on the host (mode " + std::to_string((info->st_mode >> 6 & 7) * 100 + (info->st_mode >> 3 & 7) * 10 +
-                                                     (info->st_mode & 7)) +
+              " on the host (mode " +
+              std::to_string((info->st_mode >> 6 & 7) * 100 + (info->st_mode >> 3 & 7) * 10 + (info->st_mode & 7)) +
               ")";
     else if (S_ISCHR(info->st_mode) || S_ISBLK(info->st_mode))
         why = "is a device file, usable by anyone who reaches the image";
@@ -121,7 +121,6 @@ bool matches_allowed_images(const std::string& path, const config::ContainerConf
     return false;
 }
 
-
 // A user's image runs only in their own container, but another user who may rename entries in
 // a folder on its way could swap the image, or the folder the container's layers are mounted
 // over, while the container is made: each folder down to the image must be the caller's or
@@ -164,24 +163,28 @@ void check_user_folders(const std::string& path, const std::string& what) {
 void check_opened(int fd, const std::string& path, const std::string& what, bool administrators) {
     struct stat info {};
     ::fstat(fd, &info);
-    if (!S_ISREG(info.st_mode)) throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
+    if (!S_ISREG(info.st_mode))
+        throw PolicyError(what + " '" + path + "' is not a regular file (accepted: a regular file)");
     if (administrators && !owned_alone_by(info, 0))
-        throw PolicyError(what + " '" + path + "' is shared by every user, so it must belong to root and be writable "
-                          "by root alone (it belongs to " + owner_and_mode(info) + ")");
+        throw PolicyError(what + " '" + path +
+                          "' is shared by every user, so it must belong to root and be writable "
+                          "by root alone (it belongs to " +
+                          owner_and_mode(info) + ")");
     if (info.st_uid != ::getuid() && info.st_uid != 0)
         throw PolicyError(what + " '" + path + "' belongs to uid " + std::to_string(info.st_uid) + ", not to uid " +
                           std::to_string(::getuid()) + " who runs it (accepted: the user's own files, or root's)");
     // Opened once, but its bytes could still change under the descriptor.
     if (info.st_mode & (S_IWGRP | S_IWOTH))
-        throw PolicyError(what + " '" + path + "' is writable by " + ((info.st_mode & S_IWOTH) ? "everyone" : "its group") +
-                          " (mode " + mode_text(info.st_mode) + "), who could change it while it is used (accepted: "
+        throw PolicyError(what + " '" + path + "' is writable by " +
+                          ((info.st_mode & S_IWOTH) ? "everyone" : "its group") + " (mode " + mode_text(info.st_mode) +
+                          "), who could change it while it is used (accepted: "
                           "writable by its owner alone: chmod go-w)");
 }
 
 // Opens the image (and, for a .sqsh, the settings beside it) once, through its folder opened
 // without following any link, and checks what was opened.
-std::shared_ptr<ImageFiles> open_image_files(const std::string& path, const std::string& settings, const std::string& what,
-                                             bool administrators) {
+std::shared_ptr<ImageFiles> open_image_files(const std::string& path, const std::string& settings,
+                                             const std::string& what, bool administrators) {
     auto files = std::make_shared<ImageFiles>();
     fs::path canonical(path);
     open_how how{};
@@ -189,7 +192,8 @@ std::shared_ptr<ImageFiles> open_image_files(const std::string& path, const std:
     how.resolve = RESOLVE_NO_SYMLINKS;
     int folder = int(::syscall(SYS_openat2, AT_FDCWD, canonical.parent_path().c_str(), &how, sizeof how));
     if (folder < 0)
-        throw PolicyError(what + " '" + path + "': its folder changed while it was checked (" + std::strerror(errno) + ")");
+        throw PolicyError(what + " '" + path + "': its folder changed while it was checked (" + std::strerror(errno) +
+                          ")");
     // O_NONBLOCK: a FIFO put in the file's place must not hold the open; checked as a
     // regular file, then blocking again.
     auto open_file = [&](const std::string& name) {
@@ -241,8 +245,10 @@ CheckedImage check_image_file(const ImageReference& reference, const config::Con
     } else if (config.allow_user_images) {
         check_user_folders(checked.path, what);
     } else {
-        throw PolicyError("image '" + reference.text() + "' is a file of the user's own: not allowed on this cluster "
-                          "(allow_user_images = false in " + config.origin + ", and allowed_images: " +
+        throw PolicyError("image '" + reference.text() +
+                          "' is a file of the user's own: not allowed on this cluster "
+                          "(allow_user_images = false in " +
+                          config.origin + ", and allowed_images: " +
                           (config.allowed_images.empty() ? "none" : joined(config.allowed_images)) +
                           "; accepted: an administrator's file matching allowed_images, or any file of the user's "
                           "own with allow_user_images = true)");
@@ -270,7 +276,8 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
         return check_image_file(reference, config);
     }
     if (image.find_first_of(",:") != std::string::npos)
-        throw PolicyError("image '" + image + "' holds ',' or ':', which a runtime's lists would split (accepted: "
+        throw PolicyError("image '" + image +
+                          "' holds ',' or ':', which a runtime's lists would split (accepted: "
                           "paths without them)");
     auto reference = parsed_or_refuse(image);
     if (reference.is_squashfs_file()) return check_image_file(reference, config);
@@ -287,7 +294,8 @@ CheckedImage check_image(const std::string& image, const config::ContainerConfig
     } else if (checked.path.ends_with(".sif") && fs::is_regular_file(checked.path, error)) {
         checked.kind = ImageKind::sif;
     } else {
-        throw PolicyError("image '" + image + "' is neither an OCI bundle (a folder with rootfs/), a .sif file nor "
+        throw PolicyError("image '" + image +
+                          "' is neither an OCI bundle (a folder with rootfs/), a .sif file nor "
                           "a path ending in .sqsh");
     }
     if (!matches_allowed_images(checked.path, config))

@@ -41,7 +41,8 @@ bool is_component(const std::string& part) {
 
 bool is_tag(const std::string& tag) {
     if (tag.empty() || tag.size() > 128 || tag[0] == '.' || tag[0] == '-') return false;
-    return std::all_of(tag.begin(), tag.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c == '-'; });
+    return std::all_of(tag.begin(), tag.end(),
+                       [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 bool is_host(const std::string& host) {
@@ -50,13 +51,12 @@ bool is_host(const std::string& host) {
     std::string name = colon == std::string::npos ? host : host.substr(0, colon);
     if (colon != std::string::npos) {
         std::string port = host.substr(colon + 1);
-        if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) || std::stoi(port) == 0 ||
-            std::stoi(port) > 65535)
+        if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+            std::stoi(port) == 0 || std::stoi(port) > 65535)
             return false;
     }
-    return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-        return std::isalnum(c) || c == '.' || c == '-';
-    });
+    return !name.empty() && std::all_of(name.begin(), name.end(),
+                                        [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '-'; });
 }
 
 ImageReference parse_registry(const std::string& text, std::string rest) {

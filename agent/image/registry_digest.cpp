@@ -90,13 +90,13 @@ std::string resolve_digest(const ImageReference& reference, const config::Contai
     std::string record = digest_record_path();
     std::time_t now = std::time(nullptr);
     if (config.digest_lifetime > 0)
-        if (auto known = remembered_digest(record, reference, config.digest_lifetime, now); !known.empty()) return known;
+        if (auto known = remembered_digest(record, reference, config.digest_lifetime, now); !known.empty())
+            return known;
     std::string digest = Skopeo(config).manifest_digest(reference);
     // A record that cannot be written costs a lookup at the next step, not this one.
     if (config.digest_lifetime > 0) try {
             remember_digest(record, reference, digest, config.digest_lifetime, now);
-        } catch (const RegistryError&) {
-        }
+        } catch (const RegistryError&) {}
     return digest;
 }
 

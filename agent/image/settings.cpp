@@ -51,7 +51,8 @@ ImageSettings parse_image_settings(const std::string& text) {
     if (text.empty()) return settings;
     json document = json::parse(text, nullptr, false);
     if (document.is_discarded() || !document.is_object())
-        throw ContainerError("the image's settings are not a JSON object (accepted: what skopeo inspect --config prints)");
+        throw ContainerError(
+            "the image's settings are not a JSON object (accepted: what skopeo inspect --config prints)");
     const json& config = document.contains("config") ? document["config"] : document;
     if (!config.is_object()) throw ContainerError("the image's settings: \"config\" is not an object");
     for (const auto& entry : strings(config, "Env")) {
@@ -97,10 +98,10 @@ std::string read_settings(int fd, const std::string& path) {
     while ((n = ::pread(fd, buffer, sizeof buffer, off_t(text.size()))) > 0 && text.size() <= settings_limit)
         text.append(buffer, std::size_t(n));
     if (n < 0 || text.size() > settings_limit)
-        throw ContainerError("cannot read the image's settings " + path + ": " +
-                             (n < 0 ? std::string(std::strerror(errno)) : "too large (at most " +
-                                                                               std::to_string(settings_limit >> 20) +
-                                                                               " MiB of JSON is accepted)"));
+        throw ContainerError(
+            "cannot read the image's settings " + path + ": " +
+            (n < 0 ? std::string(std::strerror(errno))
+                   : "too large (at most " + std::to_string(settings_limit >> 20) + " MiB of JSON is accepted)"));
     return text;
 }
 

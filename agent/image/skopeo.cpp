@@ -30,8 +30,8 @@ std::string variable(const char* name) {
 std::string auth_file() {
     if (auto named = variable("REGISTRY_AUTH_FILE"); !named.empty()) {
         if (::access(named.c_str(), R_OK) != 0)
-            throw RegistryError("REGISTRY_AUTH_FILE names '" + named + "', which cannot be read: " + std::strerror(errno) +
-                                " (accepted: a readable auth.json, or no REGISTRY_AUTH_FILE)");
+            throw RegistryError("REGISTRY_AUTH_FILE names '" + named + "', which cannot be read: " +
+                                std::strerror(errno) + " (accepted: a readable auth.json, or no REGISTRY_AUTH_FILE)");
         return named;
     }
     std::string home = variable("HOME");
@@ -44,7 +44,8 @@ std::string auth_file() {
 bool says(const std::string& message, std::initializer_list<const char*> phrases) {
     std::string lower = message;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return std::any_of(phrases.begin(), phrases.end(), [&](const char* p) { return lower.find(p) != std::string::npos; });
+    return std::any_of(phrases.begin(), phrases.end(),
+                       [&](const char* p) { return lower.find(p) != std::string::npos; });
 }
 
 }  // namespace
@@ -81,10 +82,11 @@ std::string skopeo_reason(std::string said) {
 Skopeo::Skopeo(const config::ContainerConfig& config) : config_(config) {
     const std::string& program = config.skopeo;
     if (program.empty() || program[0] != '/' || ::access(program.c_str(), X_OK) != 0)
-        throw RegistryError("cannot run skopeo '" + program + "': " +
-                            (program.empty() || program[0] != '/' ? "not an absolute path" : std::strerror(errno)) +
-                            " (install it, or set [container] skopeo in " +
-                            (config.origin.empty() ? std::string("trellis.toml") : config.origin) + " to its absolute path)");
+        throw RegistryError(
+            "cannot run skopeo '" + program +
+            "': " + (program.empty() || program[0] != '/' ? "not an absolute path" : std::strerror(errno)) +
+            " (install it, or set [container] skopeo in " +
+            (config.origin.empty() ? std::string("trellis.toml") : config.origin) + " to its absolute path)");
 }
 
 const std::string& Skopeo::credentials() const {
@@ -134,7 +136,8 @@ std::vector<std::string> Skopeo::registry_options(const ImageReference& image, c
     std::vector<std::string> options;
     if (!credentials().empty()) options.push_back(std::string("--") + prefix + "authfile=" + credentials());
     // Always said: a registries.conf entry may not turn verification off.
-    options.push_back(std::string("--") + prefix + "tls-verify=" + (registry_is_insecure(image, config_) ? "false" : "true"));
+    options.push_back(std::string("--") + prefix +
+                      "tls-verify=" + (registry_is_insecure(image, config_) ? "false" : "true"));
     return options;
 }
 
@@ -161,7 +164,8 @@ std::string Skopeo::manifest_digest(const ImageReference& image, const SkopeoScr
     while (!digest.empty() && std::isspace((unsigned char)digest.back())) digest.pop_back();
     if (hashed.status != 0 || !is_manifest_digest(digest))
         throw RegistryError(image.text() + ": cannot tell its manifest's digest: skopeo manifest-digest said '" +
-                            skopeo_reason(hashed.err.empty() ? digest : hashed.err) + "' (expected sha256:<64 hex digits>)");
+                            skopeo_reason(hashed.err.empty() ? digest : hashed.err) +
+                            "' (expected sha256:<64 hex digits>)");
     return digest;
 }
 
@@ -187,28 +191,30 @@ void Skopeo::registry_failure(const ImageReference& image, const std::string& st
                             failure);
     switch (failure) {
     case SkopeoFailure::unauthorized:
-        throw RegistryError(what + ": the registry " + host + " refused access (unauthorized): " +
-                            (credentials().empty() ? std::string("no credentials were found (REGISTRY_AUTH_FILE is unset "
-                                                                 "and ~/.config/containers/auth.json does not exist)")
-                                                   : "the credentials in " + credentials() + " were not accepted") +
-                            "; log in with: skopeo login --authfile ~/.config/containers/auth.json " + host,
-                            failure);
+        throw RegistryError(
+            what + ": the registry " + host + " refused access (unauthorized): " +
+                (credentials().empty() ? std::string("no credentials were found (REGISTRY_AUTH_FILE is unset "
+                                                     "and ~/.config/containers/auth.json does not exist)")
+                                       : "the credentials in " + credentials() + " were not accepted") +
+                "; log in with: skopeo login --authfile ~/.config/containers/auth.json " + host,
+            failure);
     case SkopeoFailure::not_found:
         throw RegistryError(what + ": the registry " + host + " has no " +
-                            (image.digest.empty() ? "tag '" + image.tag + "'" : "manifest " + image.digest) + " of '" +
-                            image.repository + "' (" + why + ")",
+                                (image.digest.empty() ? "tag '" + image.tag + "'" : "manifest " + image.digest) +
+                                " of '" + image.repository + "' (" + why + ")",
                             failure);
     case SkopeoFailure::plain_http:
-        throw RegistryError(what + ": the registry " + host + " speaks plain HTTP, which only registries listed in "
-                            "insecure_registries (" + config_.origin + ") may use",
+        throw RegistryError(what + ": the registry " + host +
+                                " speaks plain HTTP, which only registries listed in "
+                                "insecure_registries (" +
+                                config_.origin + ") may use",
                             failure);
     case SkopeoFailure::certificate:
         throw RegistryError(what + ": the registry " + host + "'s TLS certificate cannot be verified (" + why +
-                            "); only registries listed in insecure_registries (" + config_.origin +
-                            ") are reached without verifying it",
+                                "); only registries listed in insecure_registries (" + config_.origin +
+                                ") are reached without verifying it",
                             failure);
-    default:
-        throw RegistryError(what + ": cannot reach the registry " + host + " (" + why + ")", failure);
+    default: throw RegistryError(what + ": cannot reach the registry " + host + " (" + why + ")", failure);
     }
 }
 

@@ -51,7 +51,8 @@ void print_warnings(const topology::Plan& plan, int first_rank) {
             if (it == seen.end())
                 seen.emplace_back(warning, "rank " + rank);
             else
-                it->second = (it->second.starts_with("rank ") ? "ranks " + it->second.substr(5) : it->second) + ", " + rank;
+                it->second =
+                    (it->second.starts_with("rank ") ? "ranks " + it->second.substr(5) : it->second) + ", " + rank;
         }
     for (const auto& [warning, ranks] : seen)
         std::fprintf(stderr, "trellis-agent: %s: %s\n", ranks.c_str(), warning.c_str());
@@ -93,8 +94,9 @@ int launch_command(const std::vector<std::string>& args) {
     std::optional<HeldContainer> container;
     if (!options.image.empty()) {
         if (::getuid() == 0)
-            throw PolicyError("launch --image runs the ranks with the caller's own rights, and root's are not given "
-                              "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
+            throw PolicyError(
+                "launch --image runs the ranks with the caller's own rights, and root's are not given "
+                "to a container: run it as the ranks' user (runuser -u USER -- trellis-agent launch ...)");
         // A registry tag is resolved here, by this node alone: launches on several nodes are
         // given the reference `trellis-agent resolve` pinned, so that they run one image.
         options.image = checked_and_pinned(options.image, config.container);
@@ -117,7 +119,8 @@ int launch_command(const std::vector<std::string>& args) {
     layout.node_rank = place.node_rank;
     layout.nnodes = place.nnodes;
     layout.master_addr = place.master.substr(0, place.master.rfind(':'));
-    layout.port = cli::parse_int(place.master.substr(place.master.rfind(':') + 1), "the port of the master", 1, 65534) + 1;
+    layout.port =
+        cli::parse_int(place.master.substr(place.master.rfind(':') + 1), "the port of the master", 1, 65534) + 1;
     std::vector<RankSpec> ranks;
     for (int local = 0; local < options.nproc_per_node; ++local) {
         const auto& task = plan.tasks[std::size_t(local)];
@@ -149,8 +152,8 @@ int launch_command(const std::vector<std::string>& args) {
         ranks.push_back(std::move(spec));
     }
     std::fprintf(stderr, "trellis-agent: node %d of %d (%s): ranks %d-%d of %d, rendezvous %s%s\n", place.node_rank,
-                 place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world,
-                 place.master.c_str(), container ? (", in " + options.image).c_str() : "");
+                 place.nnodes, place.source.c_str(), ranks.front().rank, ranks.back().rank, world, place.master.c_str(),
+                 container ? (", in " + options.image).c_str() : "");
     std::fflush(stderr);
     std::vector<std::string> destinations;
     for (const auto& mount : parse_mounts(options.mounts)) destinations.push_back(mount.destination);

@@ -40,10 +40,12 @@ int node_count(const std::string& text, const std::string& what, int low) {
 
 cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
     cli::OptionTable table("trellis-agent launch --help");
-    table.value("--nproc-per-node", "N", "ranks on this node (required)", [&](auto& v) {
-             o.nproc_per_node = cli::parse_int(v, "--nproc-per-node", 1, 4096);
-             nproc_given = true;
-         })
+    table
+        .value("--nproc-per-node", "N", "ranks on this node (required)",
+               [&](auto& v) {
+                   o.nproc_per_node = cli::parse_int(v, "--nproc-per-node", 1, 4096);
+                   nproc_given = true;
+               })
         .value("--image", "PATH", "run the ranks in this OCI bundle or .sif image", [&](auto& v) { o.image = v; })
         .value("--mounts", "SPEC", "SRC:DST[:ro],... into the image", [&](auto& v) { o.mounts = v; })
         .flag("--writable", "give the image's root a throw-away writable layer", [&] { o.writable = true; })
@@ -51,9 +53,8 @@ cli::OptionTable launch_table(LaunchOptions& o, bool& nproc_given) {
                [&](auto& v) { o.keep_env = parse_env_names(v); })
         .flag("--entrypoint", "run the image's Entrypoint with the command as its arguments",
               [&] { o.entrypoint = true; })
-        .value("--bind", "B", "closest or none (default: the configuration's, closest)", [&](auto& v) {
-            o.bind = topology::parse_policy(v);
-        })
+        .value("--bind", "B", "closest or none (default: the configuration's, closest)",
+               [&](auto& v) { o.bind = topology::parse_policy(v); })
         .value("--nnodes", "N", "nodes of the job (default: Slurm's or 1)",
                [&](auto& v) { o.nnodes = node_count(v, "--nnodes", 1); })
         .value("--node-rank", "R", "this node's index", [&](auto& v) { o.node_rank = node_count(v, "--node-rank", 0); })
@@ -95,13 +96,15 @@ NodePlace find_node_place(const LaunchOptions& options) {
         place = {options.nnodes.value_or(1), options.node_rank.value_or(0), options.master, "options"};
     } else if (env_value(env::nnodes.name)) {
         place.nnodes = node_count(env_value(env::nnodes.name), env::nnodes.name, 1);
-        place.node_rank = env_value(env::node_rank.name) ? node_count(env_value(env::node_rank.name), env::node_rank.name, 0) : 0;
+        place.node_rank =
+            env_value(env::node_rank.name) ? node_count(env_value(env::node_rank.name), env::node_rank.name, 0) : 0;
         place.master = env_value(env::master.name) ? env_value(env::master.name) : "";
         place.source = "environment";
     } else if (env_value("SLURM_NNODES") && env_value("SLURM_NODEID") && env_value("SLURM_JOB_ID")) {
         place.nnodes = node_count(env_value("SLURM_NNODES"), "SLURM_NNODES", 1);
         place.node_rank = node_count(env_value("SLURM_NODEID"), "SLURM_NODEID", 0);
-        const char* nodes = env_value("SLURM_STEP_NODELIST") ? env_value("SLURM_STEP_NODELIST") : env_value("SLURM_JOB_NODELIST");
+        const char* nodes =
+            env_value("SLURM_STEP_NODELIST") ? env_value("SLURM_STEP_NODELIST") : env_value("SLURM_JOB_NODELIST");
         if (!nodes) throw std::runtime_error("SLURM_NNODES is set but SLURM_STEP_NODELIST is not");
         // A port per job and step, so that steps sharing a node do not collide (the trainer's
         // own rendezvous uses ports from 21000 to 29999).

@@ -15,11 +15,11 @@ namespace trellis::agent {
 
 struct LaunchOptions {
     int nproc_per_node = 1;
-    std::string image;       // empty: natively
-    std::string mounts;      // SRC:DST[:ro],...
-    bool writable = false;   // a throw-away writable root
-    std::vector<std::string> keep_env;  // names whose value wins over the image's Env
-    bool entrypoint = false; // run the image's Entrypoint before the command
+    std::string image;                     // empty: natively
+    std::string mounts;                    // SRC:DST[:ro],...
+    bool writable = false;                 // a throw-away writable root
+    std::vector<std::string> keep_env;     // names whose value wins over the image's Env
+    bool entrypoint = false;               // run the image's Entrypoint before the command
     std::optional<topology::Policy> bind;  // default: the configuration's
     std::string config_path;
     std::optional<int> nnodes, node_rank;

@@ -22,8 +22,8 @@
 namespace trellis::agent {
 
 const std::vector<std::string>& rank_variables_to_clear() {
-    static const std::vector<std::string> names = {"PMIX_RANK", "PMIX_NAMESPACE", "PMI_RANK", "PMI_SIZE",
-                                                   "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NPROCS"};
+    static const std::vector<std::string> names = {"PMIX_RANK",    "PMIX_NAMESPACE", "PMI_RANK",      "PMI_SIZE",
+                                                   "SLURM_PROCID", "SLURM_NTASKS",   "SLURM_LOCALID", "SLURM_NPROCS"};
     return names;
 }
 
@@ -80,11 +80,12 @@ pid_t RankLauncher::start(const RankSpec& spec, int out_fd, int err_fd) {
     std::vector<std::string> command = command_;
     if (container_) {
         try {
-            auto entered = container_->enter(choices_, mount_destinations_,
-                                             [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; },
-                                             command_, image_);
+            auto entered = container_->enter(
+                choices_, mount_destinations_,
+                [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; }, command_, image_);
             if (spec.first_on_node) {
-                if (!entered.start_note.empty()) std::fprintf(stderr, "trellis-agent: %s\n", entered.start_note.c_str());
+                if (!entered.start_note.empty())
+                    std::fprintf(stderr, "trellis-agent: %s\n", entered.start_note.c_str());
                 for (const auto& text : entered.notes) std::fprintf(stderr, "trellis-agent: %s\n", text.c_str());
             }
             for (const auto& [name, value] : entered.task.env) ::setenv(name.c_str(), value.c_str(), 1);

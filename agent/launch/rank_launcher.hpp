@@ -41,8 +41,12 @@ public:
     // folder counts as mounted when it is at or under one of `mount_destinations`.
     RankLauncher(std::vector<std::string> command, int grace_seconds, const HeldContainer* container,
                  std::string image = "", SettingsChoices choices = {}, std::vector<std::string> mount_destinations = {})
-        : command_(std::move(command)), grace_seconds_(grace_seconds), container_(container), image_(std::move(image)),
-          choices_(std::move(choices)), mount_destinations_(std::move(mount_destinations)) {}
+        : command_(std::move(command)),
+          grace_seconds_(grace_seconds),
+          container_(container),
+          image_(std::move(image)),
+          choices_(std::move(choices)),
+          mount_destinations_(std::move(mount_destinations)) {}
     // Runs every rank to its end; returns the exit status for the agent: 0 when all
     // succeeded, else the first failed rank's (128 + N for signal N).
     int run(const std::vector<RankSpec>& ranks);

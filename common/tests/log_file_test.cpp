@@ -45,5 +45,6 @@ TEST_CASE("a log file: its folder created, appended to, a line cut short closed 
 TEST_CASE("a log folder that cannot be made or written is named with the reason") {
     CHECK_THROWS_WITH(open_log_file("/proc/trellis-no-such", "x.jsonl"),
                       Catch::StartsWith("--log-dir: cannot create /proc/trellis-no-such: "));
-    CHECK_THROWS_WITH(open_log_file("/proc/self", "x.jsonl"), Catch::StartsWith("--log-dir: cannot write /proc/self/x.jsonl: "));
+    CHECK_THROWS_WITH(open_log_file("/proc/self", "x.jsonl"),
+                      Catch::StartsWith("--log-dir: cannot write /proc/self/x.jsonl: "));
 }

@@ -31,8 +31,8 @@ TEST_CASE("the binding: trellis's variables and the libraries' it writes, not th
     CHECK(binding.count("MASTER_ADDR") == 0);
     CHECK(binding.count("UCX_NET_DEVICES") == 0);
     CHECK(binding.at("cpus") == affinity_list());
-    for (const char* name : {"TRELLIS_DISTANCE", "TRELLIS_CPUS", "NCCL_IB_HCA", "TRELLIS_MASTER", "TRELLIS_RENDEZVOUS_PORT",
-                             "TRELLIS_NOT_IN_THE_TABLE", "MASTER_ADDR"})
+    for (const char* name : {"TRELLIS_DISTANCE", "TRELLIS_CPUS", "NCCL_IB_HCA", "TRELLIS_MASTER",
+                             "TRELLIS_RENDEZVOUS_PORT", "TRELLIS_NOT_IN_THE_TABLE", "MASTER_ADDR"})
         unsetenv(name);
 }
 

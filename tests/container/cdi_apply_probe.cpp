@@ -47,7 +47,8 @@ void write_file(const std::string& path, const std::string& text) {
 void enter_namespaces(const std::string& root) {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) throw std::runtime_error(std::string("unshare: ") + std::strerror(errno));
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+        throw std::runtime_error(std::string("unshare: ") + std::strerror(errno));
     write_file("/proc/self/setgroups", "deny");
     write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1");
     write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1");
@@ -95,16 +96,18 @@ int apply(const std::string& spec_dir, const std::string& root) {
     check(fd < 0 && open_errno == ENXIO, "opening /dev/nvidia0 reaches the (absent) driver: ENXIO, not EACCES",
           fd >= 0 ? "it opened" : std::strerror(open_errno));
     auto cat = run("cat " + root + "/dev/nvidia0");
-    check(cat.find("No such device or address") != std::string::npos, "cat /dev/nvidia0 says No such device or address", cat);
+    check(cat.find("No such device or address") != std::string::npos, "cat /dev/nvidia0 says No such device or address",
+          cat);
     struct stat st;
     check(stat((root + "/dev/nvidiactl").c_str(), &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195 &&
               minor(st.st_rdev) == 255,
           "/dev/nvidiactl (195:255) is bound from the host");
-    check(lstat((root + "/dev/nvidia1").c_str(), &st) != 0 && errno == ENOENT, "/dev/nvidia1 (not the step's) is absent");
+    check(lstat((root + "/dev/nvidia1").c_str(), &st) != 0 && errno == ENOENT,
+          "/dev/nvidia1 (not the step's) is absent");
 
     std::string lib = root + "/usr/lib/x86_64-linux-gnu";
-    check(link_of(lib + "/libcuda.so.1") == "libcuda.so.999.99", "create-symlinks made libcuda.so.1 -> libcuda.so.999.99",
-          link_of(lib + "/libcuda.so.1"));
+    check(link_of(lib + "/libcuda.so.1") == "libcuda.so.999.99",
+          "create-symlinks made libcuda.so.1 -> libcuda.so.999.99", link_of(lib + "/libcuda.so.1"));
     check(link_of(lib + "/libcuda.so") == "libcuda.so.1", "create-symlinks made libcuda.so -> libcuda.so.1");
     check(link_of(lib + "/libcuda-through-link.so") == "libcuda.so.1",
           "a link made through the image's absolute /lib64 -> /usr/lib lands inside the root");
@@ -120,7 +123,8 @@ int apply(const std::string& spec_dir, const std::string& root) {
           "ldconfig -p -C ROOT/etc/ld.so.cache lists libcuda.so.1 at its container path", cache);
     std::ifstream conf(root + "/etc/ld.so.conf.d/00-trellis-cdi.conf");
     std::string conf_text((std::istreambuf_iterator<char>(conf)), std::istreambuf_iterator<char>());
-    check(conf_text.find("/usr/lib/x86_64-linux-gnu\n") != std::string::npos, "update-ldcache's folder is in ld.so.conf.d");
+    check(conf_text.find("/usr/lib/x86_64-linux-gnu\n") != std::string::npos,
+          "update-ldcache's folder is in ld.so.conf.d");
     bool void_env = false;
     for (const auto& entry : edits.env) void_env = void_env || entry == "NVIDIA_VISIBLE_DEVICES=void";
     check(void_env, "the environment gets NVIDIA_VISIBLE_DEVICES=void");

@@ -137,13 +137,12 @@ struct Item {
 
 void write_file(const fs::path& path, const Bytes& bytes) {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw std::runtime_error(path.string() + ": write failed");
 }
 
-std::uint64_t write_split(const Options& options, const std::string& folder_split,
-                          const std::string& record_split, int per_class, std::uint64_t stream) {
+std::uint64_t write_split(const Options& options, const std::string& folder_split, const std::string& record_split,
+                          int per_class, std::uint64_t stream) {
     JpegEncoder encoder;
     std::vector<Item> items;
     std::uint64_t bytes = 0;
@@ -153,8 +152,7 @@ std::uint64_t write_split(const Options& options, const std::string& folder_spli
         fs::path folder = fs::path(options.out) / "folder" / folder_split / name;
         fs::create_directories(folder);
         for (int i = 0; i < per_class; ++i) {
-            Rng rng(mix_seed({options.seed, stream, static_cast<std::uint64_t>(label),
-                              static_cast<std::uint64_t>(i)}));
+            Rng rng(mix_seed({options.seed, stream, static_cast<std::uint64_t>(label), static_cast<std::uint64_t>(i)}));
             Bytes jpeg = encoder.encode(class_image(label, options.classes, options.size, rng), 90);
             char file[48];
             std::snprintf(file, sizeof file, "%s_%05d.JPEG", name, i);
@@ -169,8 +167,7 @@ std::uint64_t write_split(const Options& options, const std::string& folder_spli
     fs::create_directories(fs::path(options.out) / "tfrecord");
     for (int shard = 0; shard < options.shards; ++shard) {
         char name[64];
-        std::snprintf(name, sizeof name, "%s-%05d-of-%05d", record_split.c_str(), shard,
-                      options.shards);
+        std::snprintf(name, sizeof name, "%s-%05d-of-%05d", record_split.c_str(), shard, options.shards);
         TfRecordWriter writer((fs::path(options.out) / "tfrecord" / name).string());
         std::size_t first = items.size() * shard / options.shards;
         std::size_t last = items.size() * (shard + 1) / options.shards;
@@ -187,18 +184,15 @@ int main(int argc, char** argv) {
     Options options = parse(argc, argv);
     try {
         auto start = std::chrono::steady_clock::now();
-        std::uint64_t train_bytes =
-            write_split(options, "train", "train", options.train_per_class, 1);
-        std::uint64_t val_bytes =
-            write_split(options, "val", "validation", options.val_per_class, 2);
-        double seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::uint64_t train_bytes = write_split(options, "train", "train", options.train_per_class, 1);
+        std::uint64_t val_bytes = write_split(options, "val", "validation", options.val_per_class, 2);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::printf(
             "make_dataset: %s: %d classes, %d train + %d val images of %dx%d "
             "(%.1f + %.1f KiB of JPEG), %d shards per split, %.2f s\n",
             options.out.c_str(), options.classes, options.classes * options.train_per_class,
-            options.classes * options.val_per_class, options.size, options.size,
-            train_bytes / 1024.0, val_bytes / 1024.0, options.shards, seconds);
+            options.classes * options.val_per_class, options.size, options.size, train_bytes / 1024.0,
+            val_bytes / 1024.0, options.shards, seconds);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "make_dataset: %s\n", error.what());
         return 1;

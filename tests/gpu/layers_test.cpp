@@ -25,7 +25,7 @@ struct Case {
     std::string name;
     tensor::Shape input;
     std::function<nn::LayerPtr(nn::Backend&)> make;
-    bool optimizer = false;  // also compare an SGD step on the layer's gradients
+    bool optimizer = false;    // also compare an SGD step on the layer's gradients
     gpu::Speedups speedups{};  // the GPU side's
 };
 
@@ -212,10 +212,10 @@ void join_case(const std::string& precision, double tolerance, bool vector_kerne
     std::mt19937_64 rng(5);
     auto a = random_values(std::size_t(shape.elements()), rng), b = random_values(std::size_t(shape.elements()), rng);
     auto dy = random_values(std::size_t(shape.elements()), rng);
-    auto y_cpu = cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec),
-                                   nn::Mode::train);
-    auto y_dev = dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec),
-                                   nn::Mode::train);
+    auto y_cpu =
+        cpu_join->forward(cpu_backend.from_plain(a, cpu_spec), cpu_backend.from_plain(b, cpu_spec), nn::Mode::train);
+    auto y_dev =
+        dev_join->forward(gpu_backend.from_plain(a, dev_spec), gpu_backend.from_plain(b, dev_spec), nn::Mode::train);
     report(name + precision + " forward", difference(cpu_backend.to_plain(y_cpu), gpu_backend.to_plain(y_dev)),
            tolerance);
     auto g_cpu = cpu_join->backward(cpu_backend.from_plain(dy, cpu_out));
@@ -290,35 +290,69 @@ int main() {
     }
     std::vector<Case> cases{
         {"convolution 3x3", tensor::Shape{4, 16, 8, 8},
-         [](nn::Backend& b) { return b.convolution({"conv3", 16, 32, nn::Window::square(3, 1, 1)}); }, true},
+         [](nn::Backend& b) {
+             return b.convolution({"conv3", 16, 32, nn::Window::square(3, 1, 1)});
+         },
+         true},
         {"convolution 7x7 stride 2 (stem)", tensor::Shape{2, 3, 32, 32},
-         [](nn::Backend& b) { return b.convolution({"conv7", 3, 16, nn::Window::square(7, 2, 3)}); }},
+         [](nn::Backend& b) {
+             return b.convolution({"conv7", 3, 16, nn::Window::square(7, 2, 3)});
+         }},
         {"convolution 1x1 stride 2", tensor::Shape{4, 32, 8, 8},
-         [](nn::Backend& b) { return b.convolution({"conv1", 32, 64, nn::Window::square(1, 2, 0)}); }},
-        {"batch norm", tensor::Shape{4, 32, 8, 8}, [](nn::Backend& b) { return b.batch_norm({"bn", 32, false, 1}); }},
+         [](nn::Backend& b) {
+             return b.convolution({"conv1", 32, 64, nn::Window::square(1, 2, 0)});
+         }},
+        {"batch norm", tensor::Shape{4, 32, 8, 8},
+         [](nn::Backend& b) {
+             return b.batch_norm({"bn", 32, false, 1});
+         }},
         {"batch norm + relu", tensor::Shape{4, 32, 8, 8},
-         [](nn::Backend& b) { return b.batch_norm({"bnr", 32, true, 1}); }},
-        {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16}, [](nn::Backend& b) { return b.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)}); }},
-        {"global average pool", tensor::Shape{4, 64, 7, 7}, [](nn::Backend& b) { return b.global_average_pool("gap"); }},
-        {"fully connected", tensor::Shape{8, 64}, [](nn::Backend& b) { return b.linear({"fc", 64, 10}); }, true},
+         [](nn::Backend& b) {
+             return b.batch_norm({"bnr", 32, true, 1});
+         }},
+        {"max pool 3 stride 2", tensor::Shape{4, 16, 16, 16},
+         [](nn::Backend& b) {
+             return b.pooling({"pool", nn::PoolKind::max, nn::Window::square(3, 2, 1)});
+         }},
+        {"global average pool", tensor::Shape{4, 64, 7, 7},
+         [](nn::Backend& b) { return b.global_average_pool("gap"); }},
+        {"fully connected", tensor::Shape{8, 64},
+         [](nn::Backend& b) {
+             return b.linear({"fc", 64, 10});
+         },
+         true},
         // The layers of tf_cnn_benchmarks' models.
         {"convolution 1x7 SAME with a bias", tensor::Shape{2, 8, 9, 9},
-         [](nn::Backend& b) { return b.convolution({"c17", 8, 12, nn::Window::tf_same(1, 7), true}); }},
+         [](nn::Backend& b) {
+             return b.convolution({"c17", 8, 12, nn::Window::tf_same(1, 7), true});
+         }},
         {"convolution 3x3 stride 2 VALID with a bias", tensor::Shape{2, 8, 9, 9},
-         [](nn::Backend& b) { return b.convolution({"c33", 8, 12, nn::Window::tf_valid(3, 3, 2), true}); }},
+         [](nn::Backend& b) {
+             return b.convolution({"c33", 8, 12, nn::Window::tf_valid(3, 3, 2), true});
+         }},
         {"convolution 7x7 stride 2 SAME (one more padded after)", tensor::Shape{2, 3, 9, 9},
-         [](nn::Backend& b) { return b.convolution({"c77", 3, 8, nn::Window::tf_same(7, 7, 2), true}); }},
+         [](nn::Backend& b) {
+             return b.convolution({"c77", 3, 8, nn::Window::tf_same(7, 7, 2), true});
+         }},
         {"max pool 3x3 stride 2 SAME (one more padded after)", tensor::Shape{2, 8, 8, 8},
-         [](nn::Backend& b) { return b.pooling({"mpool", nn::PoolKind::max, nn::Window::tf_same(3, 3, 2)}); }},
+         [](nn::Backend& b) {
+             return b.pooling({"mpool", nn::PoolKind::max, nn::Window::tf_same(3, 3, 2)});
+         }},
         {"batch norm without a learnt scale", tensor::Shape{4, 32, 8, 8},
-         [](nn::Backend& b) { return b.batch_norm({"bns", 32, true, 1, false, 1e-3f, 0.001f}); }},
+         [](nn::Backend& b) {
+             return b.batch_norm({"bns", 32, true, 1, false, 1e-3f, 0.001f});
+         }},
         {"average pool 3x3 SAME (padding not counted)", tensor::Shape{4, 16, 9, 9},
-         [](nn::Backend& b) { return b.pooling({"apool", nn::PoolKind::average, nn::Window::tf_same(3, 3)}); }},
+         [](nn::Backend& b) {
+             return b.pooling({"apool", nn::PoolKind::average, nn::Window::tf_same(3, 3)});
+         }},
         {"relu", tensor::Shape{4, 16, 5, 5}, [](nn::Backend& b) { return b.relu("relu"); }},
         {"dropout 0.5 (the CPU's mask)", tensor::Shape{8, 64},
          [](nn::Backend& b) { return b.dropout("dropout0", 0.5f, dropout_draw); }},
         {"fully connected over images", tensor::Shape{2, 8, 3, 3},
-         [](nn::Backend& b) { return b.linear({"fci", 0, 10}); }},
+         [](nn::Backend& b) {
+             return b.linear({"fci", 0, 10});
+         }},
         {"concatenation with a fork", tensor::Shape{2, 8, 5, 5}, [](nn::Backend& b) { return concat_with_fork(b); }},
         // The ResNets' block: its last norm then the join, and the two fused (a speed item).
         {"residual block, projection", tensor::Shape{4, 16, 8, 8},

@@ -83,12 +83,18 @@ int export_steps(const std::string& name, int size, int batch, int classes, int 
     auto scored = model.evaluate(images, labels, batch, loss);
     write(bin, store.values());
     write(bin, store.statistic_values());
-    nlohmann::json meta{{"model", name},           {"image_size", size},
-                        {"batch", batch},          {"classes", classes},
-                        {"labels", labels},        {"steps", steps},
-                        {"lr", lr},                {"losses", losses},
-                        {"eval_loss", scored.loss}, {"eval_top1_hits", scored.top1_hits},
-                        {"parameters", describe(store.learned())}, {"statistics", describe(store.statistics())}};
+    nlohmann::json meta{{"model", name},
+                        {"image_size", size},
+                        {"batch", batch},
+                        {"classes", classes},
+                        {"labels", labels},
+                        {"steps", steps},
+                        {"lr", lr},
+                        {"losses", losses},
+                        {"eval_loss", scored.loss},
+                        {"eval_top1_hits", scored.top1_hits},
+                        {"parameters", describe(store.learned())},
+                        {"statistics", describe(store.statistics())}};
     std::ofstream(out + ".json") << meta.dump(1) << "\n";
     std::printf("%s: %d steps at batch %d, last loss %.6f, evaluation loss %.6f\n", name.c_str(), steps, batch,
                 losses.back().get<double>(), scored.loss);

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("load+plan %s (%zu tasks): median %.2f ms, min %.2f ms, max %.2f ms over %d runs\n",
-                argv[1], tasks, ms[ms.size() / 2], ms.front(), ms.back(), runs);
+    std::printf("load+plan %s (%zu tasks): median %.2f ms, min %.2f ms, max %.2f ms over %d runs\n", argv[1], tasks,
+                ms[ms.size() / 2], ms.front(), ms.back(), runs);
     return 0;
 }

@@ -51,8 +51,7 @@ int main() {
         pmix_proc_t peer;
         PMIX_LOAD_PROCID(&peer, me.nspace, r);
         pmix_value_t* got = nullptr;
-        if (PMIx_Get(&peer, "trellis.test.key", nullptr, 0, &got) != PMIX_SUCCESS || !got ||
-            got->type != PMIX_STRING ||
+        if (PMIx_Get(&peer, "trellis.test.key", nullptr, 0, &got) != PMIX_SUCCESS || !got || got->type != PMIX_STRING ||
             std::strncmp(got->data.string, ("rank " + std::to_string(r) + " on ").c_str(),
                          ("rank " + std::to_string(r) + " on ").size()) != 0) {
             std::fprintf(stderr, "pmix_exchange: rank %u: no good value from rank %u\n", me.rank, r);

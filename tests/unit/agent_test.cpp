@@ -141,8 +141,8 @@ TEST_CASE("Apptainer's command line: exec, contained, trellis-pause, devices, mo
     spec.apptainer = "/usr/bin/apptainer";
     spec.pause_program = "/usr/libexec/trellis/trellis-pause";
     CHECK(apptainer_command(spec) ==
-          std::vector<std::string>{"/usr/bin/apptainer", "exec", "--userns", "--contain", "--no-home", "--cleanenv", "--bind",
-                                   "/usr/libexec/trellis/trellis-pause:/tmp/.trellis-pause:ro", "--bind",
+          std::vector<std::string>{"/usr/bin/apptainer", "exec", "--userns", "--contain", "--no-home", "--cleanenv",
+                                   "--bind", "/usr/libexec/trellis/trellis-pause:/tmp/.trellis-pause:ro", "--bind",
                                    "/dev/infiniband/uverbs0:/dev/infiniband/uverbs0", "--bind", "/data:/data:ro",
                                    "--bind", "/var/spool/slurmd/pmix.7.0:/var/spool/slurmd/pmix.7.0",
                                    "/images/model.sif", "/tmp/.trellis-pause"});
@@ -176,14 +176,15 @@ TEST_CASE("device files: the GPUs' and HCAs' nodes that exist") {
     fs::create_directories(sys / "mlx5_1" / "device" / "infiniband_verbs" / "uverbs1");
     auto files = device_files({1}, {"mlx5_1"}, dev.string(), sys.string());
     std::sort(files.begin(), files.end());
-    CHECK(files == std::vector<std::string>{(dev / "infiniband/rdma_cm").string(), (dev / "infiniband/uverbs1").string(),
-                                            (dev / "nvidia-uvm").string(), (dev / "nvidia1").string(),
-                                            (dev / "nvidiactl").string()});
+    CHECK(files == std::vector<std::string>{(dev / "infiniband/rdma_cm").string(),
+                                            (dev / "infiniband/uverbs1").string(), (dev / "nvidia-uvm").string(),
+                                            (dev / "nvidia1").string(), (dev / "nvidiactl").string()});
     CHECK(device_files({}, {}, dev.string(), sys.string()).empty());
 }
 
 TEST_CASE("launch options: the command after --, numbers checked, unknown options refused") {
-    auto options = parse_launch_options({"--nproc-per-node", "4", "--bind", "none", "--", "trellis-train", "--steps", "5"});
+    auto options =
+        parse_launch_options({"--nproc-per-node", "4", "--bind", "none", "--", "trellis-train", "--steps", "5"});
     CHECK(options.nproc_per_node == 4);
     CHECK(options.bind == trellis::topology::Policy::none);
     CHECK(options.command == std::vector<std::string>{"trellis-train", "--steps", "5"});
@@ -337,16 +338,17 @@ TEST_CASE("the step binding core that the plugin and trellis-agent launch share"
         request.slurm_gpu_map = "map_gpu:0,4";  // gres 0 is not the step's: Slurm gives the first
         auto outside = plan_step(config, request);
         CHECK(outside.tasks[0].env.at("TRELLIS_GPU") == "1");
-        CHECK(std::any_of(outside.warnings.begin(), outside.warnings.end(),
-                          [](const std::string& w) { return w.find("names no GPU of the step") != std::string::npos; }));
+        CHECK(std::any_of(outside.warnings.begin(), outside.warnings.end(), [](const std::string& w) {
+            return w.find("names no GPU of the step") != std::string::npos;
+        }));
     }
 }
 
 TEST_CASE("trellis-agent launch plans with the plugin's configuration from plugstack.conf") {
     Scratch scratch;
     std::string toml = scratch.write("trellis.toml", "[binding]\nsmt = true\n");
-    std::string slurm_conf = scratch.write("slurm.conf", "ClusterName=test\nPlugStackConfig=" +
-                                                             (scratch.path / "plugstack.conf").string() + "\n");
+    std::string slurm_conf = scratch.write(
+        "slurm.conf", "ClusterName=test\nPlugStackConfig=" + (scratch.path / "plugstack.conf").string() + "\n");
     // Slurm's rule: PlugStackConfig, and its include files in order; the plugin by file name.
     scratch.write("plugstack.conf", "optional /usr/lib/slurm/spank_pyxis.so\ninclude " +
                                         (scratch.path / "plugstack.conf.d" / "*.conf").string() + "\n");

@@ -19,13 +19,12 @@ PixelOutput imagenet(float* out) { return PixelOutput::normalised(out, ChannelSt
 
 TEST_CASE("random-resized-crop boxes stay inside the image and within the ranges") {
     Rng rng(12345);
-    const JpegSize sizes[] = {{500, 375}, {375, 500}, {64, 64}, {1, 1},
-                              {3000, 40}, {40, 3000}, {224, 1}};
+    const JpegSize sizes[] = {{500, 375}, {375, 500}, {64, 64}, {1, 1}, {3000, 40}, {40, 3000}, {224, 1}};
     for (JpegSize image : sizes)
         for (int i = 0; i < 500; ++i) {
             CropBox box = random_resized_crop(image, rng);
-            INFO(image.width << "x" << image.height << " box " << box.x << "," << box.y << " "
-                             << box.width << "x" << box.height);
+            INFO(image.width << "x" << image.height << " box " << box.x << "," << box.y << " " << box.width << "x"
+                             << box.height);
             REQUIRE(box.x >= 0);
             REQUIRE(box.y >= 0);
             REQUIRE(box.width >= 1);
@@ -82,8 +81,7 @@ TEST_CASE("an unscaled centre crop copies pixels exactly, normalised") {
     for (int y : {0, 100, 223})
         for (int x : {0, 17, 223})
             for (int c = 0; c < 3; ++c) {
-                float expected =
-                    normalize_channel(image.pixels[((y + 16) * 292 + x + 34) * 3 + c], c);
+                float expected = normalize_channel(image.pixels[((y + 16) * 292 + x + 34) * 3 + c], c);
                 CHECK(out[(y * 224 + x) * 3 + c] == Approx(expected).margin(1e-5));
             }
 }
@@ -121,8 +119,7 @@ TEST_CASE("a flipped crop is the exact mirror image") {
     render_crop(image, {1, 1}, plan, 32, imagenet(mirrored.data()));
     for (int y = 0; y < 32; ++y)
         for (int x = 0; x < 32; ++x)
-            for (int c = 0; c < 3; ++c)
-                REQUIRE(mirrored[(y * 32 + x) * 3 + c] == plain[(y * 32 + 31 - x) * 3 + c]);
+            for (int c = 0; c < 3; ++c) REQUIRE(mirrored[(y * 32 + x) * 3 + c] == plain[(y * 32 + 31 - x) * 3 + c]);
 }
 
 TEST_CASE("the transform writes exactly size x size x 3 values, deterministically") {

@@ -84,8 +84,7 @@ TEST_CASE("a position carried to another batch size continues at the first sampl
 }
 
 TEST_CASE("a dataset smaller than one global batch is refused") {
-    CHECK_THROWS_WITH(BatchPlan(15, 8, 0, 2, true, 0),
-                      Catch::Contains("fewer than one global batch"));
+    CHECK_THROWS_WITH(BatchPlan(15, 8, 0, 2, true, 0), Catch::Contains("fewer than one global batch"));
     CHECK_THROWS_AS(BatchPlan(1, 8, 1, 2, false, 0), DataError);
     CHECK_THROWS_AS(BatchPlan(100, 8, 2, 2, true, 0), DataError);
 }

@@ -44,13 +44,13 @@ TEST_CASE("a variable trellis set for the enclosing task is not the user's choic
 }
 
 TEST_CASE("a task's binding replaces the enclosing task's") {
-    auto outer = environment({{"TRELLIS_GPU", "5,6"},
-                              {"TRELLIS_HCA", "mlx5_4:1"},
-                              {"NCCL_IB_HCA", "=mlx5_4:1,mlx5_6:1"},
-                              {"CUDA_VISIBLE_DEVICES", "0,1"},
-                              {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
-                              {"TRELLIS_BINDING_SET",
-                               "CUDA_DEVICE_ORDER,CUDA_VISIBLE_DEVICES,NCCL_IB_HCA,TRELLIS_GPU,TRELLIS_HCA"}});
+    auto outer = environment(
+        {{"TRELLIS_GPU", "5,6"},
+         {"TRELLIS_HCA", "mlx5_4:1"},
+         {"NCCL_IB_HCA", "=mlx5_4:1,mlx5_6:1"},
+         {"CUDA_VISIBLE_DEVICES", "0,1"},
+         {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+         {"TRELLIS_BINDING_SET", "CUDA_DEVICE_ORDER,CUDA_VISIBLE_DEVICES,NCCL_IB_HCA,TRELLIS_GPU,TRELLIS_HCA"}});
     auto inner = task_environment({{"TRELLIS_HCA", "mlx5_0:1"}, {"TRELLIS_CPUS", "0-15"}}, outer);
     CHECK(inner.set.at("TRELLIS_HCA") == "mlx5_0:1");
     CHECK(inner.set.at("TRELLIS_BINDING_SET") == "TRELLIS_CPUS,TRELLIS_HCA");
@@ -64,8 +64,8 @@ TEST_CASE("a task's binding replaces the enclosing task's") {
 }
 
 TEST_CASE("without GPUs visible the enclosing task's CUDA order goes too") {
-    auto outer = environment({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
-                              {"TRELLIS_BINDING_SET", "CUDA_DEVICE_ORDER,CUDA_VISIBLE_DEVICES"}});
+    auto outer = environment(
+        {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"TRELLIS_BINDING_SET", "CUDA_DEVICE_ORDER,CUDA_VISIBLE_DEVICES"}});
     auto inner = task_environment({{"TRELLIS_CPUS", "0-15"}}, outer);
     CHECK(contains(inner.unset, "CUDA_DEVICE_ORDER"));
 }

@@ -19,9 +19,9 @@
 #include "fixtures.hpp"
 
 using namespace trellis::agent::cdi;
+using Catch::Contains;
 using trellis::Refused;
 using trellis::UsageError;
-using Catch::Contains;
 
 namespace {
 
@@ -79,7 +79,8 @@ TEST_CASE("a JSON spec with tabs, escapes and every device node field is read") 
 }
 
 TEST_CASE("YAML's octal file modes read as YAML 1.1 means them") {
-    auto spec = parse_spec(spec_with("0.5.0", "    deviceNodes:\n    - path: /dev/x\n      fileMode: 0666\n"), "s.yaml");
+    auto spec =
+        parse_spec(spec_with("0.5.0", "    deviceNodes:\n    - path: /dev/x\n      fileMode: 0666\n"), "s.yaml");
     CHECK(spec.devices[0].edits.device_nodes[0].file_mode == 0666u);
 }
 
@@ -94,9 +95,12 @@ TEST_CASE("an unknown field is an error naming the file, the line and the field"
 TEST_CASE("missing required fields, bad kinds and bad values are named") {
     CHECK_THROWS_WITH(parse_spec("kind: a.com/b\ndevices: [{name: x, containerEdits: {}}]\n", "f"),
                       Contains("cdiVersion is required"));
-    CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    {}\n").replace(spec_with("0.5.0", "    {}\n").find("example.com/dev"), 15, "nvidia.com"), "f"),
+    CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    {}\n")
+                                     .replace(spec_with("0.5.0", "    {}\n").find("example.com/dev"), 15, "nvidia.com"),
+                                 "f"),
                       Contains("is not a kind"));
-    CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.5.0\nkind: a.com/b\ndevices: []\n", "f"), Contains("at least one device"));
+    CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.5.0\nkind: a.com/b\ndevices: []\n", "f"),
+                      Contains("at least one device"));
     CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    deviceNodes:\n    - path: /dev/x\n      major: many\n"), "f"),
                       Contains("\"many\" is not an integer"));
     CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    deviceNodes:\n    - path: /dev/x\n      type: z\n"), "f"),
@@ -110,15 +114,18 @@ TEST_CASE("missing required fields, bad kinds and bad values are named") {
 }
 
 TEST_CASE("cdiVersion must be a released version and at least what the fields used need") {
-    CHECK_THROWS_WITH(parse_spec(spec_with("0.4.0", "    deviceNodes:\n    - path: /dev/x\n      hostPath: /dev/y\n"), "f"),
-                      Contains("cdiVersion 0.4.0 is too low: deviceNodes hostPath needs at least 0.5.0"));
+    CHECK_THROWS_WITH(
+        parse_spec(spec_with("0.4.0", "    deviceNodes:\n    - path: /dev/x\n      hostPath: /dev/y\n"), "f"),
+        Contains("cdiVersion 0.4.0 is too low: deviceNodes hostPath needs at least 0.5.0"));
     CHECK_THROWS_WITH(parse_spec(spec_with("0.4.0", "    {}\n", "0"), "f"),
                       Contains("not starting with a letter needs at least 0.5.0"));
-    CHECK_THROWS_WITH(parse_spec(spec_with("0.3.0", "    mounts: [{hostPath: /a, containerPath: /b, type: bind}]\n"), "f"),
-                      Contains("mounts type needs at least 0.4.0"));
+    CHECK_THROWS_WITH(
+        parse_spec(spec_with("0.3.0", "    mounts: [{hostPath: /a, containerPath: /b, type: bind}]\n"), "f"),
+        Contains("mounts type needs at least 0.4.0"));
     CHECK_THROWS_WITH(parse_spec(spec_with("0.6.0", "    additionalGids: [44]\n"), "f"),
                       Contains("needs at least 0.7.0"));
-    CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    {}\n") + "annotations: {a: b}\n", "f"), Contains("annotations needs at least 0.6.0"));
+    CHECK_THROWS_WITH(parse_spec(spec_with("0.5.0", "    {}\n") + "annotations: {a: b}\n", "f"),
+                      Contains("annotations needs at least 0.6.0"));
     CHECK_THROWS_WITH(parse_spec(spec_with("0.9.0", "    {}\n"), "f"), Contains("not a released CDI version"));
     CHECK_THROWS_WITH(parse_spec(spec_with("five", "    {}\n"), "f"), Contains("is not a version"));
     CHECK(parse_spec(spec_with("v1.1.0", "    {}\n"), "f").cdi_version == "v1.1.0");
@@ -137,7 +144,8 @@ TEST_CASE("a file that aliases expand into a huge tree is refused") {
 TEST_CASE("the step's GPUs select their devices by index, else by UUID") {
     auto set = set_of({nvidia_spec()});
     CHECK(step_gpu_devices(set, {{1, ""}}) == std::vector<std::string>{"nvidia.com/gpu=1"});
-    CHECK(step_gpu_devices(set, {{0, ""}, {1, ""}}) == std::vector<std::string>{"nvidia.com/gpu=0", "nvidia.com/gpu=1"});
+    CHECK(step_gpu_devices(set, {{0, ""}, {1, ""}}) ==
+          std::vector<std::string>{"nvidia.com/gpu=0", "nvidia.com/gpu=1"});
     // A spec generated with UUID names only: the UUID Slurm or NVML gave matches.
     CHECK(step_gpu_devices(set, {{5, "GPU-9b3a7e21-5c4d-2f10-8e6a-0d1c2b3a4f5e"}}) ==
           std::vector<std::string>{"nvidia.com/gpu=GPU-9b3a7e21-5c4d-2f10-8e6a-0d1c2b3a4f5e"});
@@ -160,8 +168,8 @@ TEST_CASE("edits of the selected devices merge with the spec's common edits, hoo
     CHECK(nodes == std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia-modeset", "/dev/nvidia-uvm",
                                             "/dev/nvidia-uvm-tools", "/dev/nvidiactl"});
     CHECK(edits.device_nodes[0].device);
-    CHECK(edits.env == std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void",
-                                                "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu"});
+    CHECK(edits.env ==
+          std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu"});
     REQUIRE(edits.mounts.size() == 7);
     CHECK(edits.mounts[0].container_path == "/usr/bin/nvidia-smi");  // the shallowest first
     const auto& libcuda = *std::find_if(edits.mounts.begin(), edits.mounts.end(), [](const BindMount& m) {
@@ -184,45 +192,53 @@ TEST_CASE("edits of the selected devices merge with the spec's common edits, hoo
 
 TEST_CASE("an unknown kind or device is one error naming what the specs have") {
     auto set = set_of({nvidia_spec()});
-    CHECK_THROWS_WITH(resolve_edits(set, {"amd.com/gpu=0"}, {}),
-                      Contains("unknown CDI kind amd.com/gpu in amd.com/gpu=0: the specs in /etc/cdi have nvidia.com/gpu"));
+    CHECK_THROWS_WITH(
+        resolve_edits(set, {"amd.com/gpu=0"}, {}),
+        Contains("unknown CDI kind amd.com/gpu in amd.com/gpu=0: the specs in /etc/cdi have nvidia.com/gpu"));
     CHECK_THROWS_WITH(resolve_edits(set, {"nvidia.com/gpu=7"}, {}),
                       Contains("unknown CDI device nvidia.com/gpu=7: nvidia.com/gpu has 0, GPU-"));
     CHECK_THROWS_AS(resolve_edits(set, {"nvidia.com/gpu"}, {}), UsageError);
 }
 
 TEST_CASE("hooks unknown to trellis are refused unless the administrator allows them; then they are noted") {
-    auto hook = spec_with("0.5.0", "    hooks:\n    - hookName: createContainer\n      path: /usr/local/bin/odd-hook\n"
-                                   "      args: [odd-hook, --all]\n");
+    auto hook = spec_with("0.5.0",
+                          "    hooks:\n    - hookName: createContainer\n      path: /usr/local/bin/odd-hook\n"
+                          "      args: [odd-hook, --all]\n");
     auto set = set_of({parse_spec(hook, "odd.yaml")});
     CHECK_THROWS_AS(resolve_edits(set, {"example.com/dev=d0"}, {}), Refused);
-    CHECK_THROWS_WITH(resolve_edits(set, {"example.com/dev=d0"}, {}),
-                      Contains("odd.yaml: CDI hook \"/usr/local/bin/odd-hook --all\" (createContainer) is unknown to trellis") &&
-                          Contains("allowed_cdi_hooks"));
+    CHECK_THROWS_WITH(
+        resolve_edits(set, {"example.com/dev=d0"}, {}),
+        Contains("odd.yaml: CDI hook \"/usr/local/bin/odd-hook --all\" (createContainer) is unknown to trellis") &&
+            Contains("allowed_cdi_hooks"));
     auto allowed = resolve_edits(set, {"example.com/dev=d0"}, {"/usr/local/bin/odd-hook"});
     REQUIRE(allowed.notes.size() == 1);
     CHECK_THAT(allowed.notes[0], Contains("not run: it is in allowed_cdi_hooks"));
     // An NVIDIA subcommand trellis does not know is unknown too.
-    auto chmod = spec_with("0.5.0", "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
-                                    "      args: [nvidia-cdi-hook, chmod, --mode, '755', --path, /dev/dri]\n");
+    auto chmod = spec_with("0.5.0",
+                           "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
+                           "      args: [nvidia-cdi-hook, chmod, --mode, '755', --path, /dev/dri]\n");
     CHECK_THROWS_AS(resolve_edits(set_of({parse_spec(chmod, "c.yaml")}), {"example.com/dev=d0"}, {}), Refused);
 }
 
 TEST_CASE("nvidia-ctk's older hook form and --name=value options are read; bad arguments refused") {
-    auto old = spec_with("0.5.0", "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-ctk\n"
-                                  "      args: [nvidia-ctk, hook, create-symlinks, '--link=libcuda.so.1::/usr/lib64/libcuda.so']\n"
-                                  "    - hookName: createContainer\n      path: /usr/bin/nvidia-ctk\n"
-                                  "      args: [nvidia-ctk, hook, update-ldcache, --ldconfig-path, /sbin/ldconfig, --folder=/usr/lib64]\n");
+    auto old = spec_with(
+        "0.5.0",
+        "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-ctk\n"
+        "      args: [nvidia-ctk, hook, create-symlinks, '--link=libcuda.so.1::/usr/lib64/libcuda.so']\n"
+        "    - hookName: createContainer\n      path: /usr/bin/nvidia-ctk\n"
+        "      args: [nvidia-ctk, hook, update-ldcache, --ldconfig-path, /sbin/ldconfig, --folder=/usr/lib64]\n");
     auto edits = resolve_edits(set_of({parse_spec(old, "old.yaml")}), {"example.com/dev=d0"}, {});
     REQUIRE(edits.symlinks.size() == 1);
     CHECK(edits.symlinks[0].link == "/usr/lib64/libcuda.so");
     CHECK(edits.ld_folders == std::vector<std::string>{"/usr/lib64"});
-    auto bad_link = spec_with("0.5.0", "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
-                                       "      args: [nvidia-cdi-hook, create-symlinks, --link, libcuda.so.1]\n");
+    auto bad_link = spec_with("0.5.0",
+                              "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
+                              "      args: [nvidia-cdi-hook, create-symlinks, --link, libcuda.so.1]\n");
     CHECK_THROWS_WITH(resolve_edits(set_of({parse_spec(bad_link, "b.yaml")}), {"example.com/dev=d0"}, {}),
                       Contains("is not TARGET::LINK"));
-    auto bad_option = spec_with("0.5.0", "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
-                                         "      args: [nvidia-cdi-hook, update-ldcache, --everything, x]\n");
+    auto bad_option = spec_with("0.5.0",
+                                "    hooks:\n    - hookName: createContainer\n      path: /usr/bin/nvidia-cdi-hook\n"
+                                "      args: [nvidia-cdi-hook, update-ldcache, --everything, x]\n");
     CHECK_THROWS_WITH(resolve_edits(set_of({parse_spec(bad_option, "o.yaml")}), {"example.com/dev=d0"}, {}),
                       Contains("cannot read \"--everything\" (accepted: --folder VALUE, --ldconfig-path VALUE)"));
 }
@@ -244,8 +260,13 @@ TEST_CASE("what a user-namespace container cannot do is refused with the reason"
 }
 
 TEST_CASE("device nodes are bound from the host only: one given by major/minor alone is refused") {
-    BindMount null_node{.host_path = "/dev/null", .container_path = "/dev/x", .device = true, .major = 1, .minor = 3,
-                        .type = "c", .origin = "s.yaml"};
+    BindMount null_node{.host_path = "/dev/null",
+                        .container_path = "/dev/x",
+                        .device = true,
+                        .major = 1,
+                        .minor = 3,
+                        .type = "c",
+                        .origin = "s.yaml"};
     CHECK_NOTHROW(check_host_device_node(null_node));
     auto absent = null_node;
     absent.host_path = absent.container_path = "/dev/trellis-no-such-node";
@@ -270,7 +291,9 @@ TEST_CASE("device nodes are bound from the host only: one given by major/minor a
 class RecordingEditor : public RootEditor {
 public:
     std::vector<std::string> calls;
-    void bind(const BindMount& mount) override { calls.push_back("bind " + mount.host_path + " " + mount.container_path); }
+    void bind(const BindMount& mount) override {
+        calls.push_back("bind " + mount.host_path + " " + mount.container_path);
+    }
     void symlink(const Symlink& link) override { calls.push_back("link " + link.link + " -> " + link.target); }
     void write_file(const std::string& path, const std::string& content) override {
         calls.push_back("write " + path + " " + std::to_string(content.size()) + " bytes");
@@ -285,8 +308,13 @@ public:
 TEST_CASE("edits are applied in order: device nodes, mounts, links, then the ld.so.cache") {
     ResolvedEdits edits;
     edits.devices = {"vendor.com/gpu=0"};
-    edits.device_nodes = {BindMount{.host_path = "/dev/null", .container_path = "/dev/gpu0", .device = true,
-                                    .major = 1, .minor = 3, .type = "c", .origin = "s.yaml"}};
+    edits.device_nodes = {BindMount{.host_path = "/dev/null",
+                                    .container_path = "/dev/gpu0",
+                                    .device = true,
+                                    .major = 1,
+                                    .minor = 3,
+                                    .type = "c",
+                                    .origin = "s.yaml"}};
     BindMount library;
     library.host_path = library.container_path = "/usr/lib/x";
     library.read_only = true;
@@ -318,11 +346,13 @@ TEST_CASE("edits are applied in order: device nodes, mounts, links, then the ld.
 TEST_CASE("spec folders: JSON and YAML read in order, a later folder wins, others' folders and files refused") {
     trellis::test::Scratch scratch;
     auto first = scratch.make("etc-cdi"), second = scratch.make("run-cdi");
-    std::filesystem::copy_file(trellis::test::source_dir() + "/tests/fixtures/cdi/nvidia-ctk.yaml", first / "nvidia.yaml");
+    std::filesystem::copy_file(trellis::test::source_dir() + "/tests/fixtures/cdi/nvidia-ctk.yaml",
+                               first / "nvidia.yaml");
     std::filesystem::copy_file(trellis::test::source_dir() + "/tests/fixtures/cdi/accel.json", first / "accel.json");
     scratch.write("etc-cdi/notes.txt", "not a spec");
     auto replacement = spec_with("0.5.0", "    env: [REPLACED=1]\n", "1");
-    std::ofstream(second / "nvidia.yml") << replacement.replace(replacement.find("example.com/dev"), 15, "nvidia.com/gpu");
+    std::ofstream(second / "nvidia.yml") << replacement.replace(replacement.find("example.com/dev"), 15,
+                                                                "nvidia.com/gpu");
     for (const auto& dir : {first, second}) chmod(dir.c_str(), 0755);
     for (const auto& entry : std::filesystem::directory_iterator(first)) chmod(entry.path().c_str(), 0644);
     chmod((second / "nvidia.yml").c_str(), 0644);
@@ -344,7 +374,8 @@ TEST_CASE("spec folders: JSON and YAML read in order, a later folder wins, other
                           Contains("writable by no one else"));
     chmod(second.c_str(), 0755);
     chmod((second / "nvidia.yml").c_str(), 0666);
-    CHECK_THROWS_WITH(load_specs({second.string()}, geteuid()), Contains("CDI spec " + (second / "nvidia.yml").string()));
+    CHECK_THROWS_WITH(load_specs({second.string()}, geteuid()),
+                      Contains("CDI spec " + (second / "nvidia.yml").string()));
     chmod((second / "nvidia.yml").c_str(), 0644);
     // Owned by someone else than the trusted owner (root in production).
     CHECK_THROWS_AS(load_specs({second.string()}, geteuid() + 1), Refused);
@@ -394,8 +425,14 @@ TEST_CASE("compact JSON, as json.Marshal writes it, with nulls for absent values
     CHECK(spec.devices[0].edits.device_nodes[0].major == 195);
     CHECK(spec.devices[0].edits.device_nodes[0].host_path.empty());
     CHECK(spec.edits.mounts[0].host_path == "/a:b");
-    CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}],"kind":"c.com/d"})", "dup.json"),
-                      Contains("field kind given twice"));
-    CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[{"path":"/d","major":"195"}]}}]})", "q.json"),
-                      Contains("expected a number"));
+    CHECK_THROWS_WITH(
+        parse_spec(
+            R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}],"kind":"c.com/d"})",
+            "dup.json"),
+        Contains("field kind given twice"));
+    CHECK_THROWS_WITH(
+        parse_spec(
+            R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[{"path":"/d","major":"195"}]}}]})",
+            "q.json"),
+        Contains("expected a number"));
 }

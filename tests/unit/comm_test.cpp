@@ -47,14 +47,17 @@ std::uint16_t unused_port() {
 }  // namespace
 
 TEST_CASE("both allreduce schedules sum exactly for sizes around the rank count and across segments") {
-    const std::pair<AllreduceAlgorithm, int> cases[] = {
-        {AllreduceAlgorithm::ring, 2}, {AllreduceAlgorithm::ring, 3}, {AllreduceAlgorithm::ring, 4},
-        {AllreduceAlgorithm::halving_doubling, 2}, {AllreduceAlgorithm::halving_doubling, 4},
-        {AllreduceAlgorithm::halving_doubling, 8}};
+    const std::pair<AllreduceAlgorithm, int> cases[] = {{AllreduceAlgorithm::ring, 2},
+                                                        {AllreduceAlgorithm::ring, 3},
+                                                        {AllreduceAlgorithm::ring, 4},
+                                                        {AllreduceAlgorithm::halving_doubling, 2},
+                                                        {AllreduceAlgorithm::halving_doubling, 4},
+                                                        {AllreduceAlgorithm::halving_doubling, 8}};
     for (auto [algorithm, ranks] : cases) {
         // Sizes below the rank count leave some ranges empty; 300001 elements are many
         // uneven segments of 64 KiB.
-        for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(300001)}) {
+        for (std::size_t count :
+             {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(300001)}) {
             INFO(allreduce_algorithms().name(algorithm) << ", " << ranks << " ranks, " << count << " values");
             std::vector<std::vector<float>> results(static_cast<std::size_t>(ranks));
             with_ranks(ranks, [&](int rank, Transport& transport) {
@@ -93,7 +96,8 @@ TEST_CASE("auto takes halving-doubling for a power-of-two number of ranks, ring 
             CHECK_THAT(refusals[0], Catch::Contains("power-of-two number of ranks, not " + std::to_string(ranks)));
     }
     CHECK(allreduce_algorithms().parse("halving-doubling", "-") == AllreduceAlgorithm::halving_doubling);
-    CHECK_THROWS_WITH(allreduce_algorithms().parse("tree", "--allreduce-algorithm"), Catch::Contains("accepted: auto, ring, halving-doubling"));
+    CHECK_THROWS_WITH(allreduce_algorithms().parse("tree", "--allreduce-algorithm"),
+                      Catch::Contains("accepted: auto, ring, halving-doubling"));
 }
 
 TEST_CASE("bucketed allreduce averages gradients released during the backward pass") {
@@ -257,8 +261,9 @@ TEST_CASE("a stray connection to the rendezvous port is ignored") {
 TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
     Identity identity{1, 2, 1, 0, "lonely"};
     auto port = std::to_string(unused_port());
-    CHECK_THROWS_WITH(RendezvousWireup("test", identity, "127.0.0.1", std::uint16_t(std::stoi(port)), std::chrono::seconds(1)),
-                      Catch::Contains("cannot connect to 127.0.0.1:" + port));
+    CHECK_THROWS_WITH(
+        RendezvousWireup("test", identity, "127.0.0.1", std::uint16_t(std::stoi(port)), std::chrono::seconds(1)),
+        Catch::Contains("cannot connect to 127.0.0.1:" + port));
 }
 
 TEST_CASE("the binding's interface gives the address to advertise") {

@@ -102,9 +102,8 @@ TEST_CASE("plugstack.conf arguments override the file") {
         std::ofstream out(path);
         out << "[binding]\npolicy = \"none\"\nsmt = true\n";
     }
-    Config config = load_config({"config=" + path, "policy=closest", "hca_exclude=mlx5_2,mlx5_3",
-                                 "require_active=no"},
-                                "");
+    Config config =
+        load_config({"config=" + path, "policy=closest", "hca_exclude=mlx5_2,mlx5_3", "require_active=no"}, "");
     CHECK(config.binding.policy == Policy::closest);
     CHECK(config.binding.smt);
     CHECK(config.binding.hca_exclude == std::vector<std::string>{"mlx5_2", "mlx5_3"});
@@ -115,7 +114,8 @@ TEST_CASE("plugstack.conf arguments override the file") {
                       Catch::StartsWith("plugstack.conf argument 'colour=red': unknown key (accepted: config, "));
     CHECK_THROWS_WITH(load_config({"smt=perhaps"}, "/nonexistent/default.toml"),
                       "plugstack.conf argument 'smt=perhaps': must be true or false");
-    CHECK_THROWS_WITH(load_config({"verbose"}, ""), Catch::StartsWith("plugstack.conf argument 'verbose' is not key=value"));
+    CHECK_THROWS_WITH(load_config({"verbose"}, ""),
+                      Catch::StartsWith("plugstack.conf argument 'verbose' is not key=value"));
     std::remove(path.c_str());
 }
 

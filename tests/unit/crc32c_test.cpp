@@ -71,8 +71,7 @@ TEST_CASE("CRC-32C runs well above 100 MB/s") {
     auto start = std::chrono::steady_clock::now();
     volatile std::uint32_t sink = crc32c(data);
     (void)sink;
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double megabytes_per_second = 32 / seconds;
     INFO("CRC-32C: " << megabytes_per_second << " MB/s");
     CHECK(megabytes_per_second > 100);

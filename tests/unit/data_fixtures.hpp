@@ -25,8 +25,7 @@ namespace trellis::test {
 class TempDir {
 public:
     TempDir() {
-        std::string pattern =
-            (std::filesystem::temp_directory_path() / "trellis-data-XXXXXX").string();
+        std::string pattern = (std::filesystem::temp_directory_path() / "trellis-data-XXXXXX").string();
         if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
         path_ = pattern;
     }
@@ -47,8 +46,7 @@ private:
 inline void write_file(const std::string& path, data::ByteView bytes) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw std::runtime_error("cannot write " + path);
 }
 
@@ -59,10 +57,8 @@ inline data::RgbImage test_pattern(int width, int height, int seed = 0) {
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x) {
             std::uint8_t* pixel = &image.pixels[(std::size_t(y) * width + x) * 3];
-            pixel[0] =
-                static_cast<std::uint8_t>((x * 255 / std::max(1, width - 1) + seed * 37) % 256);
-            pixel[1] =
-                static_cast<std::uint8_t>((y * 255 / std::max(1, height - 1) + seed * 11) % 256);
+            pixel[0] = static_cast<std::uint8_t>((x * 255 / std::max(1, width - 1) + seed * 37) % 256);
+            pixel[1] = static_cast<std::uint8_t>((y * 255 / std::max(1, height - 1) + seed * 11) % 256);
             pixel[2] = static_cast<std::uint8_t>((seed * 53) % 256);
         }
     return image;
@@ -84,8 +80,7 @@ public:
     static std::vector<data::EncodedSample> jpegs(int count) {
         std::vector<data::EncodedSample> samples;
         for (int i = 0; i < count; ++i)
-            samples.push_back({test_jpeg(40 + (i % 5) * 8, 32 + (i % 3) * 12, i), i,
-                               "memory:" + std::to_string(i)});
+            samples.push_back({test_jpeg(40 + (i % 5) * 8, 32 + (i % 3) * 12, i), i, "memory:" + std::to_string(i)});
         return samples;
     }
 

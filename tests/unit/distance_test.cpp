@@ -18,8 +18,8 @@ PciPlace place(unsigned bus, std::vector<PciBridge> bridges, std::vector<int> nu
     return p;
 }
 
-const PciBridge host_a{1, true}, host_b{2, true}, root{10, false}, up{11, false}, down1{12, false},
-    down2{13, false}, up2{14, false}, down3{15, false};
+const PciBridge host_a{1, true}, host_b{2, true}, root{10, false}, up{11, false}, down1{12, false}, down2{13, false},
+    up2{14, false}, down3{15, false};
 
 Distance between(const Node& node, const std::string& a, const std::string& b) {
     DeviceMatrix m = device_matrix(node);
@@ -61,8 +61,7 @@ TEST_CASE("distance classes from bridge chains") {
 }
 
 TEST_CASE("names round-trip and order nearest first") {
-    for (auto d : {Distance::same, Distance::pix, Distance::pxb, Distance::phb, Distance::node,
-                   Distance::sys})
+    for (auto d : {Distance::same, Distance::pix, Distance::pxb, Distance::phb, Distance::node, Distance::sys})
         CHECK(parse_distance(distance_name(d)) == d);
     CHECK(distance_name(Distance::pix) == "PIX");
     CHECK_FALSE(parse_distance("FAR"));

@@ -48,8 +48,7 @@ TEST_CASE("an encoded image example parses back") {
 
 TEST_CASE("the bytes TensorFlow writes for a one-feature Example parse") {
     // tf.train.Example(features=tf.train.Features(feature={"a": Int64List(value=[1])}))
-    Bytes record = {0x0a, 0x0c, 0x0a, 0x0a, 0x0a, 0x01, 0x61,
-                    0x12, 0x05, 0x1a, 0x03, 0x0a, 0x01, 0x01};
+    Bytes record = {0x0a, 0x0c, 0x0a, 0x0a, 0x0a, 0x01, 0x61, 0x12, 0x05, 0x1a, 0x03, 0x0a, 0x01, 0x01};
     Features features = parse_example(record, "literal");
     REQUIRE(features.count("a") == 1);
     CHECK(features.at("a").int64s == std::vector<std::int64_t>{1});
@@ -90,8 +89,7 @@ TEST_CASE("map semantics: the last entry of a key wins, negative labels survive"
     WireWriter first, second;
     first.int64_field(1, 1);
     second.int64_field(1, -3);
-    Features features = parse_example(
-        example_of({{"k", feature_of(3, first)}, {"k", feature_of(3, second)}}), "dup");
+    Features features = parse_example(example_of({{"k", feature_of(3, first)}, {"k", feature_of(3, second)}}), "dup");
     CHECK(features.at("k").int64s == std::vector<std::int64_t>{-3});
 }
 
@@ -100,17 +98,15 @@ TEST_CASE("examples without the image or the label are refused naming the source
     jpeg_list.string_field(1, "x");
     Bytes no_label = example_of({{"image/encoded", feature_of(1, jpeg_list)}});
     CHECK_THROWS_WITH(parse_image_example(no_label, "train-00003:4096"),
-                      Catch::Contains("train-00003:4096") &&
-                          Catch::Contains("no 'image/class/label' feature") &&
+                      Catch::Contains("train-00003:4096") && Catch::Contains("no 'image/class/label' feature") &&
                           Catch::Contains("it has: image/encoded"));
 
     WireWriter two_labels;
     two_labels.int64_field(1, 1);
     two_labels.int64_field(1, 2);
-    Bytes ambiguous = example_of({{"image/encoded", feature_of(1, jpeg_list)},
-                                  {"image/class/label", feature_of(3, two_labels)}});
-    CHECK_THROWS_WITH(parse_image_example(ambiguous, "s"),
-                      Catch::Contains("2 int64 values (expected 1)"));
+    Bytes ambiguous =
+        example_of({{"image/encoded", feature_of(1, jpeg_list)}, {"image/class/label", feature_of(3, two_labels)}});
+    CHECK_THROWS_WITH(parse_image_example(ambiguous, "s"), Catch::Contains("2 int64 values (expected 1)"));
 }
 
 TEST_CASE("malformed examples throw DataError with the source") {

@@ -28,8 +28,8 @@ inline std::string shared_topology_dir() {
 
 // A scratch folder of the test's own, removed at the end of the test.
 struct Scratch {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("trellis-test-" + std::to_string(::getpid()));
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("trellis-test-" + std::to_string(::getpid()));
     Scratch() { std::filesystem::create_directories(path); }
     ~Scratch() { std::filesystem::remove_all(path); }
     // A folder inside, made with its parents; its canonical path.

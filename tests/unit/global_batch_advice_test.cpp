@@ -12,9 +12,10 @@ TEST_CASE("a global batch the ranks divide: the per-rank options that make it") 
 }
 
 TEST_CASE("a global batch the ranks do not divide: the nearest counts that do, and an example below") {
-    CHECK(global_batch_advice(64, 3, "ranks") ==
-          "64 is not divisible by 3 ranks: resume on 1, 2, 4, 8, 16 or 32 ranks with --batch-size x --accumulate = 64 / "
-          "ranks (on 2: --batch-size 32, or --batch-size 16 --accumulate 2)");
+    CHECK(
+        global_batch_advice(64, 3, "ranks") ==
+        "64 is not divisible by 3 ranks: resume on 1, 2, 4, 8, 16 or 32 ranks with --batch-size x --accumulate = 64 / "
+        "ranks (on 2: --batch-size 32, or --batch-size 16 --accumulate 2)");
     // 256 has nine divisors: the six nearest to 100 are listed (not 1, 2 or 256), and 64 is the example.
     CHECK(global_batch_advice(256, 100, "ranks") ==
           "256 is not divisible by 100 ranks: resume on 4, 8, 16, 32, 64 or 128 ranks with --batch-size x "

@@ -152,7 +152,8 @@ TEST_CASE("the device's parameters start on multiples of 64 elements, the gaps z
 TEST_CASE("the GPU speed items are chosen by name, all or none, and an unknown one is refused naming them") {
     CHECK(gpu::describe(gpu::parse_speedups("")) == "none");
     CHECK(gpu::describe(gpu::parse_speedups("none")) == "none");
-    CHECK(gpu::describe(gpu::parse_speedups("all")) == "synthetic-on-device,workspace-cache,vector-kernels,fused-norm-join,overflow-on-device");
+    CHECK(gpu::describe(gpu::parse_speedups("all")) ==
+          "synthetic-on-device,workspace-cache,vector-kernels,fused-norm-join,overflow-on-device");
     auto one = gpu::parse_speedups("workspace-cache");
     CHECK(one.workspace_cache);
     CHECK_FALSE(one.synthetic_on_device);

@@ -65,15 +65,17 @@ GradientCheckResult GradientCheck::run(int samples, double eps) {
     auto pick = [&](std::size_t size) { return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng_); };
     for (int s = 0; s < samples; ++s) {
         auto i = pick(input.size());
-        record(result, input_grad[i], [&](float v) { input[i] = v; }, input[i], eps, "input[" + std::to_string(i) + "]");
+        record(
+            result, input_grad[i], [&](float v) { input[i] = v; }, input[i], eps, "input[" + std::to_string(i) + "]");
     }
     std::size_t offset = 0;
     for (auto* p : store_.learned()) {
         for (int s = 0; s < samples; ++s) {
             auto i = pick(static_cast<std::size_t>(p->elements()));
             float* value = p->value + i;
-            record(result, grads[offset + i], [&](float v) { *value = v; }, *value, eps,
-                   p->name + "[" + std::to_string(i) + "]");
+            record(
+                result, grads[offset + i], [&](float v) { *value = v; }, *value, eps,
+                p->name + "[" + std::to_string(i) + "]");
         }
         offset += static_cast<std::size_t>(p->elements());
     }

@@ -16,7 +16,7 @@ namespace trellis::test {
 
 struct GradientCheckResult {
     int checked = 0;
-    int skipped = 0;       // coordinates where the perturbation crossed a kink (ReLU, max)
+    int skipped = 0;         // coordinates where the perturbation crossed a kink (ReLU, max)
     double worst_error = 0;  // |analytic - numeric| / max(1, |numeric|)
     std::string worst_where;
 };
@@ -32,8 +32,8 @@ public:
 
 private:
     double objective();
-    void record(GradientCheckResult& result, double analytic, const std::function<void(float)>& nudge,
-                float original, double eps, const std::string& where);
+    void record(GradientCheckResult& result, double analytic, const std::function<void(float)>& nudge, float original,
+                double eps, const std::string& where);
 
     nn::Backend& backend_;
     nn::Layer& layer_;

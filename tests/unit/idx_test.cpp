@@ -38,7 +38,8 @@ std::vector<std::uint8_t> idx_bytes(std::vector<std::uint32_t> dims, std::vector
 }
 
 void write_plain(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 void write_gzip(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
@@ -96,8 +97,8 @@ TEST_CASE("a corrupt IDX file is an error naming the file and what was expected"
 
     write_split(f.path, "train", false);
     write_plain(f.path / "train-labels-idx1-ubyte", idx_bytes({2}, {0, 1}));
-    CHECK_THROWS_WITH(IdxDataset(f.path.string(), "train"), Catch::Contains("3 images but") &&
-                                                                Catch::Contains("2 labels (expected as many)"));
+    CHECK_THROWS_WITH(IdxDataset(f.path.string(), "train"),
+                      Catch::Contains("3 images but") && Catch::Contains("2 labels (expected as many)"));
     write_split(f.path, "t10k", false);
     CHECK_THROWS_WITH(IdxDataset(f.path.string(), "t10k", 2), Catch::Contains("label 2, expected below 2"));
 

@@ -70,8 +70,7 @@ TEST_CASE("missing or empty trees are refused before training starts") {
     CHECK_THROWS_WITH(ImageFolderDataset(dir.path(), "train"), Catch::Contains("no class folders"));
     std::filesystem::create_directories(dir / "train/n01");
     write_file(dir / "train/n01/readme.txt", as_bytes("x"));
-    CHECK_THROWS_WITH(ImageFolderDataset(dir.path(), "train"),
-                      Catch::Contains("no .JPEG/.jpg/.jpeg files"));
+    CHECK_THROWS_WITH(ImageFolderDataset(dir.path(), "train"), Catch::Contains("no .JPEG/.jpg/.jpeg files"));
 }
 
 TEST_CASE("a file that vanished is a DataError naming it") {

@@ -162,7 +162,8 @@ TEST_CASE("an administrator's squashfs matches allowed_images and must be root's
     CHECK(checked.settings == (images / "train.json").string());
     // A folder anyone may change: anyone could swap the image under another user's step.
     ::chmod(images.c_str(), 0777);
-    CHECK_THROWS_WITH(check_image(squashfs, config), Catch::Contains("must belong to root and be writable by root alone"));
+    CHECK_THROWS_WITH(check_image(squashfs, config),
+                      Catch::Contains("must belong to root and be writable by root alone"));
     ::chmod(images.c_str(), 0755);
     // The settings beside it are held to the same rule.
     REQUIRE(::chown((images / "train.json").c_str(), 4242, 4242) == 0);

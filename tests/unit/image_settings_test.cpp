@@ -83,7 +83,8 @@ TEST_CASE("working directory: under a mount, the image's WorkingDir, the job's i
     CHECK(working_directory_candidates("/data", {"/data/"}, with_workdir).front() == "/data");
     CHECK(working_directory_candidates("/database", {"/data"}, with_workdir).front() == "/work");
     // 2. Else the image's WorkingDir, before the job's folder.
-    CHECK(working_directory_candidates("/home/u", {}, with_workdir) == std::vector<std::string>{"/work", "/home/u", "/"});
+    CHECK(working_directory_candidates("/home/u", {}, with_workdir) ==
+          std::vector<std::string>{"/work", "/home/u", "/"});
     // 3, 4. Else the job's folder when the image has it, else /.
     CHECK(working_directory_candidates("/home/u", {}, without) == std::vector<std::string>{"/home/u", "/"});
     CHECK(start_directory_note("/", "/home/u", "", "/i.sqsh").find("tasks start in /") != std::string::npos);

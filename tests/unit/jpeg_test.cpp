@@ -72,8 +72,7 @@ TEST_CASE("decoding with a minimum size uses the scaled decoder") {
             for (int c = 0; c < 3; ++c) {
                 int sum = 0;
                 for (int dy = 0; dy < 4; ++dy)
-                    for (int dx = 0; dx < 4; ++dx)
-                        sum += original.pixels[((4 * y + dy) * 256 + 4 * x + dx) * 3 + c];
+                    for (int dx = 0; dx < 4; ++dx) sum += original.pixels[((4 * y + dy) * 256 + 4 * x + dx) * 3 + c];
                 reduced.pixels[(y * 64 + x) * 3 + c] = static_cast<std::uint8_t>(sum / 16);
             }
     CHECK(mean_abs_difference(quarter, reduced) < 4.0);
@@ -83,9 +82,8 @@ TEST_CASE("unreadable data is a DataError naming the source") {
     JpegDecoder decoder;
     RgbImage image;
     Bytes garbage(500, 0x42);
-    CHECK_THROWS_WITH(
-        decoder.decode(garbage, "/data/train/n01/x.JPEG", image),
-        Catch::Contains("/data/train/n01/x.JPEG") && Catch::Contains("not a readable JPEG"));
+    CHECK_THROWS_WITH(decoder.decode(garbage, "/data/train/n01/x.JPEG", image),
+                      Catch::Contains("/data/train/n01/x.JPEG") && Catch::Contains("not a readable JPEG"));
     CHECK_THROWS_AS(decoder.read_header(Bytes{}, "empty"), DataError);
     // The decoder stays usable after an error.
     Bytes good = test_jpeg(32, 32);
@@ -114,8 +112,7 @@ TEST_CASE("CMYK JPEGs come out as RGB") {
     tjhandle compressor = tjInitCompress();
     unsigned char* buffer = nullptr;
     unsigned long size = 0;
-    REQUIRE(tjCompress2(compressor, cmyk.data(), width, 0, height, TJPF_CMYK, &buffer, &size,
-                        TJSAMP_444, 95, 0) == 0);
+    REQUIRE(tjCompress2(compressor, cmyk.data(), width, 0, height, TJPF_CMYK, &buffer, &size, TJSAMP_444, 95, 0) == 0);
     Bytes jpeg(buffer, buffer + size);
     tjFree(buffer);
     tjDestroy(compressor);

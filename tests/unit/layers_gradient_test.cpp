@@ -137,7 +137,7 @@ TEST_CASE("dropout: its gradient, and masks that depend on the draw and the laye
     CHECK(kept < 1024 * 0.6);
     CHECK(run(*dropout) == first);  // the same draw: the same mask
     auto again = backend.dropout("dropout0", 0.5f, draw);
-    CHECK(run(*again) == first);    // another layer object, same name and draw (a resumed run)
+    CHECK(run(*again) == first);  // another layer object, same name and draw (a resumed run)
     draw.draw = 4;
     CHECK(run(*dropout) != first);
     draw.draw = 3;
@@ -229,8 +229,8 @@ TEST_CASE("batch norm statistics are float32's rounding of the exact ones, in ev
         INFO("layout " << int(layout));
         auto norm = backend.batch_norm({"bn", int(channels), false, 1.0f});
         tensor::Shape shape{n, channels, size, size};
-        auto spec = nn::cpu::spec_of(dnnl::memory::desc({n, channels, size, size}, dnnl::memory::data_type::f32, layout),
-                                     shape);
+        auto spec = nn::cpu::spec_of(
+            dnnl::memory::desc({n, channels, size, size}, dnnl::memory::data_type::f32, layout), shape);
         norm->setup(spec, true);
         nn::ParameterStore store;
         norm->collect(store);
@@ -242,7 +242,8 @@ TEST_CASE("batch norm statistics are float32's rounding of the exact ones, in ev
         for (std::int64_t c = 0; c < channels; ++c) {
             double sum = 0, squares = 0;
             for (std::int64_t i = 0; i < n; ++i)
-                for (std::int64_t p = 0; p < size * size; ++p) sum += x[std::size_t((i * channels + c) * size * size + p)];
+                for (std::int64_t p = 0; p < size * size; ++p)
+                    sum += x[std::size_t((i * channels + c) * size * size + p)];
             double mean = sum / count;
             for (std::int64_t i = 0; i < n; ++i)
                 for (std::int64_t p = 0; p < size * size; ++p) {
@@ -252,7 +253,8 @@ TEST_CASE("batch norm statistics are float32's rounding of the exact ones, in ev
             double running_mean = double(0.1f) * mean;
             double running_variance = double(0.9f) + double(0.1f) * squares / (count - 1);
             worst_mean = std::max(worst_mean, std::abs(stats[0]->value[c] - running_mean) / running_mean);
-            worst_variance = std::max(worst_variance, std::abs(stats[1]->value[c] - running_variance) / running_variance);
+            worst_variance =
+                std::max(worst_variance, std::abs(stats[1]->value[c] - running_variance) / running_variance);
         }
         CHECK(worst_mean <= 2 * 0x1p-24);
         // 0.9 + 0.1 variance: four roundings of a value near 1.

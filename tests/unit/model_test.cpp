@@ -91,9 +91,7 @@ TEST_CASE("a residual block's last norm, held by its join, keeps its place among
     models::Model model(backend, models::find_architecture("resnet8"), {10, true}, 1, 32, 1);
     std::vector<std::string> names;
     for (const auto* p : model.parameters().learned()) names.push_back(p->name);
-    auto at = [&](const std::string& name) {
-        return std::find(names.begin(), names.end(), name) - names.begin();
-    };
+    auto at = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
     REQUIRE(at("layer2.0.2.bn.weight") < std::ptrdiff_t(names.size()));
     CHECK(at("layer2.0.2.conv.weight") < at("layer2.0.2.bn.weight"));
     CHECK(at("layer2.0.2.bn.weight") < at("layer2.0.downsample.conv.weight"));
@@ -138,8 +136,10 @@ TEST_CASE("tf_cnn_benchmarks' models: their parameters and multiply-accumulates 
         int image_size;
         double parameters_m, gmacs;
     };
-    const Expected models_[] = {{"alexnet", 227, 61.84, 0.84},     {"vgg16", 224, 138.36, 15.47},
-                                {"googlenet", 224, 7.00, 1.58},    {"inception3", 299, 23.82, 5.71},
+    const Expected models_[] = {{"alexnet", 227, 61.84, 0.84},
+                                {"vgg16", 224, 138.36, 15.47},
+                                {"googlenet", 224, 7.00, 1.58},
+                                {"inception3", 299, 23.82, 5.71},
                                 {"inception4", 299, 42.65, 12.25}};
     nn::cpu::CpuBackend backend;
     for (const auto& e : models_) {

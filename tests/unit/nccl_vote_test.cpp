@@ -31,7 +31,8 @@ NcclDecision vote(const std::vector<Rank>& ranks, int rank) {
 }  // namespace
 
 TEST_CASE("NCCL when every rank has a GPU of its own") {
-    std::vector<Rank> ranks{{true, "", "n1 0000:3B:00.0"}, {true, "", "n1 0000:5E:00.0"}, {true, "", "n2 0000:3B:00.0"}};
+    std::vector<Rank> ranks{
+        {true, "", "n1 0000:3B:00.0"}, {true, "", "n1 0000:5E:00.0"}, {true, "", "n2 0000:3B:00.0"}};
     for (int r = 0; r < 3; ++r) CHECK(vote(ranks, r).use);
 }
 

@@ -82,7 +82,8 @@ TEST_CASE("LARS scales each weight tensor's step by its trust ratio") {
 TEST_CASE("unknown optimizer and bad momentum are refused") {
     TwoParameters p;
     optim::OptimizerConfig config;
-    CHECK_THROWS_WITH(optim::optimizer_kinds().parse("adam", "--optimizer"), Catch::Contains("accepted: sgd, rmsprop, lars"));
+    CHECK_THROWS_WITH(optim::optimizer_kinds().parse("adam", "--optimizer"),
+                      Catch::Contains("accepted: sgd, rmsprop, lars"));
     CHECK(optim::optimizer_kinds().parse("momentum", "--optimizer") == optim::OptimizerKind::sgd);
     CHECK(optim::optimizer_kinds().name(optim::OptimizerKind::sgd) == "sgd");  // what checkpoints record
     config.momentum = 1.5f;

@@ -146,17 +146,14 @@ TEST_CASE("a corrupt JPEG is skipped and counted, or stops a strict run") {
         const Batch& batch = pipeline.next();
         CHECK(batch.size == 4);
         CHECK(batch.labels == std::vector<int>{4, 6, 6, 7});  // the next good sample stands in
-        std::vector<float> slot1(batch.images.begin() + 24 * 24 * 3,
-                                 batch.images.begin() + 2 * 24 * 24 * 3);
-        std::vector<float> slot2(batch.images.begin() + 2 * 24 * 24 * 3,
-                                 batch.images.begin() + 3 * 24 * 24 * 3);
+        std::vector<float> slot1(batch.images.begin() + 24 * 24 * 3, batch.images.begin() + 2 * 24 * 24 * 3);
+        std::vector<float> slot2(batch.images.begin() + 2 * 24 * 24 * 3, batch.images.begin() + 3 * 24 * 24 * 3);
         CHECK(slot1 == slot2);
         take(pipeline, 1);
         CHECK(pipeline.counters().bad_samples == 1);
         CHECK(pipeline.counters().samples_delivered == 11);
         REQUIRE(log.lines().size() == 1);
-        CHECK_THAT(log.lines()[0],
-                   Catch::Contains("memory:5") && Catch::Contains("not a readable JPEG"));
+        CHECK_THAT(log.lines()[0], Catch::Contains("memory:5") && Catch::Contains("not a readable JPEG"));
     }
     SECTION("strict") {
         config.strict = true;

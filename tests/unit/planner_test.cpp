@@ -12,8 +12,7 @@ using namespace trellis::topology;
 
 namespace {
 
-Plan plan_for(const std::string& fixture, int tasks,
-              const std::function<void(PlanRequest&)>& adjust = {}) {
+Plan plan_for(const std::string& fixture, int tasks, const std::function<void(PlanRequest&)>& adjust = {}) {
     Node node = load_xml(trellis::test::topology_fixture(fixture));
     PlanRequest request;
     request.tasks = tasks;
@@ -84,12 +83,14 @@ TEST_CASE("fewer tasks than GPUs: contiguous groups; HCA nearest the first GPU")
     CHECK(gpu_indices(slurm_split.tasks[0]) == std::vector<int>{0});
     CHECK(has_warning(slurm_split.urgent_warnings, "tasks get 1 and 3 GPUs"));
     CHECK(plan.urgent_warnings.empty());  // 2 each
-    CHECK(plan_for("two-level-switch-8gpu.xml", 2, [](PlanRequest& r) { r.allowed_gpus = {0, 1, 5}; })
-              .urgent_warnings.empty());  // 2 and 1: as even as 3 GPUs go
+    CHECK(plan_for("two-level-switch-8gpu.xml", 2, [](PlanRequest& r) {
+              r.allowed_gpus = {0, 1, 5};
+          }).urgent_warnings.empty());  // 2 and 1: as even as 3 GPUs go
 
     // One task for all 8: it must span both sockets, and says so; distance and GPUDirect
     // describe its farthest GPU.
-    Plan one = plan_for("two-level-switch-8gpu.xml", 1, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0")}; });
+    Plan one =
+        plan_for("two-level-switch-8gpu.xml", 1, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0")}; });
     CHECK(has_warning(one.tasks[0].warnings, "GPUs span 2 sockets"));
     CHECK_FALSE(one.tasks[0].gdr);
     CHECK(one.tasks[0].env.at("TRELLIS_DISTANCE") == "SYS");
@@ -161,34 +162,30 @@ TEST_CASE("a DOWN port is passed over; the active port of a two-port HCA is chos
     CHECK(has_warning(plan.tasks[1].warnings, "GPUDirect RDMA not eligible: GPU 1 to mlx5_0 is SYS"));
 
     SECTION("require_active off takes the nearest HCA whatever its state") {
-        Plan any = plan_for("down-port-2gpu.xml", 2,
-                            [](PlanRequest& r) { r.hcas.require_active = false; });
+        Plan any = plan_for("down-port-2gpu.xml", 2, [](PlanRequest& r) { r.hcas.require_active = false; });
         CHECK(any.tasks[0].hcas[0].port == 1);
         CHECK(any.tasks[1].hcas[0].name == "mlx5_1");
     }
     SECTION("no ACTIVE HCA left after filtering: warning, no HCA variables") {
-        Plan none = plan_for("down-port-2gpu.xml", 2,
-                             [](PlanRequest& r) { r.hcas.include = {"mlx5_1"}; });
+        Plan none = plan_for("down-port-2gpu.xml", 2, [](PlanRequest& r) { r.hcas.include = {"mlx5_1"}; });
         CHECK(none.tasks[0].hcas.empty());
         CHECK(none.tasks[0].env.count("NCCL_IB_HCA") == 0);
         CHECK(has_warning(none.warnings, "no usable ACTIVE HCA on downport (2 HCAs)"));
     }
     SECTION("exclude patterns") {
-        Plan excluded = plan_for("down-port-2gpu.xml", 1,
-                                 [](PlanRequest& r) { r.hcas.exclude = {"mlx5_*"}; });
+        Plan excluded = plan_for("down-port-2gpu.xml", 1, [](PlanRequest& r) { r.hcas.exclude = {"mlx5_*"}; });
         CHECK(excluded.tasks[0].hcas.empty());
     }
     SECTION("an explicit HCA list") {
-        Plan chosen = plan_for("down-port-2gpu.xml", 2, [](PlanRequest& r) {
-            r.hcas.only = {HcaRequest::parse("mlx5_0:2")};
-        });
+        Plan chosen =
+            plan_for("down-port-2gpu.xml", 2, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0:2")}; });
         CHECK(chosen.tasks[1].hcas[0].name == "mlx5_0");
-        CHECK_THROWS_WITH(plan_for("down-port-2gpu.xml", 1,
-                                   [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_9")}; }),
-                          Catch::Contains("HCA 'mlx5_9' is not on downport (it has: mlx5_0, mlx5_1)"));
-        CHECK_THROWS_WITH(plan_for("down-port-2gpu.xml", 1,
-                                   [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0:3")}; }),
-                          Catch::Contains("has no port 3"));
+        CHECK_THROWS_WITH(
+            plan_for("down-port-2gpu.xml", 1, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_9")}; }),
+            Catch::Contains("HCA 'mlx5_9' is not on downport (it has: mlx5_0, mlx5_1)"));
+        CHECK_THROWS_WITH(
+            plan_for("down-port-2gpu.xml", 1, [](PlanRequest& r) { r.hcas.only = {HcaRequest::parse("mlx5_0:3")}; }),
+            Catch::Contains("has no port 3"));
     }
 }
 
@@ -243,8 +240,7 @@ TEST_CASE("CPU-only node: tasks spread over NUMA nodes; HCA nearest their CPUs")
 }
 
 TEST_CASE("a step without GPUs on a GPU node plans CPU-only tasks") {
-    Plan plan = plan_for("two-level-switch-8gpu.xml", 2,
-                         [](PlanRequest& r) { r.allowed_gpus = std::vector<int>{}; });
+    Plan plan = plan_for("two-level-switch-8gpu.xml", 2, [](PlanRequest& r) { r.allowed_gpus = std::vector<int>{}; });
     CHECK(plan.tasks[0].gpus.empty());
     CHECK(plan.tasks[0].cpus.to_string() == "0-15");
     CHECK(plan.tasks[1].cpus.to_string() == "16-31");
@@ -262,12 +258,11 @@ TEST_CASE("policy none reports the plan but binds and exports nothing") {
 
 TEST_CASE("requests that cannot be planned are refused with the value named") {
     CHECK_THROWS_WITH(plan_for("shared-hca-4gpu.xml", 0), Catch::Contains("at least 1, not 0"));
-    CHECK_THROWS_WITH(plan_for("shared-hca-4gpu.xml", 1,
-                               [](PlanRequest& r) { r.allowed_gpus = std::vector<int>{4}; }),
+    CHECK_THROWS_WITH(plan_for("shared-hca-4gpu.xml", 1, [](PlanRequest& r) { r.allowed_gpus = std::vector<int>{4}; }),
                       Catch::Contains("GPU 4 is not on shared4 (it has 4 GPUs: 0-3)"));
-    CHECK_THROWS_WITH(plan_for("shared-hca-4gpu.xml", 1,
-                               [](PlanRequest& r) { r.allowed_cpus = CpuSet::parse("100-101"); }),
-                      Catch::Contains("contain none of shared4's CPUs (0-7)"));
+    CHECK_THROWS_WITH(
+        plan_for("shared-hca-4gpu.xml", 1, [](PlanRequest& r) { r.allowed_cpus = CpuSet::parse("100-101"); }),
+        Catch::Contains("contain none of shared4's CPUs (0-7)"));
     CHECK_THROWS_WITH(parse_policy("nearest"), Catch::Contains("accepted: closest, none"));
     CHECK_THROWS_AS(HcaRequest::parse("mlx5_0:x"), trellis::UsageError);
     CHECK_THROWS_AS(HcaRequest::parse(":1"), trellis::UsageError);
@@ -299,8 +294,7 @@ TEST_CASE("NCCL gets one HCA set for the whole node, only when the choice is res
     CHECK_FALSE(open.hcas_restricted);
     for (const auto& task : open.tasks) CHECK(task.env.count("NCCL_IB_HCA") == 0);
 
-    Plan narrowed = plan_for("two-level-switch-8gpu.xml", 8,
-                             [](PlanRequest& r) { r.hcas.include = {"mlx5_[0-3]"}; });
+    Plan narrowed = plan_for("two-level-switch-8gpu.xml", 8, [](PlanRequest& r) { r.hcas.include = {"mlx5_[0-3]"}; });
     for (const auto& task : narrowed.tasks) {
         INFO("task " << task.local_rank);
         CHECK(task.env.at("NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");

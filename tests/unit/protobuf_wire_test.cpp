@@ -84,8 +84,8 @@ TEST_CASE("malformed messages are refused with the context and byte offset") {
         while (reader.next(field)) {}
     };
     // A varint whose continuation bit runs off the end.
-    CHECK_THROWS_WITH(walk({0x08, 0x96}), Catch::Contains("shard-7:1234") &&
-                                              Catch::Contains("varint runs past the end"));
+    CHECK_THROWS_WITH(walk({0x08, 0x96}),
+                      Catch::Contains("shard-7:1234") && Catch::Contains("varint runs past the end"));
     // Eleven continuation bytes.
     CHECK_THROWS_WITH(walk(Bytes(11, 0xff)), Catch::Contains("does not fit in 64 bits"));
     // A length that claims more than is there.

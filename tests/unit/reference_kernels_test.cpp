@@ -28,7 +28,8 @@ TEST_CASE("a 3x3 convolution on 2x2 maps under the AVX2 cap: oneDNN's reference 
         // What oneDNN itself picks for the backward weights in the forward pass's layouts.
         using dnnl::memory;
         auto any = memory::format_tag::any;
-        memory::desc src({2, 16, 2, 2}, memory::data_type::f32, any), weights({16, 16, 3, 3}, memory::data_type::f32, any);
+        memory::desc src({2, 16, 2, 2}, memory::data_type::f32, any),
+            weights({16, 16, 3, 3}, memory::data_type::f32, any);
         nn::cpu::WindowSteps steps{{1, 1}, {1, 1}, {1, 1}};
         auto forward = nn::cpu::convolution_forward_pd(src, weights, memory::desc(), src, steps, {});
         auto backward = nn::cpu::convolution_backward_weights_pd(forward.src_desc(), weights, memory::desc(),

@@ -48,8 +48,8 @@ TEST_CASE("a remembered digest is used within its lifetime only, the latest for 
     remember_digest(record, x, second, 3600, 3000);
     CHECK(remembered_digest(record, x, 3600, 3000) == second);
     CHECK(remembered_digest(record, y, 3600, 3000) == second);
-    CHECK(text_of(record) == "2000 docker://127.0.0.1:5000/y:tag " + second + "\n3000 docker://127.0.0.1:5000/x:tag " +
-                                 second + "\n");
+    CHECK(text_of(record) ==
+          "2000 docker://127.0.0.1:5000/y:tag " + second + "\n3000 docker://127.0.0.1:5000/x:tag " + second + "\n");
     // Lines past the lifetime go at the next write; nothing is left half-written beside it.
     remember_digest(record, x, first, 3600, 9000);
     CHECK(text_of(record) == "9000 docker://127.0.0.1:5000/x:tag " + first + "\n");
@@ -88,17 +88,21 @@ TEST_CASE("skopeo's failures are told by its status first, its words second") {
     CHECK(classify_skopeo(2, "reading manifest v9 in 127.0.0.1:5000/x: something else") == F::not_found);
     CHECK(classify_skopeo(1, "reading manifest nope in 127.0.0.1:5000/x: manifest unknown: manifest unknown") ==
           F::not_found);
-    CHECK(classify_skopeo(1, "initializing source docker://127.0.0.1:5000/x:tag: reading manifest tag in "
-                             "127.0.0.1:5000/x: unauthorized: authentication required") == F::unauthorized);
+    CHECK(classify_skopeo(1,
+                          "initializing source docker://127.0.0.1:5000/x:tag: reading manifest tag in "
+                          "127.0.0.1:5000/x: unauthorized: authentication required") == F::unauthorized);
     // An unauthorized answer with status 2 (some registries say "not found" to strangers) is
     // still told as unauthorized when skopeo's words say so.
     CHECK(classify_skopeo(2, "requested access to the resource is denied") == F::unauthorized);
-    CHECK(classify_skopeo(1, "reading manifest v1 in registry.example/x: denied: Your authorization token has expired") ==
-          F::unauthorized);
-    CHECK(classify_skopeo(1, "pinging container registry 127.0.0.1:5000: Get \"https://127.0.0.1:5000/v2/\": http: "
-                             "server gave HTTP response to HTTPS client") == F::plain_http);
-    CHECK(classify_skopeo(1, "Get \"https://127.0.0.1:5000/v2/\": tls: failed to verify certificate: x509: "
-                             "certificate signed by unknown authority") == F::certificate);
+    CHECK(
+        classify_skopeo(1, "reading manifest v1 in registry.example/x: denied: Your authorization token has expired") ==
+        F::unauthorized);
+    CHECK(classify_skopeo(1,
+                          "pinging container registry 127.0.0.1:5000: Get \"https://127.0.0.1:5000/v2/\": http: "
+                          "server gave HTTP response to HTTPS client") == F::plain_http);
+    CHECK(classify_skopeo(1,
+                          "Get \"https://127.0.0.1:5000/v2/\": tls: failed to verify certificate: x509: "
+                          "certificate signed by unknown authority") == F::certificate);
     CHECK(classify_skopeo(1, "Get \"https://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused") ==
           F::unreachable);
     CHECK(classify_skopeo(1, "writing blob: write /c/oci/blobs/x: no space left on device") == F::no_space);
@@ -107,8 +111,9 @@ TEST_CASE("skopeo's failures are told by its status first, its words second") {
 }
 
 TEST_CASE("skopeo's reason is its last log line's message, unquoted and kept short") {
-    CHECK(skopeo_reason("time=\"2026-11-28T10:00:00Z\" level=fatal msg=\"Error parsing image name \\\"x\\\": bad\"\n") ==
-          "Error parsing image name \"x\": bad");
+    CHECK(
+        skopeo_reason("time=\"2026-11-28T10:00:00Z\" level=fatal msg=\"Error parsing image name \\\"x\\\": bad\"\n") ==
+        "Error parsing image name \"x\": bad");
     CHECK(skopeo_reason("first line\nsecond line\n") == "second line");
     CHECK(skopeo_reason(std::string(1000, 'a')).size() == 403);
 }

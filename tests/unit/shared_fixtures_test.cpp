@@ -78,23 +78,19 @@ TEST_CASE("one task per GPU on every shared real-machine topology") {
             if (any_active) {
                 REQUIRE(task.hcas.size() == 1);
                 CHECK(task.hcas.front().distance == nearest);
-                CHECK(distance(gpu.place, std::find_if(node.hcas.begin(), node.hcas.end(),
-                                                       [&](const Hca& h) {
-                                                           return h.name == task.hcas.front().name;
-                                                       })->place) == nearest);
+                CHECK(distance(gpu.place, std::find_if(node.hcas.begin(), node.hcas.end(), [&](const Hca& h) {
+                                              return h.name == task.hcas.front().name;
+                                          })->place) == nearest);
             } else {
                 CHECK(task.hcas.empty());
             }
 
             CHECK_FALSE(task.cpus.empty());
-            if (gpu.place.local_cpus.intersects(node.allowed_cpus))
-                CHECK(gpu.place.local_cpus.contains(task.cpus));
+            if (gpu.place.local_cpus.intersects(node.allowed_cpus)) CHECK(gpu.place.local_cpus.contains(task.cpus));
             // Sharing is allowed only where it cannot be avoided (more tasks than hardware
             // threads, as on the trimmed DGX-2 file), and then the plan must say so.
             bool told_to_share = std::any_of(task.warnings.begin(), task.warnings.end(),
-                                             [](const std::string& w) {
-                                                 return w.find("share") != std::string::npos;
-                                             });
+                                             [](const std::string& w) { return w.find("share") != std::string::npos; });
             CHECK(told_to_share == (request.tasks > node.cpus.size()));
             for (int pu : task.cpus) {
                 auto [it, fresh] = core_owner.emplace(core_of.at(pu), task.local_rank);

@@ -28,8 +28,7 @@ namespace {
 // Small slots and rings, so that the tests' messages span many slots and fill the rings.
 MakeTransport shared_memory(std::chrono::seconds timeout = std::chrono::seconds(20)) {
     return [timeout](Wireup& wireup) {
-        return std::make_unique<SharedMemoryTransport>(wireup, TcpOptions{2, 1024, timeout, ""},
-                                                       ShmLayout{0, 3, 4096});
+        return std::make_unique<SharedMemoryTransport>(wireup, TcpOptions{2, 1024, timeout, ""}, ShmLayout{0, 3, 4096});
     };
 }
 
@@ -56,20 +55,20 @@ std::set<std::string> trellis_segments() {
 TEST_CASE("shared memory: the name says whether the job spans nodes") {
     std::vector<std::string> names(4);
     for (auto hosts : {placement({4}), placement({2, 2})}) {
-        with_transports(hosts, shared_memory(), [&](int rank, Transport& transport) {
-            names[std::size_t(rank)] = transport.name();
-        });
+        with_transports(hosts, shared_memory(),
+                        [&](int rank, Transport& transport) { names[std::size_t(rank)] = transport.name(); });
         CHECK(names[0] == (hosts[3] == hosts[0] ? "shm" : "shm+tcp"));
     }
 }
 
 TEST_CASE("shared memory: every schedule sums exactly on every placement, compressed or not") {
-    const std::vector<std::vector<int>> placements = {{4}, {2, 2}, {1, 1, 1, 1}, {3, 1}, {1, 2, 1}, {2, 2, 2}, {3, 3},
-                                                      {2, 2, 2, 2}};
+    const std::vector<std::vector<int>> placements = {{4},       {2, 2},    {1, 1, 1, 1}, {3, 1},
+                                                      {1, 2, 1}, {2, 2, 2}, {3, 3},       {2, 2, 2, 2}};
     for (const auto& layout : placements) {
         auto hosts = placement(layout);
         int ranks = int(hosts.size());
-        bool uniform = layout.size() > 1 && layout[0] > 1 && std::count(layout.begin(), layout.end(), layout[0]) == int(layout.size());
+        bool uniform = layout.size() > 1 && layout[0] > 1 &&
+                       std::count(layout.begin(), layout.end(), layout[0]) == int(layout.size());
         std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::ring, AllreduceAlgorithm::automatic};
         if ((ranks & (ranks - 1)) == 0) algorithms.push_back(AllreduceAlgorithm::halving_doubling);
         if (uniform) algorithms.push_back(AllreduceAlgorithm::hierarchical);
@@ -94,8 +93,10 @@ TEST_CASE("shared memory: every schedule sums exactly on every placement, compre
                     for (const auto& result : results)
                         for (std::size_t i = 0; i < count; ++i) REQUIRE(result[i] == ranks_sum * float(i % 5));
                     // auto: the hierarchy wherever it applies
-                    if (algorithm == AllreduceAlgorithm::automatic && uniform) CHECK(chosen[0] == AllreduceAlgorithm::hierarchical);
-                    if (algorithm == AllreduceAlgorithm::automatic && !uniform) CHECK(chosen[0] != AllreduceAlgorithm::hierarchical);
+                    if (algorithm == AllreduceAlgorithm::automatic && uniform)
+                        CHECK(chosen[0] == AllreduceAlgorithm::hierarchical);
+                    if (algorithm == AllreduceAlgorithm::automatic && !uniform)
+                        CHECK(chosen[0] != AllreduceAlgorithm::hierarchical);
                 }
     }
 }
@@ -121,9 +122,13 @@ private:
 };
 
 TEST_CASE("broadcast: every rank gets rank 0's data, sent across the network once per other node") {
-    const std::vector<std::vector<std::string>> placements = {
-        placement({4}), placement({2, 2}), placement({1, 1, 1}), placement({3, 1}), placement({1, 2, 1}),
-        {"node0", "node1", "node0", "node1"}, {"node0", "node1", "node1", "node2", "node0"}};
+    const std::vector<std::vector<std::string>> placements = {placement({4}),
+                                                              placement({2, 2}),
+                                                              placement({1, 1, 1}),
+                                                              placement({3, 1}),
+                                                              placement({1, 2, 1}),
+                                                              {"node0", "node1", "node0", "node1"},
+                                                              {"node0", "node1", "node1", "node2", "node0"}};
     for (const auto& hosts : placements) {
         std::set<std::string> nodes(hosts.begin(), hosts.end());
         INFO(hosts.size() << " ranks on " << nodes.size() << " nodes, rank 1 on " << hosts[1]);
@@ -151,13 +156,16 @@ TEST_CASE("broadcast: every rank gets rank 0's data, sent across the network onc
 
 TEST_CASE("hierarchical allreduce: over TCP alone too, and refused where nodes are uneven, naming them") {
     std::vector<std::vector<float>> results(4);
-    with_transports(placement({2, 2}),
-                    [](Wireup& wireup) { return std::make_unique<TcpTransport>(wireup, TcpOptions{2, 1024, std::chrono::seconds(20), ""}); },
-                    [&](int rank, Transport& transport) {
-                        std::vector<float> data(70001, float(rank + 1));
-                        make_allreduce(transport, AllreduceAlgorithm::hierarchical, WireFormat::f32, 16 << 10)->sum(data);
-                        results[std::size_t(rank)] = data;
-                    });
+    with_transports(
+        placement({2, 2}),
+        [](Wireup& wireup) {
+            return std::make_unique<TcpTransport>(wireup, TcpOptions{2, 1024, std::chrono::seconds(20), ""});
+        },
+        [&](int rank, Transport& transport) {
+            std::vector<float> data(70001, float(rank + 1));
+            make_allreduce(transport, AllreduceAlgorithm::hierarchical, WireFormat::f32, 16 << 10)->sum(data);
+            results[std::size_t(rank)] = data;
+        });
     for (const auto& result : results)
         for (float v : result) REQUIRE(v == 10.0f);
     std::vector<std::string> refusals(4);

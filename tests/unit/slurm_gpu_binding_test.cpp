@@ -13,8 +13,7 @@ using namespace trellis::slurm;
 
 namespace {
 
-constexpr long v22_05 = slurm_version(22, 5, 8), v23_11_0 = slurm_version(23, 11, 0),
-               v24_11 = slurm_version(24, 11, 5);
+constexpr long v22_05 = slurm_version(22, 5, 8), v23_11_0 = slurm_version(23, 11, 0), v24_11 = slurm_version(24, 11, 5);
 
 // srun with these arguments (after "srun") and these variables.
 SrunInput srun(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
@@ -39,7 +38,7 @@ TEST_CASE("Slurm 22.05: --gpu-bind, --ntasks-per-gpu, a plain --gpus-per-task") 
     CHECK(bind(v22_05, {"--gpu-bind=none"}, {{"SLURM_GPU_BIND", "closest"}}) == "none");  // the command line's
     CHECK(bind(v22_05, {"--gpus-per-task=2"}) == "per_task:2");
     CHECK(bind(v22_05, {}, {{"SLURM_GPUS_PER_TASK", "1"}}) == "per_task:1");  // sbatch's, in its script
-    CHECK(bind(v22_05, {"--gpus-per-task=a100:2"}) == "");  // read as 0: no binding
+    CHECK(bind(v22_05, {"--gpus-per-task=a100:2"}) == "");                    // read as 0: no binding
     CHECK(bind(v22_05, {"--ntasks-per-gpu=2"}) == "single:2");
     CHECK(bind(v22_05, {}, {{"SLURM_NTASKS_PER_GPU", "3"}}) == "single:3");
     CHECK(bind(v22_05, {"--gpus-per-task=1", "--gpu-bind=closest"}) == "closest");
@@ -123,7 +122,8 @@ TEST_CASE("--gres-flags=allow-task-sharing: Slurm 23.11.4 and later, in any --gr
     CHECK_FALSE(sharing(v24_11, {"--gpus-per-task=1"}));
     CHECK_FALSE(sharing(v23_11_0, {"--gres-flags=allow-task-sharing"}));  // 23.11.4
     CHECK(sharing(slurm_version(23, 11, 4), {"--gres-flags=allow-task-sharing"}));
-    CHECK(srun_gpu_binding(srun({"--gpus-per-task=1", "--gres-flags=allow-task-sharing"}), v24_11).bind == "per_task:1");
+    CHECK(srun_gpu_binding(srun({"--gpus-per-task=1", "--gres-flags=allow-task-sharing"}), v24_11).bind ==
+          "per_task:1");
 }
 
 TEST_CASE("the GPU part of a --tres-bind value, and a per_task binding's count") {
@@ -145,7 +145,7 @@ TEST_CASE("a map or mask binding's GPUs per task, as Slurm reads the list") {
     CHECK_FALSE(is_map_or_mask("closest"));
     CHECK(map_or_mask_positions("map_gpu:1,0", 0) == std::vector<int>{1});
     CHECK(map_or_mask_positions("map_gpu:1,0", 1) == std::vector<int>{0});
-    CHECK(map_or_mask_positions("map:1,0", 2) == std::vector<int>{1});  // the list begins again
+    CHECK(map_or_mask_positions("map:1,0", 2) == std::vector<int>{1});    // the list begins again
     CHECK(map_or_mask_positions("map:3*2,0", 1) == std::vector<int>{3});  // 3 for two tasks
     CHECK(map_or_mask_positions("map:3*2,0", 2) == std::vector<int>{0});
     CHECK(map_or_mask_positions("mask_gpu:0x2,0x5", 0) == std::vector<int>{1});

@@ -26,7 +26,8 @@ void write_rotated_minors(const Scratch& dir, const Node& node) {
     for (const auto& gpu : node.gpus)
         dir.write("nvidia/gpus/" + gpu.place.address.to_string() + "/information",
                   "Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 95\nDevice Minor: \t " +
-                      std::to_string((gpu.index + 3) % 8) + "\nBus Location: \t " + gpu.place.address.to_string() + "\n");
+                      std::to_string((gpu.index + 3) % 8) + "\nBus Location: \t " + gpu.place.address.to_string() +
+                      "\n");
 }
 
 }  // namespace
@@ -48,9 +49,10 @@ TEST_CASE("gres.conf: this node's GPU files in order, host lists expanded by lib
     CHECK_FALSE(read_gres_gpus(dir.path / "missing.conf", "n1").configured);
 
     // Slurm's other spellings, and the order it reads lines in: those for every node first.
-    std::string other = dir.write("other.conf", "NodeName=n1 Name=gpu Files=/dev/nvidia[2-3]\n"
-                                                "Name=gpu File=/dev/nvidia1\n"
-                                                "NodeName=n1 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/x\n");
+    std::string other = dir.write("other.conf",
+                                  "NodeName=n1 Name=gpu Files=/dev/nvidia[2-3]\n"
+                                  "Name=gpu File=/dev/nvidia1\n"
+                                  "NodeName=n1 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/x\n");
     CHECK(read_gres_gpus(other, "n1").files ==
           std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidia0"});
 
@@ -74,9 +76,10 @@ TEST_CASE("constrained devices need task/cgroup and ConstrainDevices=yes, as Slu
 
 TEST_CASE("a node's address is its NodeAddr, else its name") {
     Scratch dir;
-    std::string conf = dir.write("slurm.conf", "NodeName=DEFAULT CPUs=2\nNodeName=n[1-2] NodeAddr=10.0.0.[7-8]\n"
-                                               "NodeName=n3 NodeAddr=127.0.0.1 Port=1\nNodeName=n4 CPUs=4\n"
-                                               "NodeName=n5 NodeHostname=c17\n");
+    std::string conf = dir.write("slurm.conf",
+                                 "NodeName=DEFAULT CPUs=2\nNodeName=n[1-2] NodeAddr=10.0.0.[7-8]\n"
+                                 "NodeName=n3 NodeAddr=127.0.0.1 Port=1\nNodeName=n4 CPUs=4\n"
+                                 "NodeName=n5 NodeHostname=c17\n");
     CHECK(node_address(conf, "n2") == "10.0.0.8");
     CHECK(node_address(conf, "n3") == "127.0.0.1");
     CHECK(node_address(conf, "n4") == "n4");

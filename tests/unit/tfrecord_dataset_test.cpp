@@ -20,8 +20,8 @@ namespace {
 
 // Shard s holds `per_shard` records; record r of shard s has label first_label + (s + r) % 3
 // and the JPEG test_jpeg(8, 8, s * 100 + r).
-std::vector<std::string> write_shards(const TempDir& dir, const std::string& split, int shards,
-                                      int per_shard, int first_label) {
+std::vector<std::string> write_shards(const TempDir& dir, const std::string& split, int shards, int per_shard,
+                                      int first_label) {
     std::vector<std::string> paths;
     for (int s = 0; s < shards; ++s) {
         char name[64];
@@ -29,8 +29,7 @@ std::vector<std::string> write_shards(const TempDir& dir, const std::string& spl
         paths.push_back(dir / name);
         TfRecordWriter writer(paths.back());
         for (int r = 0; r < per_shard; ++r)
-            writer.write(encode_image_example(trellis::test::test_jpeg(8, 8, s * 100 + r),
-                                              first_label + (s + r) % 3));
+            writer.write(encode_image_example(trellis::test::test_jpeg(8, 8, s * 100 + r), first_label + (s + r) % 3));
         writer.close();
     }
     return paths;
@@ -89,10 +88,8 @@ TEST_CASE("a truncated shard is warned about and its complete records kept") {
     TfRecordDataset train(dir / "train-*", options);
     CHECK(train.size() == 9);
     REQUIRE(log.lines().size() == 1);
-    CHECK_THAT(log.lines()[0], Catch::Contains(paths[1]) &&
-                                   Catch::Contains("record at byte " + std::to_string(last)) &&
-                                   Catch::Contains("truncated") &&
-                                   Catch::Contains("keeping the 4 complete records"));
+    CHECK_THAT(log.lines()[0], Catch::Contains(paths[1]) && Catch::Contains("record at byte " + std::to_string(last)) &&
+                                   Catch::Contains("truncated") && Catch::Contains("keeping the 4 complete records"));
     for (std::size_t i = 0; i < train.size(); ++i) CHECK_NOTHROW(train.load(i));
 }
 
@@ -123,8 +120,7 @@ TEST_CASE("a corrupted record fails at load with shard and offset") {
     options.label_offset = 1;
     options.num_classes = 3;
     TfRecordDataset train(dir / "train-*", options);
-    CHECK_THROWS_WITH(train.load(1), Catch::Contains(paths[0]) &&
-                                         Catch::Contains("byte " + std::to_string(second)) &&
+    CHECK_THROWS_WITH(train.load(1), Catch::Contains(paths[0]) && Catch::Contains("byte " + std::to_string(second)) &&
                                          Catch::Contains("data CRC mismatch"));
 }
 
@@ -138,8 +134,7 @@ TEST_CASE("no matching shard is an error before training starts") {
 
 TEST_CASE("the validation glob replaces the last 'train'") {
     CHECK(validation_glob_for("/data/train/train-*") == "/data/train/validation-*");
-    CHECK(validation_glob_for("/data/imagenet/train-*-of-01024") ==
-          "/data/imagenet/validation-*-of-01024");
+    CHECK(validation_glob_for("/data/imagenet/train-*-of-01024") == "/data/imagenet/validation-*-of-01024");
     CHECK(validation_glob_for("/data/shards-*").empty());
 }
 
@@ -175,5 +170,5 @@ TEST_CASE("index files: written in DALI's format, read in place of the framing, 
     CHECK_THAT(scanned.describe(), Catch::Contains("1 shards indexed"));
     REQUIRE(log.lines().size() == 1);
     CHECK_THAT(log.lines()[0], Catch::Contains(paths[1] + ".idx: record 0 at byte 0 of size 10") &&
-                                    Catch::Contains("reading the shard's framing instead"));
+                                   Catch::Contains("reading the shard's framing instead"));
 }

@@ -47,8 +47,7 @@ TEST_CASE("records written are read back in order and by offset") {
         CHECK(record == expected[i]);
     }
     CHECK_FALSE(reader.next(record));
-    for (std::size_t i = expected.size(); i-- > 0;)
-        CHECK(reader.read_at(offsets[i]) == expected[i]);
+    for (std::size_t i = expected.size(); i-- > 0;) CHECK(reader.read_at(offsets[i]) == expected[i]);
 
     TfRecordScan scan = reader.scan_framing();
     CHECK(scan.offsets == offsets);
@@ -66,8 +65,8 @@ TEST_CASE("the framing is TFRecord's: length, masked CRC of the length, data, ma
     REQUIRE(file.size() == 8 + 4 + 3 + 4);
     CHECK(Bytes(file.begin(), file.begin() + 8) == Bytes{3, 0, 0, 0, 0, 0, 0, 0});
     auto le32 = [&](std::size_t at) {
-        return std::uint32_t(file[at]) | std::uint32_t(file[at + 1]) << 8 |
-               std::uint32_t(file[at + 2]) << 16 | std::uint32_t(file[at + 3]) << 24;
+        return std::uint32_t(file[at]) | std::uint32_t(file[at + 1]) << 8 | std::uint32_t(file[at + 2]) << 16 |
+               std::uint32_t(file[at + 3]) << 24;
     };
     CHECK(le32(8) == mask_crc(crc32c(ByteView(file.data(), 8))));
     CHECK(le32(15) == mask_crc(crc32c(as_bytes("xyz"))));
@@ -84,8 +83,7 @@ TEST_CASE("a corrupted record is reported with its file and byte offset") {
     TfRecordReader reader(path);
     CHECK_NOTHROW(reader.read_at(offsets[0]));
     std::string where = path + ": record at byte " + std::to_string(offsets[2]);
-    CHECK_THROWS_WITH(reader.read_at(offsets[2]),
-                      Catch::Contains(where) && Catch::Contains("data CRC mismatch"));
+    CHECK_THROWS_WITH(reader.read_at(offsets[2]), Catch::Contains(where) && Catch::Contains("data CRC mismatch"));
     Bytes record;
     REQUIRE(reader.next(record));
     REQUIRE(reader.next(record));
@@ -119,9 +117,8 @@ TEST_CASE("a truncated tail keeps the complete records") {
         TfRecordScan scan = reader.scan_framing();
         CHECK(scan.offsets == std::vector<std::uint64_t>{offsets[0], offsets[1]});
         CHECK(scan.damage_offset == offsets[2]);
-        CHECK_THAT(scan.damage,
-                   Catch::Contains("truncated record") &&
-                       Catch::Contains("record at byte " + std::to_string(offsets[2])));
+        CHECK_THAT(scan.damage, Catch::Contains("truncated record") &&
+                                    Catch::Contains("record at byte " + std::to_string(offsets[2])));
         CHECK_THROWS_WITH(reader.read_at(offsets[2]), Catch::Contains("truncated record"));
     }
     SECTION("cut inside a header") {

@@ -30,7 +30,8 @@ TEST_CASE("defaults and values in both forms") {
 }
 
 TEST_CASE("bad values name the option and what is accepted") {
-    CHECK_THROWS_WITH(parse({"--batch-size", "0"}), Catch::Contains("--batch-size") && Catch::Contains("a whole number of at least 1"));
+    CHECK_THROWS_WITH(parse({"--batch-size", "0"}),
+                      Catch::Contains("--batch-size") && Catch::Contains("a whole number of at least 1"));
     CHECK_THROWS_WITH(parse({"--batch-size", "12x"}), Catch::Contains("'12x'"));
     CHECK_THROWS_WITH(parse({"--optimizer", "adam"}), Catch::Contains("accepted: sgd, rmsprop, lars"));
     CHECK_THROWS_WITH(parse({"--lr-schedule", "exp"}), Catch::Contains("accepted: step, cosine, poly, constant"));
@@ -45,7 +46,8 @@ TEST_CASE("bad values name the option and what is accepted") {
     CHECK(parse({"--optimizer", "momentum"}).optimizer.kind == trellis::optim::OptimizerKind::sgd);
 }
 
-TEST_CASE("decoding: threads as given, else the affinity mask's CPUs for a GPU and at most 2 on the CPU; bytes for a GPU") {
+TEST_CASE(
+    "decoding: threads as given, else the affinity mask's CPUs for a GPU and at most 2 on the CPU; bytes for a GPU") {
     cpu_set_t set;
     REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
     int cpus = CPU_COUNT(&set);

@@ -41,8 +41,14 @@ TEST_CASE("PyTorch's env:// variables") {
     layout.node_rank = 1, layout.nnodes = 2, layout.master_addr = "10.0.0.7", layout.port = 23456;
     auto env = wireup_env(WireupChoice{}, layout);
     CHECK(env == std::map<std::string, std::string>{
-                     {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "23456"}, {"RANK", "3"}, {"WORLD_SIZE", "4"},
-                     {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "1"}, {"NODE_RANK", "1"},
+                     {"MASTER_ADDR", "10.0.0.7"},
+                     {"MASTER_PORT", "23456"},
+                     {"RANK", "3"},
+                     {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "2"},
+                     {"GROUP_RANK", "1"},
+                     {"NODE_RANK", "1"},
                      {"GROUP_WORLD_SIZE", "2"},
                      {"TRELLIS_WIREUP_SET",
                       "GROUP_RANK,GROUP_WORLD_SIZE,LOCAL_RANK,LOCAL_WORLD_SIZE,MASTER_ADDR,MASTER_PORT,NODE_RANK,RANK,"

@@ -19,11 +19,13 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport, Resul
     results.begin(&transport, algorithm);
     if (rank == 0 && results.table())
         // The header and units rows as nccl-tests prints them, so that their readers find theirs.
-        std::printf("# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n"
-                    "#%12s %12s %6s %6s %10s %10s %10s %8s\n#%12s %12s %6s %6s %10s %10s %10s %8s\n",
-                    algorithm.c_str(), options.compress == comm::WireFormat::f32 ? "float32" : comm::wire_formats().name(options.compress).c_str(),
-                    transport.name().c_str(), n, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
-                    "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+        std::printf(
+            "# allreduce (%s, float32 sum, %s on the wire) over %s, %d ranks\n"
+            "#%12s %12s %6s %6s %10s %10s %10s %8s\n#%12s %12s %6s %6s %10s %10s %10s %8s\n",
+            algorithm.c_str(),
+            options.compress == comm::WireFormat::f32 ? "float32" : comm::wire_formats().name(options.compress).c_str(),
+            transport.name().c_str(), n, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "(B)",
+            "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
     int failures = 0;
     double busbw_sum = 0;
     for (auto size : options.sizes) {
@@ -52,9 +54,15 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport, Resul
         double bytes = double(count * sizeof(float));
         double algbw = bytes / median / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
         if (rank != 0) continue;
-        results.add({{"benchmark", "allreduce"}, {"algorithm", algorithm}, {"transport", transport.name()},
-                     {"ranks", n}, {"bytes", count * sizeof(float)}, {"time_us", rounded(median * 1e6, 1)},
-                     {"algbw_gbs", rounded(algbw, 3)}, {"busbw_gbs", rounded(busbw, 3)}, {"wrong", wrong}});
+        results.add({{"benchmark", "allreduce"},
+                     {"algorithm", algorithm},
+                     {"transport", transport.name()},
+                     {"ranks", n},
+                     {"bytes", count * sizeof(float)},
+                     {"time_us", rounded(median * 1e6, 1)},
+                     {"algbw_gbs", rounded(algbw, 3)},
+                     {"busbw_gbs", rounded(busbw, 3)},
+                     {"wrong", wrong}});
         if (results.table())
             std::printf(" %12.0f %12zu %6s %6s %10.1f %10.3f %10.3f %8ld\n", bytes, count, "float", "sum", median * 1e6,
                         algbw, busbw, wrong);
@@ -63,7 +71,8 @@ int run_allreduce(const BenchOptions& options, comm::Transport& transport, Resul
     }
     if (rank == 0 && results.table() && !options.sizes.empty())
         std::printf("# Avg bus bandwidth    : %g\n", busbw_sum / double(options.sizes.size()));
-    if (failures) std::fprintf(stderr, "trellis-bench: rank %d: allreduce results wrong at %d size(s)\n", rank, failures);
+    if (failures)
+        std::fprintf(stderr, "trellis-bench: rank %d: allreduce results wrong at %d size(s)\n", rank, failures);
     return failures ? 1 : 0;
 }
 

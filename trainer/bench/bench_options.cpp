@@ -15,8 +15,10 @@ const cli::Choices<bool>& pixel_kinds() {
 }  // namespace
 
 const cli::Choices<Benchmark>& benchmarks() {
-    static const cli::Choices<Benchmark> choices{
-        {{"p2p", Benchmark::p2p}, {"allreduce", Benchmark::allreduce}, {"ps", Benchmark::ps}, {"data", Benchmark::data}}};
+    static const cli::Choices<Benchmark> choices{{{"p2p", Benchmark::p2p},
+                                                  {"allreduce", Benchmark::allreduce},
+                                                  {"ps", Benchmark::ps},
+                                                  {"data", Benchmark::data}}};
     return choices;
 }
 
@@ -27,17 +29,22 @@ int positive(const std::string& what, const std::string& value) { return cli::pa
 cli::OptionTable option_table(BenchOptions& o) {
     auto algorithm = [&](auto& v) { o.algorithm = comm::allreduce_algorithms().parse(v, "--allreduce-algorithm"); };
     cli::OptionTable t("trellis-bench --help");
-    t.value("--sizes", "LIST", "bytes, e.g. 8,64K,1M,16M (K, M, G are powers of two;\nallreduce and ps: multiples of 4, whole float32 values)",
+    t.value("--sizes", "LIST",
+            "bytes, e.g. 8,64K,1M,16M (K, M, G are powers of two;\nallreduce and ps: multiples of 4, whole float32 "
+            "values)",
             [&](auto& v) {
                 o.sizes.clear();
                 for (const auto& item : cli::split(v)) o.sizes.push_back(cli::parse_size(item, "--sizes"));
             })
         .value("--iters", "N", "timed iterations per size (default 20)",
                [&](auto& v) { o.iterations = positive("--iters", v); })
-        .value("--warmup", "N", "untimed iterations first (default 3)", [&](auto& v) { o.warmup = positive("--warmup", v); })
+        .value("--warmup", "N", "untimed iterations first (default 3)",
+               [&](auto& v) { o.warmup = positive("--warmup", v); })
         .value("--wireup", "W", "auto | pmix | slurm | env (default auto)",
                [&](auto& v) { o.wireup = comm::wireup_kinds().parse(v, "--wireup"); })
-        .value("--transport", "T", "auto | tcp | verbs | shm (default auto: verbs when an RDMA\ndevice has an active port, else shm; shm: shared memory between\nthe ranks of a node, tcp to the others)",
+        .value("--transport", "T",
+               "auto | tcp | verbs | shm (default auto: verbs when an RDMA\ndevice has an active port, else shm; shm: "
+               "shared memory between\nthe ranks of a node, tcp to the others)",
                [&](auto& v) { o.transport = comm::transport_kinds().parse(v, "--transport"); })
         .value("--tcp-streams", "N", "connections per peer for large messages (default 2)",
                [&](auto& v) { o.tcp_streams = positive("--tcp-streams", v); })
@@ -57,18 +64,23 @@ cli::OptionTable option_table(BenchOptions& o) {
                [&](auto& v) { o.data = v; })
         .value("--image-size", "S", "data: output images S x S (default 224)",
                [&](auto& v) { o.image_size = positive("--image-size", v); })
-        .value("--pixels", "P", "data: floats | bytes, the batches trellis-train makes for the\nCPU and for a GPU (default floats)",
+        .value("--pixels", "P",
+               "data: floats | bytes, the batches trellis-train makes for the\nCPU and for a GPU (default floats)",
                [&](auto& v) { o.raw_pixels = pixel_kinds().parse(v, "--pixels"); })
         .value("--batch-size", "B", "data: images per batch (default 64)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })
-        .value("--threads", "LIST", "data: decode thread counts to measure, e.g. 1,2 (default 1\nand the CPUs this process may use)",
+        .value("--threads", "LIST",
+               "data: decode thread counts to measure, e.g. 1,2 (default 1\nand the CPUs this process may use)",
                [&](auto& v) {
                    o.threads.clear();
-                   for (const auto& item : cli::split(v)) o.threads.push_back(cli::parse_int(item, "--threads", 1, 1024));
+                   for (const auto& item : cli::split(v))
+                       o.threads.push_back(cli::parse_int(item, "--threads", 1, 1024));
                })
         .flag("--json", "one JSON object per size (or thread count) instead of the table", [&] { o.json = true; })
-        .value("--log-dir", "DIR", "rank 0 appends a line describing the run, then the --json objects,\nto DIR/bench.jsonl (DIR is created)",
-               [&](auto& v) { o.log_dir = v; });
+        .value(
+            "--log-dir", "DIR",
+            "rank 0 appends a line describing the run, then the --json objects,\nto DIR/bench.jsonl (DIR is created)",
+            [&](auto& v) { o.log_dir = v; });
     return t;
 }
 
@@ -100,8 +112,8 @@ BenchOptions parse_bench_options(const std::vector<std::string>& args, bool& hel
             if (size % 4 != 0)
                 throw UsageError("--sizes: " + std::to_string(size) + " bytes is no whole number of float32 values (" +
                                  benchmarks().name(options.benchmark) + " moves them, 4 bytes each): give " +
-                                 (size < 4 ? std::string("4") : std::to_string(size / 4 * 4) + " or " +
-                                                                    std::to_string(size / 4 * 4 + 4)));
+                                 (size < 4 ? std::string("4")
+                                           : std::to_string(size / 4 * 4) + " or " + std::to_string(size / 4 * 4 + 4)));
     if (options.sizes.empty())
         options.sizes = options.benchmark == Benchmark::p2p
                             ? std::vector<std::size_t>{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20}

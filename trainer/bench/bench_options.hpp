@@ -23,7 +23,7 @@ struct BenchOptions {
     int ps_servers = 1;
     comm::WireFormat compress = comm::WireFormat::f32;  // allreduce: values on the wire
     comm::AllreduceAlgorithm algorithm = comm::AllreduceAlgorithm::automatic;
-    std::vector<std::size_t> sizes;     // bytes
+    std::vector<std::size_t> sizes;  // bytes
     int iterations = 20;
     int warmup = 3;
     comm::WireupKind wireup = comm::WireupKind::automatic;
@@ -31,13 +31,13 @@ struct BenchOptions {
     int tcp_streams = 2;
     int timeout_seconds = 60;
     bool json = false;
-    std::string log_dir;                // rank 0 appends the run and its results to DIR/bench.jsonl
+    std::string log_dir;  // rank 0 appends the run and its results to DIR/bench.jsonl
     // data: the input pipeline alone
-    std::string data;                   // --data, as trellis-train's
+    std::string data;  // --data, as trellis-train's
     int image_size = 224;
     int batch_size = 64;
-    std::vector<int> threads;           // decode threads to try (default 1 and the usable CPUs)
-    bool raw_pixels = false;            // --pixels bytes: batches of bytes, as a GPU run takes them
+    std::vector<int> threads;  // decode threads to try (default 1 and the usable CPUs)
+    bool raw_pixels = false;   // --pixels bytes: batches of bytes, as a GPU run takes them
 };
 
 // Throws UsageError naming the bad option; `help` is set for -h/--help.

@@ -46,19 +46,23 @@ int run_data(const BenchOptions& options, Results& results) {
     }
     results.begin(nullptr, "");
     if (results.table())
-        std::printf("input pipeline: %s\nbatches of %d, %dx%d %s, training transform, %d timed batches after %d\n"
-                    "%8s %14s %18s\n",
-                    set->describe().c_str(), options.batch_size, options.image_size, options.image_size,
-                    options.raw_pixels ? "bytes" : "floats",
-                    options.iterations, options.warmup, "threads", "images/s", "images/s/thread");
+        std::printf(
+            "input pipeline: %s\nbatches of %d, %dx%d %s, training transform, %d timed batches after %d\n"
+            "%8s %14s %18s\n",
+            set->describe().c_str(), options.batch_size, options.image_size, options.image_size,
+            options.raw_pixels ? "bytes" : "floats", options.iterations, options.warmup, "threads", "images/s",
+            "images/s/thread");
     for (int threads : counts) {
         double rate = images_per_second(options, set, threads);
         // In the order --json has always printed them (a sorted JSON object's).
-        results.add({{"batch", options.batch_size}, {"benchmark", "data"}, {"image_size", options.image_size},
-                     {"images_per_sec", rate}, {"per_thread", rate / threads},
-                     {"pixels", options.raw_pixels ? "bytes" : "floats"}, {"threads", threads}});
-        if (results.table())
-            std::printf("%8d %14.1f %18.1f\n", threads, rate, rate / threads);
+        results.add({{"batch", options.batch_size},
+                     {"benchmark", "data"},
+                     {"image_size", options.image_size},
+                     {"images_per_sec", rate},
+                     {"per_thread", rate / threads},
+                     {"pixels", options.raw_pixels ? "bytes" : "floats"},
+                     {"threads", threads}});
+        if (results.table()) std::printf("%8d %14.1f %18.1f\n", threads, rate, rate / threads);
         std::fflush(stdout);
     }
     return 0;

@@ -14,9 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Three significant digits, never in exponent form: an 8-byte message moves a few MB/s, which
 // a fixed three decimals of GB/s would print as 0.000.
@@ -45,7 +43,8 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport, Results& re
                     transport.host_of(0).c_str(), transport.host_of(1).c_str(), "bytes", "latency(us)",
                     "bandwidth(GB/s)");
     for (auto size : options.sizes) {
-        auto ping = comm::Transfer::send(peer, buffer.data(), size), pong = comm::Transfer::recv(peer, buffer.data(), size);
+        auto ping = comm::Transfer::send(peer, buffer.data(), size),
+             pong = comm::Transfer::recv(peer, buffer.data(), size);
         std::vector<double> round_trips;
         for (int i = 0; i < options.warmup + options.iterations; ++i) {
             auto start = Clock::now();
@@ -75,10 +74,12 @@ int run_p2p(const BenchOptions& options, comm::Transport& transport, Results& re
         transport.exchange({&reply, 1});
         double bandwidth = double(size) * options.iterations / seconds_since(start) / 1e9;
         if (rank != 0) continue;
-        results.add({{"benchmark", "p2p"}, {"transport", transport.name()}, {"bytes", size},
-                     {"latency_us", rounded(latency * 1e6, 2)}, {"bandwidth_gbs", std::stod(three_digits(bandwidth))}});
-        if (results.table())
-            std::printf(" %12zu %14.2f %14s\n", size, latency * 1e6, three_digits(bandwidth).c_str());
+        results.add({{"benchmark", "p2p"},
+                     {"transport", transport.name()},
+                     {"bytes", size},
+                     {"latency_us", rounded(latency * 1e6, 2)},
+                     {"bandwidth_gbs", std::stod(three_digits(bandwidth))}});
+        if (results.table()) std::printf(" %12zu %14.2f %14s\n", size, latency * 1e6, three_digits(bandwidth).c_str());
         std::fflush(stdout);
     }
     return 0;

@@ -17,8 +17,8 @@ int run_ps(const BenchOptions& options, comm::Transport& transport, Results& res
     using Clock = std::chrono::steady_clock;
     const int n = transport.size(), rank = transport.rank(), servers = options.ps_servers;
     if (servers < 1 || servers >= n)
-        throw UsageError("ps needs 1 to " + std::to_string(n - 1) + " servers for " + std::to_string(n) + " ranks, got " +
-                         std::to_string(servers));
+        throw UsageError("ps needs 1 to " + std::to_string(n - 1) + " servers for " + std::to_string(n) +
+                         " ranks, got " + std::to_string(servers));
     const int workers = n - servers;
     const bool server = rank >= workers;
     results.begin(&transport, "");
@@ -40,7 +40,8 @@ int run_ps(const BenchOptions& options, comm::Transport& transport, Results& res
             if (server) {
                 float* slice = buffer.data() + slice_begin(me);
                 for (int w = 0; w < workers; ++w)
-                    transfers.push_back(comm::Transfer::recv(w, received[std::size_t(w)].data(), received[std::size_t(w)].size() * 4));
+                    transfers.push_back(
+                        comm::Transfer::recv(w, received[std::size_t(w)].data(), received[std::size_t(w)].size() * 4));
                 transport.exchange(transfers);
                 std::fill(slice, slice + received[0].size(), 0.0f);
                 for (const auto& part : received)
@@ -66,11 +67,15 @@ int run_ps(const BenchOptions& options, comm::Transport& transport, Results& res
         double median = times[times.size() / 2], bytes = double(count * 4);
         double aggregate = 2.0 * bytes * workers / median / 1e9;
         if (rank != 0) continue;
-        results.add({{"benchmark", "ps"}, {"transport", transport.name()}, {"workers", workers}, {"servers", servers},
-                     {"bytes", count * 4}, {"time_us", rounded(median * 1e6, 1)},
-                     {"pushes_per_sec", rounded(1 / median, 1)}, {"aggregate_gbs", rounded(aggregate, 3)}});
-        if (results.table())
-            std::printf(" %12.0f %12.1f %14.1f %16.3f\n", bytes, median * 1e6, 1 / median, aggregate);
+        results.add({{"benchmark", "ps"},
+                     {"transport", transport.name()},
+                     {"workers", workers},
+                     {"servers", servers},
+                     {"bytes", count * 4},
+                     {"time_us", rounded(median * 1e6, 1)},
+                     {"pushes_per_sec", rounded(1 / median, 1)},
+                     {"aggregate_gbs", rounded(aggregate, 3)}});
+        if (results.table()) std::printf(" %12.0f %12.1f %14.1f %16.3f\n", bytes, median * 1e6, 1 / median, aggregate);
         std::fflush(stdout);
     }
     return 0;

@@ -97,7 +97,8 @@ CheckpointInfo restore(const fs::path& path, const nlohmann::json& header, const
                        optim::Optimizer& optimizer) {
     check(header.is_object(), path, "the header is not a JSON object");
     auto mismatch = [&](const char* key, const std::string& theirs, const std::string& ours) {
-        if (theirs != ours) throw CheckpointError(path.string() + ": " + key + " is " + theirs + ", this run has " + ours);
+        if (theirs != ours)
+            throw CheckpointError(path.string() + ": " + key + " is " + theirs + ", this run has " + ours);
     };
     mismatch("model", header.value("model", ""), expected.model);
     mismatch("num_classes", std::to_string(header.value("num_classes", 0)), std::to_string(expected.num_classes));
@@ -170,10 +171,9 @@ CheckpointStore::CheckpointStore(std::string folder, int keep) : folder_(std::mo
 std::string CheckpointStore::save(const CheckpointInfo& info, nn::ParameterStore& parameters,
                                   optim::Optimizer& optimizer) {
     auto arrays = arrays_of(parameters, optimizer);
-    nlohmann::json header{{"model", info.model},       {"num_classes", info.num_classes},
-                          {"step", info.step},         {"epoch", info.next.epoch},
-                          {"batch", info.next.batch},  {"optimizer", info.optimizer},
-                          {"seed", info.seed},         {"global_batch", info.global_batch}};
+    nlohmann::json header{{"model", info.model},      {"num_classes", info.num_classes},  {"step", info.step},
+                          {"epoch", info.next.epoch}, {"batch", info.next.batch},         {"optimizer", info.optimizer},
+                          {"seed", info.seed},        {"global_batch", info.global_batch}};
     if (info.batch_samples > 0) header["batch_samples"] = info.batch_samples;
     if (!info.schedule.empty()) header["schedule"] = info.schedule;
     if (info.loss_scale > 0) {
@@ -244,8 +244,8 @@ std::optional<CheckpointInfo> CheckpointStore::load_latest(const CheckpointInfo&
         std::size_t payload = 0;
         try {
             bytes = read_file(path);
-            check(bytes.size() >= magic.size() + 12 && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0,
-                  path, "not a trellis checkpoint");
+            check(bytes.size() >= magic.size() + 12 && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0, path,
+                  "not a trellis checkpoint");
             std::uint32_t stored;
             std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
             check(data::crc32c(std::span(bytes).first(bytes.size() - 4)) == stored, path,

@@ -35,8 +35,8 @@ struct GlobalBatchMismatch : CheckpointError {
 struct CheckpointInfo {
     std::string model;
     int num_classes = 0;
-    std::int64_t step = 0;        // steps completed
-    data::Position next;          // where the data continues
+    std::int64_t step = 0;  // steps completed
+    data::Position next;    // where the data continues
     // The samples one batch of `next` stands for over all workers (per-worker batch x workers):
     // a run that resumes with another --accumulate counts batches of another size.
     // 0 in checkpoints written before it was recorded.

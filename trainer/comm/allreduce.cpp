@@ -21,7 +21,7 @@ const cli::Choices<AllreduceAlgorithm>& allreduce_algorithms() {
 std::unique_ptr<Allreduce> make_allreduce(Transport& transport, AllreduceAlgorithm algorithm, WireFormat format,
                                           std::size_t segment_bytes) {
     if (algorithm == AllreduceAlgorithm::automatic)
-        algorithm = HierarchicalAllreduce::applies(transport)                ? AllreduceAlgorithm::hierarchical
+        algorithm = HierarchicalAllreduce::applies(transport)             ? AllreduceAlgorithm::hierarchical
                     : HalvingDoublingAllreduce::applies(transport.size()) ? AllreduceAlgorithm::halving_doubling
                                                                           : AllreduceAlgorithm::ring;
     if (algorithm == AllreduceAlgorithm::hierarchical)

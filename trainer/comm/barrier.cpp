@@ -11,10 +11,12 @@ void barrier(Transport& transport) {
     auto children = tree.children();
     std::vector<char> heard(children.size());
     std::vector<Transfer> from_children;
-    for (std::size_t c = 0; c < children.size(); ++c) from_children.push_back(Transfer::recv(children[c], &heard[c], 1));
+    for (std::size_t c = 0; c < children.size(); ++c)
+        from_children.push_back(Transfer::recv(children[c], &heard[c], 1));
     if (!from_children.empty()) transport.exchange(from_children);
     if (tree.rank != 0) {
-        Transfer up[] = {Transfer::send(tree.parent(), &signal, 1)}, down[] = {Transfer::recv(tree.parent(), &signal, 1)};
+        Transfer up[] = {Transfer::send(tree.parent(), &signal, 1)},
+                 down[] = {Transfer::recv(tree.parent(), &signal, 1)};
         transport.exchange(up);
         transport.exchange(down);
     }

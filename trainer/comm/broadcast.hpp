@@ -19,7 +19,7 @@ inline void broadcast_from_root(Transport& transport, std::span<float> data) {
 
 // One value of a plain type, such as a 64-bit step.
 template <typename Value>
-    requires std::is_trivially_copyable_v<Value>
+requires std::is_trivially_copyable_v<Value>
 void broadcast_value_from_root(Transport& transport, Value& value) {
     broadcast_from_root(transport, std::as_writable_bytes(std::span<Value, 1>(&value, 1)));
 }

@@ -10,7 +10,9 @@ namespace trellis::comm {
 
 BucketedAllreduce::BucketedAllreduce(Transport& transport, std::span<float> gradients, std::size_t bucket_bytes,
                                      WireFormat format, AllreduceAlgorithm algorithm)
-    : transport_(transport), allreduce_(make_allreduce(transport, algorithm, format)), gradients_(gradients),
+    : transport_(transport),
+      allreduce_(make_allreduce(transport, algorithm, format)),
+      gradients_(gradients),
       ready_from_(gradients.size()) {
     // At least 1024 values a bucket: smaller messages cost more in latency than they overlap.
     buckets_ = gradient_buckets(gradients.size(), std::max<std::size_t>(bucket_bytes / sizeof(float), 1024));

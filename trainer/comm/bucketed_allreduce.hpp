@@ -42,7 +42,7 @@ private:
 
     std::mutex mutex_;
     std::condition_variable changed_;
-    std::size_t ready_from_;      // gradients at and after this offset are final
+    std::size_t ready_from_;       // gradients at and after this offset are final
     std::size_t next_bucket_ = 0;  // the thread's next bucket in buckets_
     std::size_t done_buckets_ = 0;
     bool stopping_ = false;

@@ -19,7 +19,10 @@ struct PeerFailure : CommError {
     // silent: the peer sent nothing, not even a heartbeat, for the whole timeout (the program
     // names its option for it; the transport knows only the seconds).
     PeerFailure(int rank, const std::string& host, const std::string& what, bool silent = false)
-        : CommError("rank " + std::to_string(rank) + " (" + host + ") " + what), rank(rank), host(host), silent(silent) {}
+        : CommError("rank " + std::to_string(rank) + " (" + host + ") " + what),
+          rank(rank),
+          host(host),
+          silent(silent) {}
     const char* topic() const override { return "stopping"; }
     int rank;
     std::string host;

@@ -11,7 +11,8 @@ namespace trellis::comm {
 GroupTransport::GroupTransport(Transport& whole, std::vector<int> members)
     : whole_(whole), members_(std::move(members)) {
     auto mine = std::find(members_.begin(), members_.end(), whole.rank());
-    if (mine == members_.end()) throw UsageError("a group of ranks without this rank (" + std::to_string(whole.rank()) + ")");
+    if (mine == members_.end())
+        throw UsageError("a group of ranks without this rank (" + std::to_string(whole.rank()) + ")");
     rank_ = int(mine - members_.begin());
     size_ = int(members_.size());
     for (int member : members_) hosts_.push_back(whole.host_of(member));

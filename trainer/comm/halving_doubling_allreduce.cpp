@@ -13,7 +13,7 @@ HalvingDoublingAllreduce::HalvingDoublingAllreduce(Transport& transport, std::si
     : Allreduce(transport, segment_bytes, format) {
     if (!applies(transport.size()))
         throw UsageError("halving-doubling allreduce needs a power-of-two number of ranks, not " +
-                                    std::to_string(transport.size()) + " (use ring or auto)");
+                         std::to_string(transport.size()) + " (use ring or auto)");
 }
 
 void HalvingDoublingAllreduce::sum(std::span<float> data) {

@@ -18,17 +18,20 @@ std::string placement(const Transport& transport, const NodeGroups& groups) {
 
 const NodeGroups& checked(const Transport& transport, const NodeGroups& groups) {
     if (!groups.uniform_and_hierarchical())
-        throw UsageError("hierarchical allreduce needs more than one node with the same number of ranks, more than "
-                         "one, on each; this job has " + placement(transport, groups) +
-                         " (use ring, halving-doubling or auto)");
+        throw UsageError(
+            "hierarchical allreduce needs more than one node with the same number of ranks, more than "
+            "one, on each; this job has " +
+            placement(transport, groups) + " (use ring, halving-doubling or auto)");
     return groups;
 }
 
 }  // namespace
 
 HierarchicalAllreduce::HierarchicalAllreduce(Transport& transport, std::size_t segment_bytes, WireFormat format)
-    : Allreduce(transport, segment_bytes, format), groups_(transport),
-      node_(transport, checked(transport, groups_).nodes[std::size_t(groups_.node)]), rail_(transport, groups_.rail()),
+    : Allreduce(transport, segment_bytes, format),
+      groups_(transport),
+      node_(transport, checked(transport, groups_).nodes[std::size_t(groups_.node)]),
+      rail_(transport, groups_.rail()),
       in_node_(node_, segment_bytes, format),
       across_nodes_(make_allreduce(rail_, AllreduceAlgorithm::automatic, format, segment_bytes)) {}
 

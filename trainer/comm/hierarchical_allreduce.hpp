@@ -21,7 +21,8 @@ public:
     static bool applies(const Transport& transport) { return NodeGroups(transport).uniform_and_hierarchical(); }
 
     // Throws UsageError naming the placement where it does not apply.
-    HierarchicalAllreduce(Transport& transport, std::size_t segment_bytes = 1 << 20, WireFormat format = WireFormat::f32);
+    HierarchicalAllreduce(Transport& transport, std::size_t segment_bytes = 1 << 20,
+                          WireFormat format = WireFormat::f32);
     void sum(std::span<float> data) override;
     AllreduceAlgorithm algorithm() const override { return AllreduceAlgorithm::hierarchical; }
 

@@ -11,11 +11,10 @@
 namespace trellis::comm {
 
 const cli::Choices<TransportKind>& transport_kinds() {
-    static const cli::Choices<TransportKind> choices{
-        {{"tcp", TransportKind::tcp},
-         {"verbs", TransportKind::verbs},
-         {"shm", TransportKind::shm},
-         {"auto", TransportKind::automatic}}};
+    static const cli::Choices<TransportKind> choices{{{"tcp", TransportKind::tcp},
+                                                      {"verbs", TransportKind::verbs},
+                                                      {"shm", TransportKind::shm},
+                                                      {"auto", TransportKind::automatic}}};
     return choices;
 }
 

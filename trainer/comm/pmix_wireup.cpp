@@ -19,7 +19,8 @@ bool PmixWireup::available() {
 
 PmixWireup::PmixWireup() {
     int status = PMIx_Init(&me_, nullptr, 0);
-    if (status != PMIX_SUCCESS) throw CommError(std::string("pmix wireup: PMIx_Init failed: ") + PMIx_Error_string(status));
+    if (status != PMIX_SUCCESS)
+        throw CommError(std::string("pmix wireup: PMIx_Init failed: ") + PMIx_Error_string(status));
     identity_.rank = int(me_.rank);
     identity_.size = int(job_value(PMIX_JOB_SIZE, PMIX_RANK_WILDCARD));
     identity_.local_rank = int(job_value(PMIX_LOCAL_RANK, me_.rank));
@@ -27,8 +28,7 @@ PmixWireup::PmixWireup() {
     identity_.host = node_name();
     try {
         address_ = resolve_ipv4(host_name());
-    } catch (const CommError&) {
-    }
+    } catch (const CommError&) {}
     // A loopback answer reaches no other node: take an interface's address instead.
     if (address_.empty() || address_.starts_with("127.")) {
         auto external = external_ipv4();
@@ -46,11 +46,11 @@ std::uint32_t PmixWireup::job_value(const char* key, pmix_rank_t rank) const {
         throw CommError(std::string("pmix wireup: the server does not provide ") + key);
     std::uint32_t result = 0;
     switch (value->type) {
-        case PMIX_UINT32: result = value->data.uint32; break;
-        case PMIX_UINT16: result = value->data.uint16; break;
-        case PMIX_INT: result = std::uint32_t(value->data.integer); break;
-        case PMIX_PROC_RANK: result = value->data.rank; break;
-        default: result = value->data.uint32;
+    case PMIX_UINT32: result = value->data.uint32; break;
+    case PMIX_UINT16: result = value->data.uint16; break;
+    case PMIX_INT: result = std::uint32_t(value->data.integer); break;
+    case PMIX_PROC_RANK: result = value->data.rank; break;
+    default: result = value->data.uint32;
     }
     PMIX_VALUE_RELEASE(value);
     return result;

@@ -61,7 +61,9 @@ void recv_blobs(const Socket& socket, std::size_t expected, std::vector<std::str
 
 RendezvousWireup::RendezvousWireup(std::string name, Identity identity, std::string master_host, std::uint16_t port,
                                    std::chrono::seconds timeout)
-    : name_(std::move(name)), master_host_(std::move(master_host)), timeout_(timeout),
+    : name_(std::move(name)),
+      master_host_(std::move(master_host)),
+      timeout_(timeout),
       tree_{identity.rank, identity.size} {
     identity_ = std::move(identity);
     if (identity_.size < 1 || identity_.rank < 0 || identity_.rank >= identity_.size)
@@ -151,8 +153,9 @@ void RendezvousWireup::call_children(const std::vector<std::string>& table) {
     for (int child : tree_.children()) {
         const auto& where = table[std::size_t(child)];
         auto colon = where.rfind(':');
-        auto socket = connect_to(where.substr(0, colon),
-                                 cli::parse_int<std::uint16_t>(where.substr(colon + 1), "a rank's rendezvous port", 1), until);
+        auto socket =
+            connect_to(where.substr(0, colon),
+                       cli::parse_int<std::uint16_t>(where.substr(colon + 1), "a rank's rendezvous port", 1), until);
         Greeting greeting{parent_magic, identity_.rank, identity_.size};
         socket.send_all(&greeting, sizeof greeting, until, what(child));
         send_blobs(socket, table, until, what(child));

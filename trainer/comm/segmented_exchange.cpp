@@ -6,7 +6,8 @@
 namespace trellis::comm {
 
 SegmentedExchange::SegmentedExchange(Transport& transport, std::size_t segment_bytes, WireFormat format)
-    : transport_(transport), segment_elements_(std::max<std::size_t>(segment_bytes / sizeof(float), 1024)),
+    : transport_(transport),
+      segment_elements_(std::max<std::size_t>(segment_bytes / sizeof(float), 1024)),
       format_(format) {}
 
 SegmentedExchange::~SegmentedExchange() {
@@ -47,8 +48,7 @@ void SegmentedExchange::exchange(int to, std::span<const float> out, int from, s
         if (!out_part.empty()) transfers[count++] = Transfer::send(to, sending, out_part.size() * width);
         if (!in_part.empty()) transfers[count++] = Transfer::recv(from, receiving, in_part.size() * width);
         transport_.exchange(std::span<const Transfer>(transfers, count));
-        if (receiving == incoming_.data())
-            (accumulate ? decode_add : decode)(format_, incoming_.data(), in_part);
+        if (receiving == incoming_.data()) (accumulate ? decode_add : decode)(format_, incoming_.data(), in_part);
     }
 }
 

@@ -59,7 +59,8 @@ void SharedMemoryTransport::set_up_mailboxes(Wireup& wireup, ShmLayout layout) {
     node_index_.assign(std::size_t(size_), -1);
     local_ranks_ = 0;
     for (int r = 0; r < size_; ++r)
-        if (host_of(r) == host_of(rank_) && said[std::size_t(r)].ends_with(mine)) node_index_[std::size_t(r)] = local_ranks_++;
+        if (host_of(r) == host_of(rank_) && said[std::size_t(r)].ends_with(mine))
+            node_index_[std::size_t(r)] = local_ranks_++;
     // Every rank takes part in the rounds below (they are all-gathers), alone on its node or not.
     bool alone = local_ranks_ == 1;
     // Named after rank 0's token: unique to this job, the same on every rank.
@@ -160,7 +161,8 @@ void SharedMemoryTransport::check_pending(const std::vector<Pending>& pending, C
         if (tcp_->finished(peer) && (p.transfer->kind == Transfer::Kind::send || !arriving(*p.transfer)))
             tcp_->fail(PeerFailure(peer, host_of(peer), "exited before its messages with this rank were complete"));
         if (tcp_->silent(peer, last_progress))
-            tcp_->fail(PeerFailure(peer, host_of(peer), "made no progress and sent no heartbeat for " + seconds(), true));
+            tcp_->fail(
+                PeerFailure(peer, host_of(peer), "made no progress and sent no heartbeat for " + seconds(), true));
     }
 }
 
@@ -169,7 +171,8 @@ void SharedMemoryTransport::exchange(std::span<const Transfer> transfers) {
     std::vector<Transfer> remote;
     for (const auto& t : transfers) {
         if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
-            throw UsageError("shm: transfer with rank " + std::to_string(t.peer) + " from rank " + std::to_string(rank_));
+            throw UsageError("shm: transfer with rank " + std::to_string(t.peer) + " from rank " +
+                             std::to_string(rank_));
         if (same_node(t.peer)) {
             tcp_->link(t.peer);  // its heartbeats and goodbye say whether it is still there
             local.push_back({&t});
@@ -260,8 +263,8 @@ std::size_t SharedMemoryTransport::exchange_first(std::span<const Transfer> rece
         check_pending(waiting, last_progress);
         for (const auto& r : remote)
             if (tcp_->silent(r.peer, last_progress))
-                tcp_->fail(PeerFailure(r.peer, host_of(r.peer),
-                                       "sent nothing, not even a heartbeat, for " + seconds(), true));
+                tcp_->fail(
+                    PeerFailure(r.peer, host_of(r.peer), "sent nothing, not even a heartbeat, for " + seconds(), true));
     }
 }
 

@@ -47,8 +47,7 @@ private:
     bool arriving(const Transfer& receive);
     // Waits for the doorbell (rung at `seen`) and checks the peers' health meanwhile; with
     // `tcp_busy`, TCP's own exchange is watching the control connections.
-    void wait(std::uint32_t seen, const std::vector<Pending>& pending, Clock::time_point last_progress,
-              bool tcp_busy);
+    void wait(std::uint32_t seen, const std::vector<Pending>& pending, Clock::time_point last_progress, bool tcp_busy);
     // Fails (naming the peer, after telling the others) when a peer of an unfinished transfer
     // has ended or has been silent for the timeout.
     void check_pending(const std::vector<Pending>& pending, Clock::time_point last_progress);

@@ -46,7 +46,9 @@ ShmMailbox::ShmMailbox(std::string name, const ShmLayout& layout, char* base)
     : name_(std::move(name)), layout_(layout), base_(base) {}
 
 ShmMailbox::ShmMailbox(ShmMailbox&& other) noexcept
-    : name_(std::move(other.name_)), layout_(other.layout_), base_(std::exchange(other.base_, nullptr)),
+    : name_(std::move(other.name_)),
+      layout_(other.layout_),
+      base_(std::exchange(other.base_, nullptr)),
       named_(std::exchange(other.named_, false)) {}
 
 ShmMailbox& ShmMailbox::operator=(ShmMailbox&& other) noexcept {

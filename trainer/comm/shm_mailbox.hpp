@@ -24,11 +24,11 @@ struct ShmRingHeader {
 };
 
 struct ShmLayout {
-    int rings = 0;                         // one per rank of the node, in node order
-    std::size_t slots = 4;                 // per ring
-    std::size_t slot_bytes = 256 << 10;    // a message takes ceil(bytes / slot_bytes) slots
-    std::size_t ring_bytes() const;        // header and slots, 64-byte aligned
-    std::size_t segment_bytes() const;     // the mailbox's header and its rings
+    int rings = 0;                       // one per rank of the node, in node order
+    std::size_t slots = 4;               // per ring
+    std::size_t slot_bytes = 256 << 10;  // a message takes ceil(bytes / slot_bytes) slots
+    std::size_t ring_bytes() const;      // header and slots, 64-byte aligned
+    std::size_t segment_bytes() const;   // the mailbox's header and its rings
 };
 
 class ShmMailbox {

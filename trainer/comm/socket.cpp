@@ -179,8 +179,7 @@ Socket start_connect(const std::string& address, std::uint16_t port) {
     auto to = ipv4(address, port);
     Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!socket.valid())
-        throw CommError(std::string("socket: ") + std::strerror(errno) +
-                        (errno == EMFILE ? " (raise ulimit -n)" : ""));
+        throw CommError(std::string("socket: ") + std::strerror(errno) + (errno == EMFILE ? " (raise ulimit -n)" : ""));
     if (::connect(socket.fd(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)
         throw CommError("cannot connect to " + address + ":" + std::to_string(port) + ": " + std::strerror(errno));
     socket.tune_for_bulk();
@@ -232,7 +231,8 @@ Socket Listener::accept_waiting() {
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Socket();
         if (errno != EINTR && errno != ECONNABORTED)
-            throw CommError(std::string("accept: ") + std::strerror(errno) + (errno == EMFILE ? " (raise ulimit -n)" : ""));
+            throw CommError(std::string("accept: ") + std::strerror(errno) +
+                            (errno == EMFILE ? " (raise ulimit -n)" : ""));
     }
 }
 

@@ -94,7 +94,8 @@ bool TcpLinks::dial_control(int peer, Clock::time_point deadline, const std::fun
     auto socket = dial(peer, -1, deadline, check);
     std::uint8_t answer = refused;
     const auto& host = endpoint(peer).host;
-    if (!wait_for(socket, POLLIN, deadline, check)) throw PeerFailure(peer, host, "did not answer this rank's call in time");
+    if (!wait_for(socket, POLLIN, deadline, check))
+        throw PeerFailure(peer, host, "did not answer this rank's call in time");
     bool answered = ::recv(socket.fd(), &answer, 1, MSG_DONTWAIT) == 1;
     std::lock_guard lock(mutex_);
     // A peer whose own dial this rank took may have finished with the link, and ended, before
@@ -151,9 +152,9 @@ int TcpLinks::greet(int fd) {
     callers_.erase(found);
     // Anything can connect to an open port: what is not a rank of this job calling this rank
     // is closed, not fatal.
-    if (n != sizeof hello || ::recv(fd, &hello, sizeof hello, MSG_DONTWAIT) != sizeof hello || hello.magic != hello_magic ||
-        hello.callee != rank_ || hello.caller < 0 || hello.caller >= size_ || hello.caller == rank_ ||
-        hello.stream < -1 || hello.stream >= streams_)
+    if (n != sizeof hello || ::recv(fd, &hello, sizeof hello, MSG_DONTWAIT) != sizeof hello ||
+        hello.magic != hello_magic || hello.callee != rank_ || hello.caller < 0 || hello.caller >= size_ ||
+        hello.caller == rank_ || hello.stream < -1 || hello.stream >= streams_)
         return -1;
     std::lock_guard lock(mutex_);
     auto& link = links_[std::size_t(hello.caller)];

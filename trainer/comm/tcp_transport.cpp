@@ -126,7 +126,8 @@ void TcpTransport::fail(const PeerFailure& failure) {
 }
 
 bool TcpTransport::silent(int peer, Clock::time_point last_progress) const {
-    auto heard = std::max(last_progress, Clock::time_point(Clock::duration(peers_[std::size_t(peer)].last_heard.load())));
+    auto heard =
+        std::max(last_progress, Clock::time_point(Clock::duration(peers_[std::size_t(peer)].last_heard.load())));
     return Clock::now() - heard > options_.timeout;
 }
 
@@ -152,7 +153,8 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
     std::vector<Progress> work;
     for (const auto& t : transfers) {
         if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
-            throw UsageError("tcp: transfer with rank " + std::to_string(t.peer) + " from rank " + std::to_string(rank_));
+            throw UsageError("tcp: transfer with rank " + std::to_string(t.peer) + " from rank " +
+                             std::to_string(rank_));
         link(t.peer);
         Progress p{&t, {}};
         int used = t.bytes >= options_.split_threshold ? links_.streams() : 1;
@@ -167,7 +169,7 @@ void TcpTransport::exchange(std::span<const Transfer> transfers) {
 
     std::vector<pollfd> fds;
     std::vector<std::pair<std::size_t, std::size_t>> owner;  // (work, part) per fd
-    std::set<std::pair<int, bool>> busy;                      // (fd, sending) taken this round
+    std::set<std::pair<int, bool>> busy;                     // (fd, sending) taken this round
     while (true) {
         fds.clear();
         owner.clear();

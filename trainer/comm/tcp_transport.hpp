@@ -85,14 +85,14 @@ private:
     TcpLinks links_;
     std::vector<Peer> peers_;
     std::atomic<bool> announced_{false};
-    std::atomic<bool> failed_{false};   // a failure is recorded
-    bool thrown_ = false;               // the main thread has thrown it: no goodbye then
+    std::atomic<bool> failed_{false};  // a failure is recorded
+    bool thrown_ = false;              // the main thread has thrown it: no goodbye then
     std::mutex failure_mutex_;
     std::exception_ptr failure_;
-    int news_fd_ = -1;                  // readable once a failure is recorded
-    int wake_fd_ = -1;                  // wakes the watcher: a new link, or the end
-    std::mutex control_mutex_;          // one sender on the control connections; notice_
-    std::string notice_;                // what was announced
+    int news_fd_ = -1;          // readable once a failure is recorded
+    int wake_fd_ = -1;          // wakes the watcher: a new link, or the end
+    std::mutex control_mutex_;  // one sender on the control connections; notice_
+    std::string notice_;        // what was announced
     std::atomic<bool> stopping_{false};
     std::thread watcher_;
 };

@@ -85,10 +85,9 @@ void TcpTransport::beat_and_look_for_silence() {
         if (p.closed || p.finished) continue;
         if (!announced_) send_control(fd, heartbeat_length);
         if (!failed_ && silent(peer, Clock::time_point()))
-            throw PeerFailure(peer, host_of(peer),
-                              "made no progress and sent no heartbeat for " + std::to_string(options_.timeout.count()) +
-                                  " s",
-                              true);
+            throw PeerFailure(
+                peer, host_of(peer),
+                "made no progress and sent no heartbeat for " + std::to_string(options_.timeout.count()) + " s", true);
     }
 }
 

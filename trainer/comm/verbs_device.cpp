@@ -57,8 +57,9 @@ VerbsContext open_verbs_device(VerbsEndpoint& endpoint, const VerbsOptions& opti
         }
     }
     if (!context)
-        throw CommError("verbs: " + (explicit_device ? "device " + wanted + " port " + std::to_string(endpoint.port)
-                                                     : std::string("no device")) +
+        throw CommError("verbs: " +
+                        (explicit_device ? "device " + wanted + " port " + std::to_string(endpoint.port)
+                                         : std::string("no device")) +
                         " with an ACTIVE port (devices: " + seen + ")");
     endpoint.lid = attr.lid;
     endpoint.mtu = attr.active_mtu;
@@ -69,8 +70,8 @@ VerbsContext open_verbs_device(VerbsEndpoint& endpoint, const VerbsOptions& opti
             ibv_gid_entry entry{};
             if (ibv_query_gid_ex(context.get(), endpoint.port, std::uint32_t(i), &entry, 0) != 0) continue;
             const auto* raw = entry.gid.raw;
-            bool ipv4 = std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff &&
-                        raw[11] == 0xff;
+            bool ipv4 =
+                std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
             if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && ipv4) endpoint.gid_index = i;
         }
         if (endpoint.gid_index < 0) endpoint.gid_index = 0;

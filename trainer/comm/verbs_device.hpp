@@ -24,7 +24,7 @@ struct VerbsEndpoint {
 };
 
 struct VerbsOptions {
-    std::string device;            // empty: the first with an active port
+    std::string device;  // empty: the first with an active port
     std::uint8_t port = 1;
     std::optional<int> gid_index;  // RoCE: default, the first RoCE v2 GID with an IPv4 address
 };

@@ -11,8 +11,8 @@ namespace trellis::comm {
 
 namespace {
 
-constexpr std::size_t slots_per_peer = 64;      // notices and write-with-immediate arrivals
-constexpr std::size_t write_chunk = 1 << 20;    // bytes per RDMA WRITE
+constexpr std::size_t slots_per_peer = 64;    // notices and write-with-immediate arrivals
+constexpr std::size_t write_chunk = 1 << 20;  // bytes per RDMA WRITE
 constexpr std::uint32_t send_queue_depth = 512;
 
 // wr_id: an Operation* for writes (aligned, low bits 0); receive slots and notices tagged.
@@ -102,7 +102,8 @@ void VerbsTransport::connect(Wireup&) {
         init.cap = {send_queue_depth, std::uint32_t(slots_per_peer), 1, 1, sizeof(Notice)};
         auto& qp = peers_[std::size_t(r)].qp;
         qp.reset(ibv_create_qp(pd_.get(), &init));
-        if (!qp) throw CommError("verbs: " + endpoint_.device + ": cannot create a queue pair: " + std::strerror(errno));
+        if (!qp)
+            throw CommError("verbs: " + endpoint_.device + ": cannot create a queue pair: " + std::strerror(errno));
         to_init(qp.get(), endpoint_.port);
         auto& info = mine[std::size_t(r)];
         info.qpn = qp->qp_num;
@@ -142,8 +143,8 @@ void VerbsTransport::connect(Wireup&) {
 ibv_mr* VerbsTransport::registered(void* data, std::size_t bytes) {
     auto key = std::make_pair(reinterpret_cast<std::uintptr_t>(data), bytes);
     if (auto found = registrations_.find(key); found != registrations_.end()) return found->second.get();
-    MemoryRegion mr(ibv_reg_mr(pd_.get(), data, std::max<std::size_t>(bytes, 1),
-                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    MemoryRegion mr(
+        ibv_reg_mr(pd_.get(), data, std::max<std::size_t>(bytes, 1), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     if (!mr) throw CommError("verbs: cannot register " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
     return (registrations_[key] = std::move(mr)).get();
 }
@@ -212,7 +213,8 @@ void VerbsTransport::start_sends(int peer) {
             wr.send_flags = IBV_SEND_SIGNALED;
             wr.wr.rdma.remote_addr = notice.address + offset;
             wr.wr.rdma.rkey = notice.rkey;
-            if (ibv_post_send(p.qp.get(), &wr, &bad)) fail(peer, std::string("cannot post a write: ") + std::strerror(errno));
+            if (ibv_post_send(p.qp.get(), &wr, &bad))
+                fail(peer, std::string("cannot post a write: ") + std::strerror(errno));
         }
     }
 }
@@ -296,9 +298,10 @@ void VerbsTransport::exchange(std::span<const Transfer> transfers) {
         if (now - last_progress > options_.timeout)
             for (auto& op : operations)
                 if (!op.done && tcp_->silent(op.transfer.peer, last_progress))
-                    fail(op.transfer.peer,
-                         "made no progress and sent no heartbeat for " + std::to_string(options_.timeout.count()) + " s",
-                         true);
+                    fail(
+                        op.transfer.peer,
+                        "made no progress and sent no heartbeat for " + std::to_string(options_.timeout.count()) + " s",
+                        true);
         progress();
     }
 }
@@ -321,8 +324,9 @@ std::size_t VerbsTransport::exchange_first(std::span<const Transfer> receives) {
         std::size_t best = receives.size();
         for (std::size_t i = 0; i < receives.size(); ++i) {
             auto& first = peers_[std::size_t(receives[i].peer)].first;
-            if (first->done && (best == receives.size() ||
-                                first->completed_order < peers_[std::size_t(receives[best].peer)].first->completed_order))
+            if (first->done &&
+                (best == receives.size() ||
+                 first->completed_order < peers_[std::size_t(receives[best].peer)].first->completed_order))
                 best = i;
         }
         if (best < receives.size()) {

@@ -45,11 +45,11 @@ private:
     };
     struct Peer {
         QueuePair qp;
-        std::deque<Notice> notices;              // received, for our next sends
-        std::deque<Operation*> receiving;        // our receives, in the order announced
-        std::deque<Operation*> sending;          // our sends, waiting for their notice
-        std::unique_ptr<Operation> first;        // exchange_first's receive still announced
-        std::vector<Notice> slots;               // receive buffers for notices
+        std::deque<Notice> notices;        // received, for our next sends
+        std::deque<Operation*> receiving;  // our receives, in the order announced
+        std::deque<Operation*> sending;    // our sends, waiting for their notice
+        std::unique_ptr<Operation> first;  // exchange_first's receive still announced
+        std::vector<Notice> slots;         // receive buffers for notices
     };
 
     void connect(Wireup& wireup);

@@ -62,8 +62,7 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
     } catch (const UsageError& error) {
         throw CommError(std::string("slurm wireup: SLURM_STEP_NODELIST: ") + error.what());
     }
-    return std::make_unique<RendezvousWireup>("slurm", identity, master, rendezvous_port(),
-                                              timeout);
+    return std::make_unique<RendezvousWireup>("slurm", identity, master, rendezvous_port(), timeout);
 }
 
 std::unique_ptr<Wireup> env_wireup(std::chrono::seconds timeout) {
@@ -108,7 +107,8 @@ std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeou
     if (kind == WireupKind::slurm) return slurm_wireup(timeout);
     if (kind == WireupKind::env) return env_wireup(timeout);
     if (PmixWireup::available()) return std::make_unique<PmixWireup>();
-    if (env("SLURM_PROCID") && env("SLURM_NTASKS") && env_int("SLURM_NTASKS", "slurm") > 1) return slurm_wireup(timeout);
+    if (env("SLURM_PROCID") && env("SLURM_NTASKS") && env_int("SLURM_NTASKS", "slurm") > 1)
+        return slurm_wireup(timeout);
     if (env(env::rank.name) && env(env::world_size.name)) return env_wireup(timeout);
     return single_process_wireup();
 }

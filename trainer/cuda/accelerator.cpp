@@ -23,9 +23,9 @@ namespace {
 
 tensor::DType precision_type(gpu::Precision precision) {
     switch (precision) {
-        case gpu::Precision::bf16: return tensor::DType::bf16;
-        case gpu::Precision::fp16: return tensor::DType::f16;
-        case gpu::Precision::fp32: break;
+    case gpu::Precision::bf16: return tensor::DType::bf16;
+    case gpu::Precision::fp16: return tensor::DType::f16;
+    case gpu::Precision::fp32: break;
     }
     return tensor::DType::f32;
 }
@@ -34,8 +34,8 @@ class CudaAccelerator : public gpu::Accelerator {
 public:
     explicit CudaAccelerator(const gpu::AcceleratorOptions& options)
         : options_(options),
-          context_(precision_type(options.precision), options.workspace_bytes, options.deterministic,
-                   options.speedups, options.profile),
+          context_(precision_type(options.precision), options.workspace_bytes, options.deterministic, options.speedups,
+                   options.profile),
           backend_(context_) {
         check(cudaGetDevice(&device_), "cudaGetDevice");
         check(cudaGetDeviceProperties(&properties_, device_), "cudaGetDeviceProperties");
@@ -52,8 +52,9 @@ public:
     // The libraries are those loaded, with the versions they report at run time.
     std::string description() const override {
         const NcclLibrary* nccl = nccl_if_loaded();
-        return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" + std::to_string(properties_.major) +
-               std::to_string(properties_.minor) + ", " + std::to_string(properties_.totalGlobalMem >> 30) + " GiB), " +
+        return "GPU " + std::to_string(device_) + ": " + properties_.name + " (sm_" +
+               std::to_string(properties_.major) + std::to_string(properties_.minor) + ", " +
+               std::to_string(properties_.totalGlobalMem >> 30) + " GiB), " +
                gpu::precisions().name(options_.precision) + "; " + options_.libraries + ", " +
                (nccl ? "NCCL " + nccl->version + " (" + nccl->path + ")" : "NCCL not loaded (no step uses it)");
     }
@@ -126,7 +127,8 @@ public:
         return optimizer;
     }
 
-    std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity, const ShareFromRank0& from_rank0,
+    std::unique_ptr<gpu::DeviceAllreduce> nccl_allreduce(const comm::Identity& identity,
+                                                         const ShareFromRank0& from_rank0,
                                                          std::size_t bucket_bytes) override {
         return std::make_unique<NcclAllreduce>(context_, identity, from_rank0, bucket_bytes, options_.library_folders);
     }
@@ -191,7 +193,7 @@ private:
 }  // namespace trellis::cuda
 
 extern "C" trellis::gpu::Accelerator* trellis_create_cuda_accelerator(const trellis::gpu::AcceleratorOptions& options,
-                                                                       trellis::gpu::CreateFailure& failure) {
+                                                                      trellis::gpu::CreateFailure& failure) {
     // The program asked the driver first; the runtime may still disagree (a driver older than
     // the runtime linked in says cudaErrorInsufficientDriver): that is an error, not "no GPU".
     int count = 0;

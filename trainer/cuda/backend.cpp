@@ -57,9 +57,13 @@ CudaBackend::~CudaBackend() {
     cudaStreamDestroy(copy_stream_);
 }
 
-nn::LayerPtr CudaBackend::convolution(const nn::ConvolutionSpec& spec) { return std::make_unique<Convolution>(context_, spec); }
+nn::LayerPtr CudaBackend::convolution(const nn::ConvolutionSpec& spec) {
+    return std::make_unique<Convolution>(context_, spec);
+}
 
-nn::LayerPtr CudaBackend::batch_norm(const nn::BatchNormSpec& spec) { return std::make_unique<BatchNorm>(context_, spec); }
+nn::LayerPtr CudaBackend::batch_norm(const nn::BatchNormSpec& spec) {
+    return std::make_unique<BatchNorm>(context_, spec);
+}
 
 nn::LayerPtr CudaBackend::pooling(const nn::PoolingSpec& spec) { return std::make_unique<Pooling>(context_, spec); }
 
@@ -67,15 +71,14 @@ nn::LayerPtr CudaBackend::global_average_pool(const std::string& name) {
     return std::make_unique<GlobalAveragePool>(context_, name);
 }
 
-nn::LayerPtr CudaBackend::linear(const nn::LinearSpec& spec) {
-    return std::make_unique<Linear>(context_, spec);
-}
+nn::LayerPtr CudaBackend::linear(const nn::LinearSpec& spec) { return std::make_unique<Linear>(context_, spec); }
 
 std::unique_ptr<nn::ResidualJoin> CudaBackend::residual_join(const std::string& name) {
     return std::make_unique<ResidualJoin>(context_, name);
 }
 
-std::unique_ptr<nn::NormalizedJoin> CudaBackend::normalized_join(const nn::BatchNormSpec& norm, const std::string& name) {
+std::unique_ptr<nn::NormalizedJoin> CudaBackend::normalized_join(const nn::BatchNormSpec& norm,
+                                                                 const std::string& name) {
     if (!context_.speedups().fused_norm_join) return nn::Backend::normalized_join(norm, name);
     return std::make_unique<FusedNormJoin>(context_, norm, name);
 }

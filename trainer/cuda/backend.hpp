@@ -25,7 +25,8 @@ public:
     nn::LayerPtr relu(const std::string& name) override;
     nn::LayerPtr dropout(const std::string& name, float keep, const nn::DropoutDraw& draw) override;
     std::unique_ptr<nn::ResidualJoin> residual_join(const std::string& name) override;
-    std::unique_ptr<nn::NormalizedJoin> normalized_join(const nn::BatchNormSpec& norm, const std::string& name) override;
+    std::unique_ptr<nn::NormalizedJoin> normalized_join(const nn::BatchNormSpec& norm,
+                                                        const std::string& name) override;
     std::unique_ptr<nn::ChannelConcat> channel_concat(const std::string& name) override;
     nn::TensorSpec nhwc_spec(const tensor::Shape& nchw_shape) override;
     std::vector<float> to_plain(const tensor::Tensor& t) override;

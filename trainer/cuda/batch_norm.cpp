@@ -113,7 +113,9 @@ bool BatchNorm::fall_back() {
     std::fprintf(stderr, "%s: cuDNN refused its batch norm kernels in %s; using %s%s\n", name_.c_str(),
                  std::string(tensor::name(type_)).c_str(),
                  mode_ == CUDNN_BATCHNORM_SPATIAL ? "the spatial kernels" : "the persistent kernels",
-                 joined_ ? ", the shortcut's sum and the ReLU apart" : relu_ ? " and a separate ReLU" : "");
+                 joined_ ? ", the shortcut's sum and the ReLU apart"
+                 : relu_ ? " and a separate ReLU"
+                         : "");
     return true;
 }
 
@@ -137,9 +139,8 @@ cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const ten
     cudnnActivationDescriptor_t activation = ops == CUDNN_BATCHNORM_OPS_BN ? nullptr : relu_desc_;
     cudnnTensorDescriptor_t z_desc = fused_join_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr;
     std::size_t work_bytes = 0, reserve_bytes = 0, backward_bytes = 0;
-    auto status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnn, mode_, ops, data_desc_, z_desc,
-                                                                          data_desc_, channel_desc_, activation,
-                                                                          &work_bytes);
+    auto status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+        cudnn, mode_, ops, data_desc_, z_desc, data_desc_, channel_desc_, activation, &work_bytes);
     if (status == CUDNN_STATUS_SUCCESS)
         status = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn, mode_, ops, activation, data_desc_,
                                                                       &reserve_bytes);
@@ -155,8 +156,9 @@ cudnnStatus_t BatchNorm::training_forward(const tensor::Tensor& input, const ten
     saved_mean_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
     saved_inverse_std_ = context_.allocate(tensor::Shape{spec.channels}, tensor::DType::f32);
     // The reserve space is opaque bytes, held as 2-byte elements.
-    reserve_ = reserve_bytes ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
-                             : tensor::Tensor();
+    reserve_ = reserve_bytes
+                   ? context_.allocate(tensor::Shape{std::int64_t((reserve_bytes + 1) / 2)}, tensor::DType::bf16)
+                   : tensor::Tensor();
     return cudnnBatchNormalizationForwardTrainingEx(
         cudnn, mode_, ops, &one, &zero, data_desc_, input.data(), z_desc, fused_join_ ? addend.data() : nullptr,
         data_desc_, output.data(), channel_desc_, scale, params.value(parameters_.shift), spec.momentum,
@@ -223,19 +225,18 @@ cudnnStatus_t BatchNorm::run_backward(const tensor::Tensor& norm_grad, const ten
         ops == CUDNN_BATCHNORM_OPS_BN ? nullptr : static_cast<cudnnTensorDescriptor_t>(data_desc_);
     cudnnTensorDescriptor_t dz_desc = fused_join_ ? static_cast<cudnnTensorDescriptor_t>(data_desc_) : nullptr;
     std::size_t work_bytes = 0;
-    auto status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn, mode_, ops, data_desc_, y_desc, data_desc_,
-                                                                   dz_desc, data_desc_, channel_desc_, activation,
-                                                                   &work_bytes);
+    auto status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+        cudnn, mode_, ops, data_desc_, y_desc, data_desc_, dz_desc, data_desc_, channel_desc_, activation, &work_bytes);
     if (status != CUDNN_STATUS_SUCCESS) return status;
     std::size_t reserve_bytes = reserve_.empty() ? 0 : reserve_.bytes();
     return cudnnBatchNormalizationBackwardEx(
         cudnn, mode_, ops, &one, &zero, &one, &zero, data_desc_, input_.data(), y_desc,
-        y_desc ? output_.data() : nullptr, data_desc_, norm_grad.data(), dz_desc, dz_desc ? addend_grad.data() : nullptr,
-        data_desc_, input_grad.data(), channel_desc_, learnt ? params.value(parameters_.scale) : ones_.data(),
-        params.value(parameters_.shift), learnt ? params.grad(parameters_.scale) : scale_grad_.data(),
-        params.grad(parameters_.shift), parameters_.spec.epsilon, saved_mean_.data(), saved_inverse_std_.data(),
-        activation, context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr,
-        reserve_bytes);
+        y_desc ? output_.data() : nullptr, data_desc_, norm_grad.data(), dz_desc,
+        dz_desc ? addend_grad.data() : nullptr, data_desc_, input_grad.data(), channel_desc_,
+        learnt ? params.value(parameters_.scale) : ones_.data(), params.value(parameters_.shift),
+        learnt ? params.grad(parameters_.scale) : scale_grad_.data(), params.grad(parameters_.shift),
+        parameters_.spec.epsilon, saved_mean_.data(), saved_inverse_std_.data(), activation,
+        context_.workspace(work_bytes), work_bytes, reserve_bytes ? reserve_.data() : nullptr, reserve_bytes);
 }
 
 }  // namespace trellis::cuda

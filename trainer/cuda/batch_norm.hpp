@@ -64,9 +64,9 @@ private:
     cudnnActivationDescriptor_t relu_desc_ = nullptr;
     // The kernels in use: the first of the fallback chain that cuDNN accepted.
     cudnnBatchNormMode_t mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-    bool fused_ = false;       // the ReLU inside cuDNN's batch norm
+    bool fused_ = false;  // the ReLU inside cuDNN's batch norm
     bool joined_;
-    bool fused_join_ = false;  // the addend and its ReLU inside cuDNN's batch norm
+    bool fused_join_ = false;           // the addend and its ReLU inside cuDNN's batch norm
     bool fused_join_accepted_ = false;  // cuDNN took its backward pass's workspace query
     tensor::Tensor input_, output_, saved_mean_, saved_inverse_std_, reserve_;
 };

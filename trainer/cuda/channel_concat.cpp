@@ -29,7 +29,8 @@ void ChannelConcat::copy_rows(const void* from, std::int64_t from_width, std::in
                               std::int64_t to_width, std::int64_t to_first, std::int64_t channels) const {
     std::size_t element = tensor::element_size(type_);
     std::size_t rows = std::size_t(shape_[0] * shape_[2] * shape_[3]);
-    check(cudaMemcpy2DAsync(static_cast<std::byte*>(to) + std::size_t(to_first) * element, std::size_t(to_width) * element,
+    check(cudaMemcpy2DAsync(static_cast<std::byte*>(to) + std::size_t(to_first) * element,
+                            std::size_t(to_width) * element,
                             static_cast<const std::byte*>(from) + std::size_t(from_first) * element,
                             std::size_t(from_width) * element, std::size_t(channels) * element, rows,
                             cudaMemcpyDeviceToDevice, context_.stream()),

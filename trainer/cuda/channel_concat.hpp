@@ -22,8 +22,8 @@ public:
 private:
     // Copies `channels` wide rows between a tensor of `from_width` channels and one of
     // `to_width`, at channel offsets `from_first` and `to_first`.
-    void copy_rows(const void* from, std::int64_t from_width, std::int64_t from_first, void* to,
-                   std::int64_t to_width, std::int64_t to_first, std::int64_t channels) const;
+    void copy_rows(const void* from, std::int64_t from_width, std::int64_t from_first, void* to, std::int64_t to_width,
+                   std::int64_t to_first, std::int64_t channels) const;
 
     CudaContext& context_;
     std::string name_;

@@ -20,8 +20,8 @@ void check(cudnnStatus_t status, const std::string& what) {
 
 void check(cublasStatus_t status, const std::string& what) {
     if (status != CUBLAS_STATUS_SUCCESS)
-        throw CudaError("cuBLAS: " + what + ": " + cublasGetStatusName(status) + " (" +
-                        cublasGetStatusString(status) + ")");
+        throw CudaError("cuBLAS: " + what + ": " + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
+                        ")");
 }
 
 void check(ncclResult_t status, const std::string& what) {

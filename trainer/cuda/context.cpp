@@ -15,9 +15,9 @@ std::string DeviceLayout::name() const {
 
 cudnnDataType_t cudnn_type(tensor::DType type) {
     switch (type) {
-        case tensor::DType::bf16: return CUDNN_DATA_BFLOAT16;
-        case tensor::DType::f16: return CUDNN_DATA_HALF;
-        default: return CUDNN_DATA_FLOAT;
+    case tensor::DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case tensor::DType::f16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
     }
 }
 
@@ -37,8 +37,8 @@ TensorDescriptor::~TensorDescriptor() {
     if (desc_) cudnnDestroyTensorDescriptor(desc_);
 }
 
-CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic,
-                         gpu::Speedups speedups, bool profile)
+CudaContext::CudaContext(tensor::DType compute, std::size_t workspace_limit, bool deterministic, gpu::Speedups speedups,
+                         bool profile)
     : compute_(compute),
       workspace_limit_(workspace_limit),
       deterministic_(deterministic),

@@ -26,13 +26,13 @@ struct Refused : CudaError {
 // runtime, a missing sub-library or prerequisite) would refuse f32 alike: they are errors.
 bool refuses_the_layer(cudnnStatus_t status) {
     switch (status) {
-        case CUDNN_STATUS_NOT_SUPPORTED:
-        case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN:
-        case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
-        case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
-        case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
-        case CUDNN_STATUS_NOT_SUPPORTED_PADDING: return true;
-        default: return false;
+    case CUDNN_STATUS_NOT_SUPPORTED:
+    case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN:
+    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
+    case CUDNN_STATUS_NOT_SUPPORTED_PADDING: return true;
+    default: return false;
     }
 }
 
@@ -53,7 +53,8 @@ CudaContext::Algorithm fastest(const Result* results, int count, std::size_t lim
     // None ran: refused when every one was refused for the layer's sake, else the first
     // reason (none fitting the workspace falls through to its own message).
     bool any_ran = std::any_of(benchmarked.begin(), benchmarked.end(), [](const auto& b) { return b.ran; });
-    bool all_refused = std::all_of(results, results + count, [](const Result& r) { return refuses_the_layer(r.status); });
+    bool all_refused =
+        std::all_of(results, results + count, [](const Result& r) { return refuses_the_layer(r.status); });
     if (!any_ran && all_refused) throw Refused("cuDNN: " + layer + ": no " + what + " algorithm for this layer");
     if (!any_ran && count > 0 && results[0].status != CUDNN_STATUS_ALLOC_FAILED)
         check(results[0].status, layer + ": benchmarking " + what + " algorithms");
@@ -61,8 +62,10 @@ CudaContext::Algorithm fastest(const Result* results, int count, std::size_t lim
         throw CudaError("cuDNN: " + layer + ": no " + what + " algorithm fits " + std::to_string(limit >> 20) +
                         " MiB of workspace (raise --cudnn-workspace-mb)");
     if (choice.nondeterministic_fallback)
-        std::fprintf(stderr, "%s: cuDNN has no deterministic %s algorithm for this shape and type; using the "
-                     "fastest, which is not deterministic\n", layer.c_str(), what.c_str());
+        std::fprintf(stderr,
+                     "%s: cuDNN has no deterministic %s algorithm for this shape and type; using the "
+                     "fastest, which is not deterministic\n",
+                     layer.c_str(), what.c_str());
     const auto& r = results[choice.index];
     return {int(r.algo), r.mathType, r.memory};
 }
@@ -126,14 +129,14 @@ void Convolution::describe(tensor::DType type) {
     x_desc_ = TensorDescriptor(end_padding_.shape(), type);
     y_desc_ = TensorDescriptor(output_shape_, type);
     check(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type), CUDNN_TENSOR_NHWC, spec_.out_channels,
-                                      spec_.in_channels, window_.kernel_h, window_.kernel_w),
+                                     spec_.in_channels, window_.kernel_h, window_.kernel_w),
           spec_.name + ": filter descriptor");
     check(cudnnSetConvolution2dDescriptor(conv_desc_, window_.padding.top, window_.padding.left, window_.stride,
                                           window_.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           spec_.name + ": convolution descriptor");
     // Tensor cores for bf16/f16; f32 may use TF32 unless runs must be deterministic.
     math_ = type == tensor::DType::f32 ? (context_.deterministic() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
-                                      : CUDNN_TENSOR_OP_MATH;
+                                       : CUDNN_TENSOR_OP_MATH;
     check(cudnnSetConvolutionMathType(conv_desc_, math_), spec_.name + ": math type");
 }
 
@@ -201,8 +204,8 @@ tensor::Tensor Convolution::convolve(const tensor::Tensor& given, nn::Mode mode)
                                                        size);
     });
     float one = 1, zero = 0;
-    check_supported(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_,
-                                            algo, context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
+    check_supported(cudnnConvolutionForward(context_.cudnn(), &one, x_desc_, input.data(), w_desc_, w, conv_desc_, algo,
+                                            context_.workspace(bytes), bytes, &zero, y_desc_, output.data()),
                     spec_.name + ": forward");
     if (spec_.bias)
         kernels::add_channel_bias(output.data(), conv_type_, params.value(parameters_.bias), output_rows(),
@@ -240,12 +243,13 @@ tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_gr
                                                                  candidates, count, results, workspace, bytes);
         }));
     std::size_t bytes = workspace("filter", "weight-gradient", [&](std::size_t* size) {
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo, size);
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, falgo,
+                                                              size);
     });
-    check_supported(cudnnConvolutionBackwardFilter(cudnn, &one, x_desc_, input.data(), y_desc_, output_grad.data(),
-                                                   conv_desc_, falgo, context_.workspace(bytes), bytes, &zero, w_desc_,
-                                                   dw),
-                    spec_.name + ": weight gradient");
+    check_supported(
+        cudnnConvolutionBackwardFilter(cudnn, &one, x_desc_, input.data(), y_desc_, output_grad.data(), conv_desc_,
+                                       falgo, context_.workspace(bytes), bytes, &zero, w_desc_, dw),
+        spec_.name + ": weight gradient");
     if (widen)
         kernels::convert(dw, conv_type_, params.grad(parameters_.weight), tensor::DType::f32,
                          std::size_t(parameters_.weight.elements()), 1.0f, context_.stream());
@@ -268,12 +272,13 @@ tensor::Tensor Convolution::backward_in_conv_type(const tensor::Tensor& given_gr
                                                                    count, results, workspace, bytes);
             }));
         bytes = workspace("data", "input-gradient", [&](std::size_t* size) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo, size);
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, dalgo,
+                                                                size);
         });
-        check_supported(cudnnConvolutionBackwardData(cudnn, &one, w_desc_, w, y_desc_, output_grad.data(), conv_desc_,
-                                                     dalgo, context_.workspace(bytes), bytes, &zero, x_desc_,
-                                                     input_grad.data()),
-                        spec_.name + ": input gradient");
+        check_supported(
+            cudnnConvolutionBackwardData(cudnn, &one, w_desc_, w, y_desc_, output_grad.data(), conv_desc_, dalgo,
+                                         context_.workspace(bytes), bytes, &zero, x_desc_, input_grad.data()),
+            spec_.name + ": input gradient");
         input_grad = in_type(input_grad, type_);
         if (end_padding_.needed()) input_grad = end_padding_.crop(context_, input_grad, type_);
     }

@@ -56,7 +56,7 @@ private:
     cudnnFilterDescriptor_t w_desc_ = nullptr;
     cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
     cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;  // what the benchmarks may use
-    tensor::Tensor input_;  // kept for the weight gradient
+    tensor::Tensor input_;                       // kept for the weight gradient
 };
 
 }  // namespace trellis::cuda

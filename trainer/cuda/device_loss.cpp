@@ -16,7 +16,8 @@ CudaDeviceLoss::CudaDeviceLoss(CudaContext& context) : context_(context) {
 CudaDeviceLoss::~CudaDeviceLoss() {
     cudaEventSynchronize(done_);
     cudaEventDestroy(done_);
-    for (void* p : {static_cast<void*>(host_labels_), static_cast<void*>(host_losses_), static_cast<void*>(host_higher_)})
+    for (void* p :
+         {static_cast<void*>(host_labels_), static_cast<void*>(host_losses_), static_cast<void*>(host_higher_)})
         if (p) cudaFreeHost(p);
 }
 

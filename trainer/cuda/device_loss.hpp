@@ -25,7 +25,7 @@ private:
 
     CudaContext& context_;
     int capacity_ = 0, rows_ = 0;
-    int* host_labels_ = nullptr;   // page-locked
+    int* host_labels_ = nullptr;  // page-locked
     float* host_losses_ = nullptr;
     int* host_higher_ = nullptr;
     std::shared_ptr<std::byte> device_buffer_;  // labels, losses, ranks

@@ -12,9 +12,9 @@ namespace {
 
 kernels::OptimizerKind kind_of(optim::OptimizerKind kind) {
     switch (kind) {
-        case optim::OptimizerKind::rmsprop: return kernels::OptimizerKind::rmsprop;
-        case optim::OptimizerKind::lars: return kernels::OptimizerKind::lars;
-        case optim::OptimizerKind::sgd: break;
+    case optim::OptimizerKind::rmsprop: return kernels::OptimizerKind::rmsprop;
+    case optim::OptimizerKind::lars: return kernels::OptimizerKind::lars;
+    case optim::OptimizerKind::sgd: break;
     }
     return kernels::OptimizerKind::sgd;
 }
@@ -85,10 +85,10 @@ void DeviceOptimizer::update_trust_ratios() {
     check(cudaStreamSynchronize(stream), "reading the LARS norms");
     // As the CPU's LARS: weights take the trust ratio, batch norm parameters and biases not.
     for (std::size_t p = 0; p < decay_.size(); ++p)
-        lr_factor_[p] = is_weight_[p] ? float(optim::Lars::trust_ratio(std::sqrt(norms[2 * p]),
-                                                                       std::sqrt(norms[2 * p + 1]), decay_[p],
-                                                                       config_.lars_eta))
-                                      : 1.0f;
+        lr_factor_[p] = is_weight_[p]
+                            ? float(optim::Lars::trust_ratio(std::sqrt(norms[2 * p]), std::sqrt(norms[2 * p + 1]),
+                                                             decay_[p], config_.lars_eta))
+                            : 1.0f;
     check(cudaMemcpyAsync(const_cast<float*>(table_.lr_factor), lr_factor_.data(), lr_factor_.size() * sizeof(float),
                           cudaMemcpyHostToDevice, stream),
           "uploading the LARS rates");
@@ -104,8 +104,8 @@ void DeviceOptimizer::step(float lr) {
         host_is_newer_ = false;
     }
     if (kind_ == kernels::OptimizerKind::lars) update_trust_ratios();
-    kernels::OptimizerStep step{kind_, lr, config_.momentum, config_.nesterov, config_.rmsprop_decay,
-                                config_.rmsprop_epsilon, skip_when_set_};
+    kernels::OptimizerStep step{
+        kind_, lr, config_.momentum, config_.nesterov, config_.rmsprop_decay, config_.rmsprop_epsilon, skip_when_set_};
     kernels::optimizer_step(params.values(), params.grads(), velocity_, mean_square_, table_,
                             params.mixed() ? params.low_values() : nullptr, params.low_type(),
                             params.learned_elements(), step, context_.stream());

@@ -36,11 +36,11 @@ private:
     std::vector<float> decay_;
     std::vector<bool> is_weight_;
     std::vector<float> lr_factor_;
-    double* norms_ = nullptr;      // device: 2 per parameter
-    float* velocity_ = nullptr;    // device
-    float* mean_square_ = nullptr; // device, RMSProp only
+    double* norms_ = nullptr;       // device: 2 per parameter
+    float* velocity_ = nullptr;     // device
+    float* mean_square_ = nullptr;  // device, RMSProp only
     std::vector<float> host_velocity_, host_mean_square_;
-    bool host_is_newer_ = false;   // state() was called: the mirrors may have been written
+    bool host_is_newer_ = false;  // state() was called: the mirrors may have been written
     const int* skip_when_set_ = nullptr;
 };
 

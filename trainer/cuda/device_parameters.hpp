@@ -63,7 +63,7 @@ public:
 
 private:
     std::size_t host_offset_of(const nn::Parameter& p) const;
-    std::size_t offset_of(const nn::Parameter& p) const;  // on the device
+    std::size_t offset_of(const nn::Parameter& p) const;                 // on the device
     void permute(std::span<float> device_layout, bool to_device) const;  // OIHW <-> OHWI in place
     void upload_statistics();
     void download_statistics();

@@ -24,9 +24,7 @@ public:
         return norm_.forward_joined(a, b, mode);
     }
     Gradients backward(const tensor::Tensor& output_grad) override { return norm_.backward_joined(output_grad); }
-    void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) override {
-        join_.accumulate(target, addend);
-    }
+    void accumulate(tensor::Tensor& target, const tensor::Tensor& addend) override { join_.accumulate(target, addend); }
 
 private:
     BatchNorm norm_;

@@ -30,23 +30,24 @@ unsigned blocks_for(std::size_t n) {
 
 __device__ inline float load(const void* p, std::size_t i, DType type) {
     switch (type) {
-        case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-        case DType::f16: return __half2float(static_cast<const __half*>(p)[i]);
-        default: return static_cast<const float*>(p)[i];
+    case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::f16: return __half2float(static_cast<const __half*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
     }
 }
 
 __device__ inline void store(void* p, std::size_t i, DType type, float value) {
     switch (type) {
-        case DType::bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(value); break;
-        case DType::f16: static_cast<__half*>(p)[i] = __float2half(value); break;
-        default: static_cast<float*>(p)[i] = value;
+    case DType::bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(value); break;
+    case DType::f16: static_cast<__half*>(p)[i] = __float2half(value); break;
+    default: static_cast<float*>(p)[i] = value;
     }
 }
 
 // Grid-stride loops: any n with a bounded grid.
-#define FOR_EACH(i, n) \
-    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); i += std::size_t(gridDim.x) * blockDim.x)
+#define FOR_EACH(i, n)                                                                \
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); \
+         i += std::size_t(gridDim.x) * blockDim.x)
 
 __global__ void convert_kernel(const void* src, DType from, void* dst, DType to, std::size_t n, float scale) {
     FOR_EACH(i, n) store(dst, i, to, load(src, i, from) * scale);
@@ -83,8 +84,8 @@ __global__ void dropout_kernel(const float* x, float* y, std::size_t n, std::uin
 }
 
 // One thread per element of the larger tensor (padding) or of the smaller (cropping).
-__global__ void pad_end_kernel(const void* x, void* y, DType type, int n, int h, int w, int c, int extra_h,
-                               int extra_w, float fill) {
+__global__ void pad_end_kernel(const void* x, void* y, DType type, int n, int h, int w, int c, int extra_h, int extra_w,
+                               float fill) {
     int hp = h + extra_h, wp = w + extra_w;
     FOR_EACH(i, std::size_t(n) * hp * wp * c) {
         std::size_t channel = i % c, col = i / c % wp, row = i / c / wp % hp, image = i / c / wp / hp;
@@ -172,11 +173,17 @@ __device__ inline float to_float(__half v) { return __half2float(v); }
 template <typename T>
 __device__ inline T from_float(float v);
 template <>
-__device__ inline float from_float<float>(float v) { return v; }
+__device__ inline float from_float<float>(float v) {
+    return v;
+}
 template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+    return __float2bfloat16(v);
+}
 template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half(v); }
+__device__ inline __half from_float<__half>(float v) {
+    return __float2half(v);
+}
 
 struct AddRelu {
     __device__ float operator()(float a, float b) const { return fmaxf(a + b, 0.0f); }
@@ -209,8 +216,7 @@ __global__ void vector_kernel(const uint4* a, const uint4* b, uint4* y, std::siz
 // Launches the vector kernel where the item is on and the pointers and count allow it;
 // false where the scalar kernel must run.
 template <typename Op>
-bool launched_as_vectors(const void* a, const void* b, void* y, DType type, std::size_t n, Op op,
-                         cudaStream_t stream) {
+bool launched_as_vectors(const void* a, const void* b, void* y, DType type, std::size_t n, Op op, cudaStream_t stream) {
     auto aligned = [](const void* p) { return !p || reinterpret_cast<std::uintptr_t>(p) % sizeof(uint4) == 0; };
     std::size_t per_vector = sizeof(uint4) / (type == DType::f32 ? 4 : 2);
     if (!vector_kernels || n % per_vector || !aligned(a) || !aligned(b) || !aligned(y)) return false;
@@ -218,9 +224,11 @@ bool launched_as_vectors(const void* a, const void* b, void* y, DType type, std:
     auto va = static_cast<const uint4*>(a), vb = static_cast<const uint4*>(b);
     auto vy = static_cast<uint4*>(y);
     switch (type) {
-        case DType::bf16: vector_kernel<__nv_bfloat16><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op); break;
-        case DType::f16: vector_kernel<__half><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op); break;
-        default: vector_kernel<float><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op);
+    case DType::bf16:
+        vector_kernel<__nv_bfloat16><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op);
+        break;
+    case DType::f16: vector_kernel<__half><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op); break;
+    default: vector_kernel<float><<<blocks_for(vectors), threads, 0, stream>>>(va, vb, vy, vectors, op);
     }
     launched("vector_kernel");
     return true;
@@ -302,21 +310,21 @@ __global__ void optimizer_kernel(float* w, const float* g, float* v, float* seco
         float d = g[i] + table.decay[p] * w[i];
         float updated;
         switch (step.kind) {
-            case OptimizerKind::rmsprop: {
-                float s = second[i] = step.rho * second[i] + (1 - step.rho) * d * d;
-                float velocity = v[i] = step.momentum * v[i] + step.lr * d / sqrtf(s + step.epsilon);
-                updated = w[i] - velocity;
-                break;
-            }
-            case OptimizerKind::lars: {
-                float velocity = v[i] = step.momentum * v[i] + step.lr * table.lr_factor[p] * d;
-                updated = w[i] - velocity;
-                break;
-            }
-            default: {
-                float velocity = v[i] = step.momentum * v[i] + d;
-                updated = w[i] - step.lr * (step.nesterov ? d + step.momentum * velocity : velocity);
-            }
+        case OptimizerKind::rmsprop: {
+            float s = second[i] = step.rho * second[i] + (1 - step.rho) * d * d;
+            float velocity = v[i] = step.momentum * v[i] + step.lr * d / sqrtf(s + step.epsilon);
+            updated = w[i] - velocity;
+            break;
+        }
+        case OptimizerKind::lars: {
+            float velocity = v[i] = step.momentum * v[i] + step.lr * table.lr_factor[p] * d;
+            updated = w[i] - velocity;
+            break;
+        }
+        default: {
+            float velocity = v[i] = step.momentum * v[i] + d;
+            updated = w[i] - step.lr * (step.nesterov ? d + step.momentum * velocity : velocity);
+        }
         }
         w[i] = updated;
         if (low) store(low, i, low_type, updated);
@@ -359,8 +367,8 @@ void convert(const void* src, DType from, void* dst, DType to, std::size_t n, fl
     launched("convert_kernel");
 }
 
-void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain,
-                      const float* bias, cudaStream_t stream) {
+void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain, const float* bias,
+                      cudaStream_t stream) {
     ChannelAffine affine{};
     for (int c = 0; c < 3; ++c) affine.gain[c] = gain[c], affine.bias[c] = bias[c];
     normalise_pixels_kernel<<<blocks_for(n), threads, 0, stream>>>(src, dst, to, n, affine);

@@ -24,8 +24,8 @@ using tensor::DType;
 // dst[i] = src[i] * scale, converting the element type.
 void convert(const void* src, DType from, void* dst, DType to, std::size_t n, float scale, cudaStream_t stream);
 // Bytes of N x H x W x 3 pixels (0..255) to `to`: channel c as value * gain[c] + bias[c].
-void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain,
-                      const float* bias, cudaStream_t stream);
+void normalise_pixels(const std::uint8_t* src, void* dst, DType to, std::size_t n, const float* gain, const float* bias,
+                      cudaStream_t stream);
 // The vector-kernels speed item (gpu/speedups.hpp): relu, add_relu, relu_backward and
 // accumulate in 16-byte vectors where pointers and counts allow. Off by default.
 void use_vector_kernels(bool use);

@@ -74,8 +74,9 @@ std::string LayerProfile::report() {
     }
     std::sort(rows.rbegin(), rows.rend());
     char line[160];
-    std::snprintf(line, sizeof line, "GPU time by kind of work, ms per step over %.0f steps (the first %lld left out):\n",
-                  steps, static_cast<long long>(skip));
+    std::snprintf(line, sizeof line,
+                  "GPU time by kind of work, ms per step over %.0f steps (the first %lld left out):\n", steps,
+                  static_cast<long long>(skip));
     std::string text = line;
     for (const auto& [ms, kind] : rows) {
         std::snprintf(line, sizeof line, "  %-28s %9.2f  %5.1f%%\n", kind.c_str(), ms, gpu > 0 ? 100 * ms / gpu : 0.0);

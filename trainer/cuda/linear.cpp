@@ -22,9 +22,8 @@ void Linear::collect(nn::ParameterStore& store) {
     // The GPU's images are N x H x W x C: a flattened one is in H, W, C order, so the weight,
     // O x (C x H x W) as the CPU and checkpoints hold it, is held O x H x W x C here.
     if (image_shape_.rank() == 4)
-        context_.parameters().hold_as_ohwi(parameters_.weight,
-                                           tensor::Shape{parameters_.out_features, image_shape_[1], image_shape_[2],
-                                                         image_shape_[3]});
+        context_.parameters().hold_as_ohwi(parameters_.weight, tensor::Shape{parameters_.out_features, image_shape_[1],
+                                                                             image_shape_[2], image_shape_[3]});
 }
 
 tensor::Tensor Linear::widened(const tensor::Tensor& input) const {

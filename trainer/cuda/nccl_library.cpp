@@ -18,8 +18,9 @@ bool is_loaded = false;
 template <typename Function>
 void resolve(void* handle, const std::string& path, const char* name, Function& function) {
     function = reinterpret_cast<Function>(dlsym(handle, name));
-    if (!function) throw CudaError("NCCL: " + path + " has no " + name + " (NCCL " + std::to_string(NCCL_MAJOR) + "." +
-                                   std::to_string(NCCL_MINOR) + " or later is needed)");
+    if (!function)
+        throw CudaError("NCCL: " + path + " has no " + name + " (NCCL " + std::to_string(NCCL_MAJOR) + "." +
+                        std::to_string(NCCL_MINOR) + " or later is needed)");
 }
 
 }  // namespace

@@ -24,8 +24,9 @@ nn::TensorSpec Pooling::setup(const nn::TensorSpec& input, bool) {
     auto resolved = spec_.window.resolved(input_shape_[2], input_shape_[3]);
     // An explicit extra row would count in an average; max pooling ignores it (-infinity).
     if (spec_.kind == nn::PoolKind::average && !resolved.padding.symmetric())
-        throw UsageError(name_ + ": average pooling " + spec_.window.str() + " pads one side more than the other on a " +
-                         std::to_string(input_shape_[2]) + "x" + std::to_string(input_shape_[3]) +
+        throw UsageError(name_ + ": average pooling " + spec_.window.str() +
+                         " pads one side more than the other on a " + std::to_string(input_shape_[2]) + "x" +
+                         std::to_string(input_shape_[3]) +
                          " input, which the CUDA backend does not do (accepted: max pooling, or stride 1)");
     auto w = end_padding_.setup(resolved, input_shape_, name_);
     auto mode = spec_.kind == nn::PoolKind::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
@@ -56,8 +57,8 @@ tensor::Tensor Pooling::backward(const tensor::Tensor& output_grad) {
     auto timed = context_.profile().time("pooling", context_.stream());
     auto input_grad = context_.allocate(end_padding_.shape(), type_);
     float one = 1, zero = 0;
-    check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_,
-                               output_grad.data(), x_desc_, input_.data(), &zero, x_desc_, input_grad.data()),
+    check(cudnnPoolingBackward(context_.cudnn(), pool_desc_, &one, y_desc_, output_.data(), y_desc_, output_grad.data(),
+                               x_desc_, input_.data(), &zero, x_desc_, input_grad.data()),
           spec_.name + ": backward");
     input_ = output_ = {};
     return end_padding_.needed() ? end_padding_.crop(context_, input_grad, type_) : input_grad;

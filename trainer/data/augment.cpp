@@ -44,15 +44,12 @@ TransformPlan plan_transform(TransformKind kind, JpegSize image, int size, Rng& 
     return plan;
 }
 
-void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size,
-                 const PixelOutput& out) {
+void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size, const PixelOutput& out) {
     double factor = static_cast<double>(scale.num) / scale.denom;
     // Positions in the decoded pixels, which start at (decoded.x, decoded.y) of the scaled
     // image when only a region was decoded.
-    AxisSamples columns =
-        sample_axis(plan.box.x * factor - decoded.x, plan.box.width * factor, decoded.width, size);
-    AxisSamples rows =
-        sample_axis(plan.box.y * factor - decoded.y, plan.box.height * factor, decoded.height, size);
+    AxisSamples columns = sample_axis(plan.box.x * factor - decoded.x, plan.box.width * factor, decoded.width, size);
+    AxisSamples rows = sample_axis(plan.box.y * factor - decoded.y, plan.box.height * factor, decoded.height, size);
     const std::size_t stride = static_cast<std::size_t>(decoded.width) * 3;
     write_pixels(out, [&](auto store) {
         for (int y = 0; y < size; ++y) {
@@ -75,8 +72,8 @@ void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& p
     });
 }
 
-void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size,
-                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out) {
+void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size, std::uint64_t seed,
+                    JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out) {
     JpegSize image = decoder.read_header(jpeg, source);
     Rng rng(seed);
     TransformPlan plan = plan_transform(kind, image, size, rng);

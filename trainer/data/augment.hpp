@@ -36,12 +36,11 @@ struct TransformPlan {
 TransformPlan plan_transform(TransformKind kind, JpegSize image, int size, Rng& rng);
 
 // Resamples plan.box of an image decoded at `scale` into size x size x 3 values at `out`.
-void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size,
-                 const PixelOutput& out);
+void render_crop(const RgbImage& decoded, DctScale scale, const TransformPlan& plan, int size, const PixelOutput& out);
 
 // The whole transform of one encoded sample. `seed` alone decides the random choices;
 // `decoder` and `scratch` are the calling thread's, reused across samples.
-void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size,
-                    std::uint64_t seed, JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out);
+void transform_jpeg(ByteView jpeg, const std::string& source, TransformKind kind, int size, std::uint64_t seed,
+                    JpegDecoder& decoder, RgbImage& scratch, const PixelOutput& out);
 
 }  // namespace trellis::data

@@ -25,13 +25,13 @@ struct Batch {
     // values, which the consumer normalises with `statistics`.
     std::vector<std::uint8_t> pixels;
     ChannelStatistics statistics;
-    std::vector<int> labels;    // size entries, in [0, num_classes)
-    int size = 0;               // the batch size, except for a short last evaluation batch
-    std::vector<char> stand_in; // 1 where a copy of another sample stands in for a bad one
+    std::vector<int> labels;     // size entries, in [0, num_classes)
+    int size = 0;                // the batch size, except for a short last evaluation batch
+    std::vector<char> stand_in;  // 1 where a copy of another sample stands in for a bad one
     int image_size = 0;
     std::int64_t epoch = 0;
     std::int64_t index_in_epoch = 0;
-    bool unchanging = false;    // the same images at every step (synthetic data)
+    bool unchanging = false;  // the same images at every step (synthetic data)
 };
 
 class BatchSource {

@@ -10,8 +10,7 @@
 
 namespace trellis::data {
 
-std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t seed,
-                                             std::int64_t epoch) {
+std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t seed, std::int64_t epoch) {
     std::vector<std::uint32_t> order(count);
     std::iota(order.begin(), order.end(), 0u);
     Rng rng(mix_seed({seed, 0x7065726d75746521ull, static_cast<std::uint64_t>(epoch)}));
@@ -41,8 +40,8 @@ CarriedPosition carry_position(Position position, std::int64_t from_samples, std
     return {{position.epoch, batch}, batch * to_samples - seen};
 }
 
-BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size,
-                     bool shuffle, std::uint64_t seed)
+BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size, bool shuffle,
+                     std::uint64_t seed)
     : dataset_size_(dataset_size),
       batch_size_(batch_size),
       rank_(rank),
@@ -50,27 +49,23 @@ BatchPlan::BatchPlan(std::size_t dataset_size, int batch_size, int rank, int wor
       shuffle_(shuffle),
       seed_(seed) {
     if (batch_size <= 0 || world_size <= 0 || rank < 0 || rank >= world_size)
-        throw DataError("batch plan: batch size " + std::to_string(batch_size) + ", rank " +
-                        std::to_string(rank) + " of " + std::to_string(world_size) +
-                        " (expected batch size >= 1 and 0 <= rank < world size)");
+        throw DataError("batch plan: batch size " + std::to_string(batch_size) + ", rank " + std::to_string(rank) +
+                        " of " + std::to_string(world_size) + " (expected batch size >= 1 and 0 <= rank < world size)");
     if (dataset_size > std::numeric_limits<std::uint32_t>::max())
-        throw DataError("batch plan: " + std::to_string(dataset_size) +
-                        " samples (at most 2^32 - 1 supported)");
+        throw DataError("batch plan: " + std::to_string(dataset_size) + " samples (at most 2^32 - 1 supported)");
     auto n = static_cast<std::int64_t>(dataset_size);
     if (shuffle) {
         batches_per_epoch_ = n / (static_cast<std::int64_t>(world_size) * batch_size);
         rank_samples_ = batches_per_epoch_ * batch_size;
         if (batches_per_epoch_ == 0)
-            throw DataError("the dataset has " + std::to_string(n) +
-                            " samples, fewer than one global batch (" + std::to_string(world_size) +
-                            " ranks x " + std::to_string(batch_size) + ")");
+            throw DataError("the dataset has " + std::to_string(n) + " samples, fewer than one global batch (" +
+                            std::to_string(world_size) + " ranks x " + std::to_string(batch_size) + ")");
     } else {
         rank_samples_ = rank_share(dataset_size, rank, world_size);
         batches_per_epoch_ = evaluation_batches(dataset_size, batch_size, rank, world_size);
         if (batches_per_epoch_ == 0)
-            throw DataError("the evaluation set has " + std::to_string(n) +
-                            " samples, none for rank " + std::to_string(rank) + " of " +
-                            std::to_string(world_size));
+            throw DataError("the evaluation set has " + std::to_string(n) + " samples, none for rank " +
+                            std::to_string(rank) + " of " + std::to_string(world_size));
     }
 }
 

@@ -15,8 +15,7 @@
 namespace trellis::data {
 
 // A uniformly random permutation of [0, count) from (seed, epoch) (Fisher-Yates).
-std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t seed,
-                                             std::int64_t epoch);
+std::vector<std::uint32_t> epoch_permutation(std::size_t count, std::uint64_t seed, std::int64_t epoch);
 
 // The evaluation batches of rank `rank` of `world_size`: ceil(N_rank / B), where N_rank is its
 // share of the samples (0 when it has none). Rank 0 has the most, and others at most one fewer.
@@ -42,8 +41,7 @@ public:
     // so that every rank takes the same number of steps. Evaluation: every sample of the
     // rank once, ceil(N_rank / B) batches with a short last one; ranks may then differ by one
     // batch. Throws DataError when a rank would get no batch.
-    BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size, bool shuffle,
-              std::uint64_t seed);
+    BatchPlan(std::size_t dataset_size, int batch_size, int rank, int world_size, bool shuffle, std::uint64_t seed);
 
     std::int64_t batches_per_epoch() const { return batches_per_epoch_; }
 

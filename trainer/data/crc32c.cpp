@@ -44,10 +44,9 @@ std::uint32_t crc32c(ByteView data, std::uint32_t crc) {
     while (left >= 8) {
         std::uint32_t low = load_le32(p) ^ state;
         std::uint32_t high = load_le32(p + 4);
-        state = tables[7][low & 0xff] ^ tables[6][(low >> 8) & 0xff] ^
-                tables[5][(low >> 16) & 0xff] ^ tables[4][low >> 24] ^ tables[3][high & 0xff] ^
-                tables[2][(high >> 8) & 0xff] ^ tables[1][(high >> 16) & 0xff] ^
-                tables[0][high >> 24];
+        state = tables[7][low & 0xff] ^ tables[6][(low >> 8) & 0xff] ^ tables[5][(low >> 16) & 0xff] ^
+                tables[4][low >> 24] ^ tables[3][high & 0xff] ^ tables[2][(high >> 8) & 0xff] ^
+                tables[1][(high >> 16) & 0xff] ^ tables[0][high >> 24];
         p += 8;
         left -= 8;
     }

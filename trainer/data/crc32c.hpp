@@ -15,9 +15,7 @@ std::uint32_t crc32c(ByteView data, std::uint32_t crc = 0);
 
 constexpr std::uint32_t tfrecord_mask_delta = 0xa282ead8u;
 
-constexpr std::uint32_t mask_crc(std::uint32_t crc) {
-    return ((crc >> 15) | (crc << 17)) + tfrecord_mask_delta;
-}
+constexpr std::uint32_t mask_crc(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + tfrecord_mask_delta; }
 
 constexpr std::uint32_t unmask_crc(std::uint32_t masked) {
     std::uint32_t rotated = masked - tfrecord_mask_delta;

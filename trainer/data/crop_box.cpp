@@ -6,8 +6,8 @@
 
 namespace trellis::data {
 
-CropBox random_resized_crop(JpegSize image, Rng& rng, double min_area, double max_area,
-                            double min_ratio, double max_ratio) {
+CropBox random_resized_crop(JpegSize image, Rng& rng, double min_area, double max_area, double min_ratio,
+                            double max_ratio) {
     const double area = static_cast<double>(image.width) * image.height;
     const double log_min_ratio = std::log(min_ratio), log_max_ratio = std::log(max_ratio);
     for (int attempt = 0; attempt < 10; ++attempt) {
@@ -32,9 +32,8 @@ CropBox random_resized_crop(JpegSize image, Rng& rng, double min_area, double ma
     }
     width = std::clamp(width, 1l, static_cast<long>(image.width));
     height = std::clamp(height, 1l, static_cast<long>(image.height));
-    return {static_cast<double>((image.width - width) / 2),
-            static_cast<double>((image.height - height) / 2), static_cast<double>(width),
-            static_cast<double>(height)};
+    return {static_cast<double>((image.width - width) / 2), static_cast<double>((image.height - height) / 2),
+            static_cast<double>(width), static_cast<double>(height)};
 }
 
 CropBox evaluation_center_crop(JpegSize image, int size, double crop_fraction) {

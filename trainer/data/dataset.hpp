@@ -18,10 +18,10 @@ enum class SampleEncoding {
 
 struct EncodedSample {
     std::vector<std::uint8_t> bytes;
-    int label = 0;                    // in [0, num_classes)
-    std::string source;               // "PATH" or "SHARD:OFFSET", for messages
+    int label = 0;       // in [0, num_classes)
+    std::string source;  // "PATH" or "SHARD:OFFSET", for messages
     SampleEncoding encoding = SampleEncoding::jpeg;
-    int width = 0, height = 0;        // grey only
+    int width = 0, height = 0;  // grey only
 };
 
 // What the pipeline subtracts from and divides the [0, 1] pixel values by, per channel.

@@ -27,8 +27,7 @@ void parse_float_list(WireReader reader, Feature& feature) {
             feature.floats.push_back(field.as_float());
         } else if (field.type == WireType::length_delimited) {
             if (field.bytes.size() % 4 != 0)
-                reader.fail(field.offset, "packed FloatList of " +
-                                              std::to_string(field.bytes.size()) +
+                reader.fail(field.offset, "packed FloatList of " + std::to_string(field.bytes.size()) +
                                               " bytes, not a multiple of 4");
             for (std::size_t i = 0; i < field.bytes.size(); i += 4) {
                 std::uint32_t bits = 0;
@@ -36,8 +35,7 @@ void parse_float_list(WireReader reader, Feature& feature) {
                 feature.floats.push_back(std::bit_cast<float>(bits));
             }
         } else {
-            reader.fail(field.offset, "FloatList value has wire type " +
-                                          std::to_string(static_cast<int>(field.type)) +
+            reader.fail(field.offset, "FloatList value has wire type " + std::to_string(static_cast<int>(field.type)) +
                                           " (expected 5, or 2 when packed)");
         }
     }
@@ -51,14 +49,11 @@ void parse_int64_list(WireReader reader, Feature& feature) {
             feature.int64s.push_back(field.as_int64());
         } else if (field.type == WireType::length_delimited) {
             std::size_t offset = 0;
-            std::string context =
-                reader.context() + " packed int64 at byte " + std::to_string(field.offset);
+            std::string context = reader.context() + " packed int64 at byte " + std::to_string(field.offset);
             while (offset < field.bytes.size())
-                feature.int64s.push_back(
-                    static_cast<std::int64_t>(read_varint(field.bytes, offset, context)));
+                feature.int64s.push_back(static_cast<std::int64_t>(read_varint(field.bytes, offset, context)));
         } else {
-            reader.fail(field.offset, "Int64List value has wire type " +
-                                          std::to_string(static_cast<int>(field.type)) +
+            reader.fail(field.offset, "Int64List value has wire type " + std::to_string(static_cast<int>(field.type)) +
                                           " (expected 0, or 2 when packed)");
         }
     }
@@ -69,8 +64,7 @@ void parse_feature(WireReader reader, Feature& feature) {
     while (reader.next(field)) {
         if (field.number < 1 || field.number > 3) continue;
         if (field.type != WireType::length_delimited)
-            reader.fail(field.offset, "Feature field " + std::to_string(field.number) +
-                                          " is not a nested message");
+            reader.fail(field.offset, "Feature field " + std::to_string(field.number) + " is not a nested message");
         // A oneof: a later member replaces an earlier one.
         feature = Feature{};
         if (field.number == 1) parse_bytes_list(reader.nested(field, "bytes_list"), feature);
@@ -132,11 +126,11 @@ ImageExample parse_image_example(ByteView record, const std::string& source) {
     const Feature& image = require(features, image_feature, source);
     const Feature& label = require(features, label_feature, source);
     if (image.bytes.size() != 1)
-        throw DataError(source + ": tf.Example '" + image_feature + "' holds " +
-                        std::to_string(image.bytes.size()) + " byte strings (expected 1)");
+        throw DataError(source + ": tf.Example '" + image_feature + "' holds " + std::to_string(image.bytes.size()) +
+                        " byte strings (expected 1)");
     if (label.int64s.size() != 1)
-        throw DataError(source + ": tf.Example '" + label_feature + "' holds " +
-                        std::to_string(label.int64s.size()) + " int64 values (expected 1)");
+        throw DataError(source + ": tf.Example '" + label_feature + "' holds " + std::to_string(label.int64s.size()) +
+                        " int64 values (expected 1)");
     return {Bytes(image.bytes[0].begin(), image.bytes[0].end()), label.int64s[0]};
 }
 

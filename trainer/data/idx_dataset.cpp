@@ -47,8 +47,8 @@ IdxDataset::IdxDataset(std::string folder, std::string prefix, int classes)
                         " on a side");
     auto labels = read_idx(labels_path, 1);
     if (images.dims[0] != labels.dims[0])
-        throw DataError(images_path + " holds " + std::to_string(images.dims[0]) + " images but " + labels_path +
-                        " " + std::to_string(labels.dims[0]) + " labels (expected as many)");
+        throw DataError(images_path + " holds " + std::to_string(images.dims[0]) + " images but " + labels_path + " " +
+                        std::to_string(labels.dims[0]) + " labels (expected as many)");
     rows_ = int(images.dims[1]), columns_ = int(images.dims[2]);
     pixels_ = std::move(images.values);
     labels_ = std::move(labels.values);

@@ -55,8 +55,8 @@ IdxArray read_idx(const std::string& path, std::size_t dimensions) {
     for (std::size_t d = 0; d < dimensions; ++d) {
         std::uint8_t bytes[4];
         if (read_some(file.get(), bytes, 4, path) != 4) throw DataError(path + ": truncated in its header");
-        std::uint32_t size = std::uint32_t(bytes[0]) << 24 | std::uint32_t(bytes[1]) << 16 |
-                             std::uint32_t(bytes[2]) << 8 | bytes[3];
+        std::uint32_t size =
+            std::uint32_t(bytes[0]) << 24 | std::uint32_t(bytes[1]) << 16 | std::uint32_t(bytes[2]) << 8 | bytes[3];
         if (size == 0 || count > (std::size_t(1) << 34) / size)
             throw DataError(path + ": dimension " + std::to_string(d) + " is " + std::to_string(size) +
                             " (expected 1 or more, and at most 16 GiB in all)");

@@ -46,27 +46,24 @@ ImageFolderDataset::ImageFolderDataset(std::string root, std::string split)
     : split_dir_((fs::path(root) / split).string()) {
     const std::string layout = " (expected " + root + "/" + split + "/<class>/*.JPEG)";
     std::error_code error;
-    if (!fs::is_directory(split_dir_, error))
-        throw DataSpecError(split_dir_ + ": no such folder" + layout);
+    if (!fs::is_directory(split_dir_, error)) throw DataSpecError(split_dir_ + ": no such folder" + layout);
     fs::path train_dir = fs::path(root) / "train";
     bool classes_from_train = split != "train" && fs::is_directory(train_dir, error);
     classes_ = sorted_entries(classes_from_train ? train_dir : fs::path(split_dir_), true);
     if (classes_.empty())
-        throw DataSpecError((classes_from_train ? train_dir.string() : split_dir_) +
-                            ": no class folders" + layout);
+        throw DataSpecError((classes_from_train ? train_dir.string() : split_dir_) + ": no class folders" + layout);
 
     std::vector<std::string> present = sorted_entries(split_dir_, true);
     for (const std::string& name : present) {
         auto it = std::lower_bound(classes_.begin(), classes_.end(), name);
         if (it == classes_.end() || *it != name)
-            throw DataSpecError(split_dir_ + "/" + name + ": class folder not in " +
-                                train_dir.string() + "'s " + std::to_string(classes_.size()) +
-                                " classes: the labels would not match training");
+            throw DataSpecError(split_dir_ + "/" + name + ": class folder not in " + train_dir.string() + "'s " +
+                                std::to_string(classes_.size()) + " classes: the labels would not match training");
         list_class(name, static_cast<int>(it - classes_.begin()));
     }
     if (labels_.empty())
-        throw DataSpecError(split_dir_ + ": no .JPEG/.jpg/.jpeg files in its " +
-                            std::to_string(present.size()) + " class folders" + layout);
+        throw DataSpecError(split_dir_ + ": no .JPEG/.jpg/.jpeg files in its " + std::to_string(present.size()) +
+                            " class folders" + layout);
 }
 
 void ImageFolderDataset::list_class(const std::string& name, int label) {

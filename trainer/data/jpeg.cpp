@@ -21,9 +21,7 @@ constexpr long long max_pixels = 200ll * 1000 * 1000;
 
 std::string turbojpeg_error(void* handle) { return tjGetErrorStr2(static_cast<tjhandle>(handle)); }
 
-bool only_warned(void* handle) {
-    return tjGetErrorCode(static_cast<tjhandle>(handle)) == TJERR_WARNING;
-}
+bool only_warned(void* handle) { return tjGetErrorCode(static_cast<tjhandle>(handle)) == TJERR_WARNING; }
 
 // Adobe CMYK JPEGs (a few dozen in ImageNet) store inverted ink values; with those,
 // RGB = C*K/255 per channel. TurboJPEG cannot convert CMYK to RGB itself.
@@ -45,16 +43,15 @@ struct JpegHeader {
 JpegHeader read_jpeg_header(void* handle, ByteView jpeg, const std::string& source) {
     JpegHeader header;
     int subsampling = 0;
-    if (tjDecompressHeader3(static_cast<tjhandle>(handle), jpeg.data(), jpeg.size(),
-                            &header.size.width, &header.size.height, &subsampling,
-                            &header.colorspace) != 0)
+    if (tjDecompressHeader3(static_cast<tjhandle>(handle), jpeg.data(), jpeg.size(), &header.size.width,
+                            &header.size.height, &subsampling, &header.colorspace) != 0)
         throw DataError(source + ": not a readable JPEG (" + std::to_string(jpeg.size()) +
                         " bytes): " + turbojpeg_error(handle));
     long long pixels = static_cast<long long>(header.size.width) * header.size.height;
     if (header.size.width <= 0 || header.size.height <= 0 || pixels > max_pixels)
         throw DataError(source + ": JPEG header says " + std::to_string(header.size.width) + "x" +
-                        std::to_string(header.size.height) + " pixels (expected 1 to " +
-                        std::to_string(max_pixels) + " pixels)");
+                        std::to_string(header.size.height) + " pixels (expected 1 to " + std::to_string(max_pixels) +
+                        " pixels)");
     return header;
 }
 
@@ -150,13 +147,11 @@ JpegSize JpegDecoder::read_header(ByteView jpeg, const std::string& source) {
     return read_jpeg_header(handle_, jpeg, source).size;
 }
 
-DctScale JpegDecoder::decode(ByteView jpeg, const std::string& source, RgbImage& out, int min_width,
-                             int min_height) {
+DctScale JpegDecoder::decode(ByteView jpeg, const std::string& source, RgbImage& out, int min_width, int min_height) {
     auto handle = static_cast<tjhandle>(handle_);
     JpegHeader header = read_jpeg_header(handle_, jpeg, source);
     JpegSize full = header.size;
-    DctScale scale = min_width > 0 || min_height > 0 ? choose_dct_scale(full, min_width, min_height)
-                                                     : DctScale{};
+    DctScale scale = min_width > 0 || min_height > 0 ? choose_dct_scale(full, min_width, min_height) : DctScale{};
     out.x = 0, out.y = 0;
     out.width = scaled_dimension(full.width, scale);
     out.height = scaled_dimension(full.height, scale);
@@ -171,12 +166,11 @@ DctScale JpegDecoder::decode(ByteView jpeg, const std::string& source, RgbImage&
         target = out.pixels.data();
     }
     // Asking for exactly the scaled size makes TurboJPEG pick that scaling factor.
-    if (tjDecompress2(handle, jpeg.data(), jpeg.size(), target, out.width, 0, out.height,
-                      cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0 &&
+    if (tjDecompress2(handle, jpeg.data(), jpeg.size(), target, out.width, 0, out.height, cmyk ? TJPF_CMYK : TJPF_RGB,
+                      0) != 0 &&
         !only_warned(handle_))
-        throw DataError(source + ": corrupt JPEG (" + std::to_string(full.width) + "x" +
-                        std::to_string(full.height) + ", " + std::to_string(jpeg.size()) +
-                        " bytes): " + turbojpeg_error(handle_));
+        throw DataError(source + ": corrupt JPEG (" + std::to_string(full.width) + "x" + std::to_string(full.height) +
+                        ", " + std::to_string(jpeg.size()) + " bytes): " + turbojpeg_error(handle_));
     if (cmyk) cmyk_to_rgb(cmyk_pixels, out);
     return scale;
 }
@@ -192,7 +186,9 @@ DctScale JpegDecoder::decode_region(ByteView jpeg, const std::string& source, Rg
     // The region in scaled pixels, with one more pixel on each side for the resampler's
     // neighbours, so that the result equals a whole decode's.
     auto low = [&](int value) { return std::max(0, value * scale.num / scale.denom - 1); };
-    auto high = [&](int value, int limit) { return std::min(limit, (value * scale.num + scale.denom - 1) / scale.denom + 1); };
+    auto high = [&](int value, int limit) {
+        return std::min(limit, (value * scale.num + scale.denom - 1) / scale.denom + 1);
+    };
     int x0 = low(region.x), x1 = high(region.x + region.width, width);
     int y0 = low(region.y), y1 = high(region.y + region.height, height);
     char error[JMSG_LENGTH_MAX] = {};
@@ -211,13 +207,12 @@ JpegEncoder::~JpegEncoder() { tjDestroy(static_cast<tjhandle>(handle_)); }
 Bytes JpegEncoder::encode(const RgbImage& image, int quality) {
     if (image.width <= 0 || image.height <= 0 ||
         image.pixels.size() != static_cast<std::size_t>(image.width) * image.height * 3)
-        throw DataError("JPEG encoder: image of " + std::to_string(image.width) + "x" +
-                        std::to_string(image.height) + " with " +
-                        std::to_string(image.pixels.size()) + " bytes (expected width*height*3)");
+        throw DataError("JPEG encoder: image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                        " with " + std::to_string(image.pixels.size()) + " bytes (expected width*height*3)");
     unsigned char* buffer = nullptr;
     unsigned long size = 0;
-    if (tjCompress2(static_cast<tjhandle>(handle_), image.pixels.data(), image.width, 0,
-                    image.height, TJPF_RGB, &buffer, &size, TJSAMP_420, quality, 0) != 0) {
+    if (tjCompress2(static_cast<tjhandle>(handle_), image.pixels.data(), image.width, 0, image.height, TJPF_RGB,
+                    &buffer, &size, TJSAMP_420, quality, 0) != 0) {
         std::string reason = turbojpeg_error(handle_);
         tjFree(buffer);
         throw DataError("JPEG encoder: " + reason);

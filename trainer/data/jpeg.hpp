@@ -65,8 +65,7 @@ public:
     // and CMYK images come out as RGB. libjpeg warnings (extraneous bytes, a truncated scan)
     // are tolerated as other ImageNet readers tolerate them; errors throw DataError.
     // Returns the scale used: decoded pixel (x, y) covers full-size (x, y) / scale.
-    DctScale decode(ByteView jpeg, const std::string& source, RgbImage& out, int min_width = 0,
-                    int min_height = 0);
+    DctScale decode(ByteView jpeg, const std::string& source, RgbImage& out, int min_width = 0, int min_height = 0);
 
     // The same, but only the rows of `region` (given in full-size pixels) and its columns
     // widened to whole DCT blocks, as libjpeg-turbo can crop: rows below the region are not

@@ -16,8 +16,9 @@ Datasets open_datasets(const std::string& spec, const std::string& eval_glob) {
     if (spec.starts_with("idx:")) {
         auto folder = spec.substr(4);
         if (!std::filesystem::is_directory(folder))
-            throw DataSpecError(spec + ": not a folder (expected DIR/train-images-idx3-ubyte[.gz] and "
-                                       "DIR/train-labels-idx1-ubyte[.gz])");
+            throw DataSpecError(spec +
+                                ": not a folder (expected DIR/train-images-idx3-ubyte[.gz] and "
+                                "DIR/train-labels-idx1-ubyte[.gz])");
         auto train = std::make_shared<IdxDataset>(folder, "train");
         sets.train = train;
         if (std::filesystem::exists(idx_images_path(folder, "t10k"))) {

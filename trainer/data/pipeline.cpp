@@ -29,15 +29,11 @@ struct Pipeline::Slot {
 namespace {
 
 PipelineConfig checked(PipelineConfig config) {
-    auto refuse = [](const std::string& what) {
-        throw UsageError("data pipeline: " + what);
-    };
+    auto refuse = [](const std::string& what) { throw UsageError("data pipeline: " + what); };
     if (!config.dataset) refuse("no dataset");
-    if (config.image_size <= 0)
-        refuse("image size " + std::to_string(config.image_size) + " (expected >= 1)");
+    if (config.image_size <= 0) refuse("image size " + std::to_string(config.image_size) + " (expected >= 1)");
     if (config.threads <= 0) refuse(std::to_string(config.threads) + " threads (expected >= 1)");
-    if (config.prefetch <= 0)
-        refuse("prefetch depth " + std::to_string(config.prefetch) + " (expected >= 1)");
+    if (config.prefetch <= 0) refuse("prefetch depth " + std::to_string(config.prefetch) + " (expected >= 1)");
     return config;
 }
 
@@ -51,13 +47,11 @@ Pipeline::Pipeline(PipelineConfig config)
       image_values_(static_cast<std::size_t>(config_.image_size) * config_.image_size * 3),
       statistics_(config_.dataset->statistics()) {
     config_.warn = or_stderr(config_.warn);
-    if (config_.start.epoch < 0 || config_.start.batch < 0 ||
-        config_.start.batch >= steps_per_epoch_)
-        throw UsageError(
-            "data pipeline: start position epoch " + std::to_string(config_.start.epoch) +
-            ", batch " + std::to_string(config_.start.batch) + " is outside an epoch of " +
-            std::to_string(steps_per_epoch_) +
-            " batches (was the checkpoint written with another batch size or rank count?)");
+    if (config_.start.epoch < 0 || config_.start.batch < 0 || config_.start.batch >= steps_per_epoch_)
+        throw UsageError("data pipeline: start position epoch " + std::to_string(config_.start.epoch) + ", batch " +
+                         std::to_string(config_.start.batch) + " is outside an epoch of " +
+                         std::to_string(steps_per_epoch_) +
+                         " batches (was the checkpoint written with another batch size or rank count?)");
     for (int i = 0; i <= config_.prefetch; ++i) {
         slots_.push_back(std::make_unique<Slot>());
         assign(*slots_.back(), i);
@@ -111,8 +105,7 @@ void Pipeline::assign(Slot& slot, std::int64_t sequence) {
 Pipeline::Slot* Pipeline::claimable_slot() {
     Slot* oldest = nullptr;
     for (auto& slot : slots_)
-        if (!slot->ready && slot->claimed < slot->indices.size() &&
-            (!oldest || slot->sequence < oldest->sequence))
+        if (!slot->ready && slot->claimed < slot->indices.size() && (!oldest || slot->sequence < oldest->sequence))
             oldest = slot.get();
     return oldest;
 }
@@ -141,8 +134,9 @@ void Pipeline::decode_samples(JpegDecoder& decoder, RgbImage& scratch) {
         auto epoch = static_cast<std::uint64_t>(slot->batch.epoch);
         // The slot cannot be reassigned before all its samples are finished and the trainer
         // has moved past it, so its buffers may be written without the lock.
-        auto out = config_.raw_pixels ? PixelOutput::raw(slot->batch.pixels.data() + j * image_values_)
-                                      : PixelOutput::normalised(slot->batch.images.data() + j * image_values_, statistics_);
+        auto out = config_.raw_pixels
+                       ? PixelOutput::raw(slot->batch.pixels.data() + j * image_values_)
+                       : PixelOutput::normalised(slot->batch.images.data() + j * image_values_, statistics_);
         lock.unlock();
 
         int label = 0;
@@ -169,8 +163,7 @@ void Pipeline::decode_samples(JpegDecoder& decoder, RgbImage& scratch) {
         } else if (!problem.empty()) {
             ++slot->bad;
             slot->problems.push_back(problem);
-            if (config_.strict && !slot->error)
-                slot->error = std::make_exception_ptr(DataError(problem));
+            if (config_.strict && !slot->error) slot->error = std::make_exception_ptr(DataError(problem));
         } else {
             slot->good[j] = 1;
             slot->batch.labels[j] = label;
@@ -184,9 +177,8 @@ void Pipeline::finish(Slot& slot) {
     if (!slot.error && slot.bad == static_cast<int>(count))
         slot.error = std::make_exception_ptr(
             DataError("batch " + std::to_string(slot.batch.index_in_epoch) + " of epoch " +
-                      std::to_string(slot.batch.epoch) + " on rank " +
-                      std::to_string(config_.rank) + ": none of its " + std::to_string(count) +
-                      " samples could be read (last: " + slot.problems.back() + ")"));
+                      std::to_string(slot.batch.epoch) + " on rank " + std::to_string(config_.rank) + ": none of its " +
+                      std::to_string(count) + " samples could be read (last: " + slot.problems.back() + ")"));
     slot.batch.stand_in.assign(count, 0);
     if (!slot.error && slot.bad > 0) {
         for (std::size_t j = 0; j < count; ++j) {
@@ -240,8 +232,6 @@ Position Pipeline::position() const {
     return plan_.advance(config_.start, delivered_);
 }
 
-PipelineCounters Pipeline::counters() const {
-    return {samples_delivered_.load(), bad_samples_.load()};
-}
+PipelineCounters Pipeline::counters() const { return {samples_delivered_.load(), bad_samples_.load()}; }
 
 }  // namespace trellis::data

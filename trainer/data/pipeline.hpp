@@ -34,7 +34,7 @@ struct PipelineConfig {
     int batch_size = 32;
     int image_size = 224;
     TransformKind transform = TransformKind::training;  // evaluation: no shuffle, no flip
-    bool augment = true;  // false: training shuffles but transforms as evaluation does
+    bool augment = true;                                // false: training shuffles but transforms as evaluation does
     std::uint64_t seed = 0;
     int rank = 0;
     int world_size = 1;
@@ -86,7 +86,7 @@ private:
     PipelineConfig config_;
     BatchPlan plan_;
     std::int64_t steps_per_epoch_;
-    std::size_t image_values_;  // floats or bytes per image
+    std::size_t image_values_;      // floats or bytes per image
     ChannelStatistics statistics_;  // the dataset's (ImageNet's for JPEG datasets)
 
     mutable std::mutex mutex_;

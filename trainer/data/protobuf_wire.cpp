@@ -36,8 +36,7 @@ std::uint64_t read_varint(ByteView data, std::size_t& offset, std::string_view c
     for (int shift = 0; shift < 70; shift += 7) {
         if (offset >= data.size())
             throw DataError(std::string(context) + ": byte " + std::to_string(start) +
-                            ": varint runs past the end of the data (" +
-                            std::to_string(data.size()) + " bytes)");
+                            ": varint runs past the end of the data (" + std::to_string(data.size()) + " bytes)");
         std::uint8_t byte = data[offset++];
         // The tenth byte holds only the 64th bit; anything more does not fit in 64 bits.
         if (shift == 63 && byte > 1)
@@ -46,13 +45,10 @@ std::uint64_t read_varint(ByteView data, std::size_t& offset, std::string_view c
         value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
         if ((byte & 0x80) == 0) return value;
     }
-    throw DataError(std::string(context) + ": byte " + std::to_string(start) +
-                    ": varint longer than 10 bytes");
+    throw DataError(std::string(context) + ": byte " + std::to_string(start) + ": varint longer than 10 bytes");
 }
 
-float WireField::as_float() const {
-    return std::bit_cast<float>(static_cast<std::uint32_t>(value));
-}
+float WireField::as_float() const { return std::bit_cast<float>(static_cast<std::uint32_t>(value)); }
 
 double WireField::as_double() const { return std::bit_cast<double>(value); }
 
@@ -67,9 +63,8 @@ bool WireReader::next(WireField& field) {
     std::uint64_t tag = read_varint(message_, offset_, context_);
     std::uint64_t number = tag >> 3;
     if (number == 0 || number > max_field_number)
-        fail(field.offset, "field number " + std::to_string(number) +
-                               " out of range (expected 1.." + std::to_string(max_field_number) +
-                               ")");
+        fail(field.offset, "field number " + std::to_string(number) + " out of range (expected 1.." +
+                               std::to_string(max_field_number) + ")");
     field.number = static_cast<std::uint32_t>(number);
     field.type = static_cast<WireType>(tag & 7);
     std::size_t left = message_.size() - offset_;
@@ -79,9 +74,8 @@ bool WireReader::next(WireField& field) {
     case WireType::fixed32: {
         std::size_t size = field.type == WireType::fixed64 ? 8 : 4;
         if (left < size)
-            fail(field.offset, "field " + std::to_string(number) + " needs " +
-                                   std::to_string(size) + " bytes, " + std::to_string(left) +
-                                   " left");
+            fail(field.offset, "field " + std::to_string(number) + " needs " + std::to_string(size) + " bytes, " +
+                                   std::to_string(left) + " left");
         field.value = read_little_endian(message_, offset_, static_cast<int>(size));
         offset_ += size;
         break;
@@ -90,16 +84,14 @@ bool WireReader::next(WireField& field) {
         std::uint64_t length = read_varint(message_, offset_, context_);
         left = message_.size() - offset_;
         if (length > left)
-            fail(field.offset, "field " + std::to_string(number) + " says " +
-                                   std::to_string(length) + " bytes, " + std::to_string(left) +
-                                   " left in the message");
+            fail(field.offset, "field " + std::to_string(number) + " says " + std::to_string(length) + " bytes, " +
+                                   std::to_string(left) + " left in the message");
         field.bytes = message_.subspan(offset_, static_cast<std::size_t>(length));
         offset_ += static_cast<std::size_t>(length);
         break;
     }
     default:
-        fail(field.offset, "field " + std::to_string(number) + " has wire type " +
-                               std::to_string(tag & 7) +
+        fail(field.offset, "field " + std::to_string(number) + " has wire type " + std::to_string(tag & 7) +
                                " (expected 0, 1, 2 or 5; groups are not supported)");
     }
     return true;
@@ -110,8 +102,7 @@ WireReader WireReader::nested(const WireField& field, std::string_view what) con
 }
 
 void WireWriter::tag(std::uint32_t number, WireType type) {
-    append_varint(bytes_,
-                  (static_cast<std::uint64_t>(number) << 3) | static_cast<std::uint64_t>(type));
+    append_varint(bytes_, (static_cast<std::uint64_t>(number) << 3) | static_cast<std::uint64_t>(type));
 }
 
 void WireWriter::varint_field(std::uint32_t number, std::uint64_t value) {

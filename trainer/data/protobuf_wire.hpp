@@ -46,8 +46,7 @@ struct WireField {
 // of the message; malformed input throws DataError "CONTEXT: byte N: what is wrong".
 class WireReader {
 public:
-    WireReader(ByteView message, std::string context)
-        : message_(message), context_(std::move(context)) {}
+    WireReader(ByteView message, std::string context) : message_(message), context_(std::move(context)) {}
 
     // Fills `field` with the next field; false at the end of the message.
     bool next(WireField& field);
@@ -74,12 +73,8 @@ public:
         varint_field(number, static_cast<std::uint64_t>(value));
     }
     void bytes_field(std::uint32_t number, ByteView payload);
-    void string_field(std::uint32_t number, std::string_view text) {
-        bytes_field(number, as_bytes(text));
-    }
-    void message_field(std::uint32_t number, const WireWriter& nested) {
-        bytes_field(number, nested.bytes());
-    }
+    void string_field(std::uint32_t number, std::string_view text) { bytes_field(number, as_bytes(text)); }
+    void message_field(std::uint32_t number, const WireWriter& nested) { bytes_field(number, nested.bytes()); }
     void fixed32_field(std::uint32_t number, std::uint32_t value);
     void fixed64_field(std::uint32_t number, std::uint64_t value);
     void float_field(std::uint32_t number, float value);

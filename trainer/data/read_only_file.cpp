@@ -32,8 +32,7 @@ ReadOnlyFile::~ReadOnlyFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-std::size_t ReadOnlyFile::read_at(std::uint64_t offset, std::uint8_t* out,
-                                  std::size_t length) const {
+std::size_t ReadOnlyFile::read_at(std::uint64_t offset, std::uint8_t* out, std::size_t length) const {
     std::size_t done = 0;
     while (done < length) {
         ssize_t got = ::pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));

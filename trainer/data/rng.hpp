@@ -81,9 +81,7 @@ public:
     }
 
 private:
-    static constexpr std::uint64_t rotl(std::uint64_t x, int k) {
-        return (x << k) | (x >> (64 - k));
-    }
+    static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
     std::uint64_t state_[4]{};
 };
 

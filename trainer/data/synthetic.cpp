@@ -17,23 +17,19 @@ std::int64_t SyntheticConfig::steps_per_epoch() const {
 }
 
 SyntheticBatches::SyntheticBatches(SyntheticConfig config) : position_(config.start) {
-    if (config.batch_size <= 0 || config.image_size <= 0 || config.num_classes <= 0 ||
-        config.world_size <= 0)
-        throw UsageError(
-            "synthetic data: batch size " + std::to_string(config.batch_size) + ", image size " +
-            std::to_string(config.image_size) + ", " + std::to_string(config.num_classes) +
-            " classes, " + std::to_string(config.world_size) + " ranks (expected all >= 1)");
+    if (config.batch_size <= 0 || config.image_size <= 0 || config.num_classes <= 0 || config.world_size <= 0)
+        throw UsageError("synthetic data: batch size " + std::to_string(config.batch_size) + ", image size " +
+                         std::to_string(config.image_size) + ", " + std::to_string(config.num_classes) + " classes, " +
+                         std::to_string(config.world_size) + " ranks (expected all >= 1)");
     steps_per_epoch_ = config.steps_per_epoch();
     Rng rng(mix_seed({config.seed, 0x73796e746865746cull}));
-    std::size_t pixels =
-        static_cast<std::size_t>(config.batch_size) * config.image_size * config.image_size;
+    std::size_t pixels = static_cast<std::size_t>(config.batch_size) * config.image_size * config.image_size;
     batch_.images.resize(pixels * 3);
     for (std::size_t i = 0; i < batch_.images.size(); ++i) {
         double deviation;
         do deviation = rng.normal();
         while (std::fabs(deviation) > 2.0);
-        batch_.images[i] = normalize_channel(static_cast<float>(127.0 + 60.0 * deviation),
-                                             static_cast<int>(i % 3));
+        batch_.images[i] = normalize_channel(static_cast<float>(127.0 + 60.0 * deviation), static_cast<int>(i % 3));
     }
     batch_.labels.resize(static_cast<std::size_t>(config.batch_size));
     for (int& label : batch_.labels)

@@ -40,8 +40,7 @@ TfRecordWriter::~TfRecordWriter() {
 void TfRecordWriter::put(const void* data, std::size_t size) {
     if (!file_) throw DataError(path_ + ": write after close");
     if (size > 0 && std::fwrite(data, 1, size, file_) != size)
-        throw DataError(path_ + ": write failed at byte " + std::to_string(size_) + ": " +
-                        std::strerror(errno));
+        throw DataError(path_ + ": write failed at byte " + std::to_string(size_) + ": " + std::strerror(errno));
     size_ += size;
 }
 
@@ -59,8 +58,7 @@ std::uint64_t TfRecordWriter::write(ByteView record) {
 }
 
 void TfRecordWriter::flush() {
-    if (file_ && std::fflush(file_) != 0)
-        throw DataError(path_ + ": flush failed: " + std::strerror(errno));
+    if (file_ && std::fflush(file_) != 0) throw DataError(path_ + ": flush failed: " + std::strerror(errno));
 }
 
 void TfRecordWriter::close() {
@@ -85,14 +83,13 @@ std::uint64_t TfRecordReader::read_header(std::uint64_t offset) const {
     std::uint32_t stored = static_cast<std::uint32_t>(load_le(header + 8, 4));
     std::uint32_t computed = masked_crc32c(ByteView(header, 8));
     if (stored != computed)
-        throw DataError(where(offset) + ": length CRC mismatch (stored " + hex(stored) +
-                        ", computed " + hex(computed) + "): not a TFRecord file, or corrupt");
+        throw DataError(where(offset) + ": length CRC mismatch (stored " + hex(stored) + ", computed " + hex(computed) +
+                        "): not a TFRecord file, or corrupt");
     std::uint64_t length = load_le(header, 8);
     std::uint64_t left = file_.size() - offset - sizeof header;
     if (length > left || left - length < tfrecord_footer_size)
-        throw DataError(where(offset) + ": truncated record (header says " +
-                        std::to_string(length) + " data bytes + 4 CRC bytes, " +
-                        std::to_string(left) + " bytes left in the file)");
+        throw DataError(where(offset) + ": truncated record (header says " + std::to_string(length) +
+                        " data bytes + 4 CRC bytes, " + std::to_string(left) + " bytes left in the file)");
     return length;
 }
 
@@ -101,15 +98,14 @@ void TfRecordReader::read_at(std::uint64_t offset, Bytes& record) const {
     record.resize(static_cast<std::size_t>(length) + tfrecord_footer_size);
     std::size_t got = file_.read_at(offset + tfrecord_header_size, record.data(), record.size());
     if (got != record.size())
-        throw DataError(where(offset) + ": file shrank while reading (" + std::to_string(got) +
-                        " of " + std::to_string(record.size()) + " bytes)");
+        throw DataError(where(offset) + ": file shrank while reading (" + std::to_string(got) + " of " +
+                        std::to_string(record.size()) + " bytes)");
     std::uint32_t stored = static_cast<std::uint32_t>(load_le(record.data() + length, 4));
     record.resize(static_cast<std::size_t>(length));
     std::uint32_t computed = masked_crc32c(record);
     if (stored != computed)
-        throw DataError(where(offset) + ": data CRC mismatch (stored " + hex(stored) +
-                        ", computed " + hex(computed) + " over " + std::to_string(length) +
-                        " bytes)");
+        throw DataError(where(offset) + ": data CRC mismatch (stored " + hex(stored) + ", computed " + hex(computed) +
+                        " over " + std::to_string(length) + " bytes)");
 }
 
 bool TfRecordReader::next(Bytes& record) {

@@ -23,8 +23,7 @@ std::vector<std::string> match_shards(const std::string& pattern) {
             if (std::string path = matches.gl_pathv[i]; !path.ends_with(".idx") && !path.ends_with(".idx.tmp"))
                 shards.push_back(path);
     ::globfree(&matches);
-    if (status == GLOB_ABORTED)
-        throw DataError("tfrecord:" + pattern + ": a folder of the pattern cannot be read");
+    if (status == GLOB_ABORTED) throw DataError("tfrecord:" + pattern + ": a folder of the pattern cannot be read");
     if (shards.empty())
         throw DataSpecError("tfrecord:" + pattern +
                             ": no file matches (expected TFRecord shards "
@@ -87,18 +86,15 @@ void TfRecordDataset::index_shard(std::uint32_t shard, const WarningSink& warn) 
     TfRecordScan scan = TfRecordReader(shards_[shard]).scan_framing();
     for (std::uint64_t offset : scan.offsets) records_.push_back({offset, shard});
     if (!scan.damage.empty())
-        warn(scan.damage + "; keeping the " + std::to_string(scan.offsets.size()) +
-             " complete records before byte " + std::to_string(scan.damage_offset) +
-             ", skipping the last " + std::to_string(scan.file_size - scan.damage_offset) +
-             " bytes");
+        warn(scan.damage + "; keeping the " + std::to_string(scan.offsets.size()) + " complete records before byte " +
+             std::to_string(scan.damage_offset) + ", skipping the last " +
+             std::to_string(scan.file_size - scan.damage_offset) + " bytes");
 }
 
-void TfRecordDataset::choose_labels(const TfRecordDatasetOptions& options,
-                                    const WarningSink& warn) {
+void TfRecordDataset::choose_labels(const TfRecordDatasetOptions& options, const WarningSink& warn) {
     std::int64_t smallest = 0, largest = 0;
     if (options.label_offset < 0 || options.num_classes <= 0) {
-        std::size_t count =
-            std::min(records_.size(), std::max<std::size_t>(options.label_sample, 1));
+        std::size_t count = std::min(records_.size(), std::max<std::size_t>(options.label_sample, 1));
         smallest = std::numeric_limits<std::int64_t>::max();
         largest = std::numeric_limits<std::int64_t>::min();
         std::size_t parsed = 0;
@@ -120,12 +116,11 @@ void TfRecordDataset::choose_labels(const TfRecordDatasetOptions& options,
             throw DataError("tfrecord:" + pattern_ + ": none of the " + std::to_string(count) +
                             " records sampled for their labels could be read");
         if (smallest < 0)
-            throw DataError("tfrecord:" + pattern_ + ": negative label " +
-                            std::to_string(smallest) + " (expected 1..N, or 0..N-1)");
+            throw DataError("tfrecord:" + pattern_ + ": negative label " + std::to_string(smallest) +
+                            " (expected 1..N, or 0..N-1)");
     }
     label_offset_ = options.label_offset >= 0 ? options.label_offset : (smallest == 0 ? 0 : 1);
-    num_classes_ = options.num_classes > 0 ? options.num_classes
-                                           : static_cast<int>(largest + 1 - label_offset_);
+    num_classes_ = options.num_classes > 0 ? options.num_classes : static_cast<int>(largest + 1 - label_offset_);
     if (num_classes_ <= 0)
         throw DataError("tfrecord:" + pattern_ + ": labels up to " + std::to_string(largest) +
                         " leave no class with label offset " + std::to_string(label_offset_));
@@ -147,16 +142,14 @@ EncodedSample TfRecordDataset::load(std::size_t index) const {
     std::int64_t label = example.label - label_offset_;
     if (label < 0 || label >= num_classes_)
         throw DataError(name + ": label " + std::to_string(example.label) + " minus offset " +
-                        std::to_string(label_offset_) + " is outside [0, " +
-                        std::to_string(num_classes_) + ")");
+                        std::to_string(label_offset_) + " is outside [0, " + std::to_string(num_classes_) + ")");
     return {std::move(example.encoded), static_cast<int>(label), std::move(name)};
 }
 
 std::string TfRecordDataset::describe() const {
     return "tfrecord:" + pattern_ + ": " + std::to_string(shards_.size()) + " shards, " +
-           std::to_string(records_.size()) + " records, " + std::to_string(num_classes_) +
-           " classes (label offset " + std::to_string(label_offset_) + "; " + std::to_string(indexed_shards_) +
-           " shards indexed by .idx files)";
+           std::to_string(records_.size()) + " records, " + std::to_string(num_classes_) + " classes (label offset " +
+           std::to_string(label_offset_) + "; " + std::to_string(indexed_shards_) + " shards indexed by .idx files)";
 }
 
 }  // namespace trellis::data

@@ -17,7 +17,8 @@ std::string index_path_for(const std::string& shard) { return shard + ".idx"; }
 
 std::optional<std::vector<std::uint64_t>> read_index(const std::string& shard, std::string& why_not) {
     auto path = index_path_for(shard);
-    struct stat shard_stat {}, index_stat {};
+    struct stat shard_stat {
+    }, index_stat{};
     if (::stat(path.c_str(), &index_stat) != 0) return std::nullopt;  // no index: not a problem
     if (::stat(shard.c_str(), &shard_stat) != 0) return std::nullopt;
     if (index_stat.st_mtime < shard_stat.st_mtime) {

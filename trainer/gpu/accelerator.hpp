@@ -44,8 +44,8 @@ struct NoCudaBackend : UsageError {
 struct AcceleratorOptions {
     Precision precision = Precision::fp32;
     std::size_t workspace_bytes = 256u << 20;  // cuDNN's convolution workspace bound
-    bool deterministic = false;            // deterministic cuDNN algorithms only
-    int local_rank = 0;                    // picks the GPU when several are visible
+    bool deterministic = false;                // deterministic cuDNN algorithms only
+    int local_rank = 0;                        // picks the GPU when several are visible
     Speedups speedups;
     bool profile = false;  // GPU time by kind of work (TRELLIS_CUDA_PROFILE)
     // Filled by open_cuda: where the module looks for NCCL when a step needs it, and the speed
@@ -66,8 +66,8 @@ public:
 
 // fp16's dynamic loss scale.
 struct LossScale {
-    float scale = 0;                 // 0: no loss scaling (fp32, bf16)
-    std::int64_t finite_steps = 0;   // since the scale last changed
+    float scale = 0;                // 0: no loss scaling (fp32, bf16)
+    std::int64_t finite_steps = 0;  // since the scale last changed
 };
 
 // An fp16 step the GPU skipped, as the host learnt of it a step later.
@@ -86,7 +86,7 @@ public:
     // After the model's parameters are allocated and initialised in host memory: the device
     // copies. The host store stays the reference for checkpoints and host collectives.
     virtual void bind(nn::ParameterStore& store) = 0;
-    virtual void upload_values() = 0;    // host values and statistics -> device
+    virtual void upload_values() = 0;  // host values and statistics -> device
     // Host learned values -> device, the device's batch-norm statistics kept (after a
     // parameter-server pull or a host optimizer step).
     virtual void upload_learned_values() = 0;

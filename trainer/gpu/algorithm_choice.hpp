@@ -12,13 +12,13 @@
 namespace trellis::gpu {
 
 struct BenchmarkedAlgorithm {
-    bool ran = false;            // cuDNN's status was success
-    std::size_t workspace = 0;   // bytes
+    bool ran = false;           // cuDNN's status was success
+    std::size_t workspace = 0;  // bytes
     bool deterministic = false;
 };
 
 struct AlgorithmChoice {
-    int index = -1;                       // into the results; -1: none fits the bound
+    int index = -1;  // into the results; -1: none fits the bound
     bool nondeterministic_fallback = false;
 };
 

@@ -134,12 +134,13 @@ void* open_library(const std::string& soname, const std::vector<std::string>& fo
     return handle;
 }
 
-std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path, const std::vector<std::string>& folders) {
+std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path,
+                                                  const std::vector<std::string>& folders) {
     std::vector<LoadedLibrary> loaded;
     std::vector<std::string> seen;
     // Depth first, so that cuBLAS's cublasLt is loaded (from the same search) before cuBLAS.
     std::function<void(const std::string&, const std::string&)> load = [&](const std::string& object,
-                                                                          const std::string& needed_by) {
+                                                                           const std::string& needed_by) {
         ElfDynamic dynamic;
         try {
             dynamic = read_elf_dynamic(object);
@@ -160,7 +161,8 @@ std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path
                 }
             void* handle = open_library(soname, folders, path, error);
             if (!handle)
-                throw GpuLibraryError(error + " (needed by " + needed_by + "); NVIDIA driver: " + nvidia_driver_state() +
+                throw GpuLibraryError(error + " (needed by " + needed_by +
+                                      "); NVIDIA driver: " + nvidia_driver_state() +
                                       "; set TRELLIS_CUDA_LIBS to the folders holding it, or VIRTUAL_ENV to a Python "
                                       "environment with NVIDIA's wheels");
             loaded.push_back({soname, path, runtime_version(handle, soname)});
@@ -191,15 +193,16 @@ std::string check_cuda_driver() {
         path = loaded_path(cuda, "libcuda.so.1");
     else
         cuda = open_library("libcuda.so.1",
-                            {"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
-                             "/usr/lib/wsl/lib"},
+                            {"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu",
+                             "/usr/lib64", "/usr/lib/wsl/lib"},
                             path, error);
     bool kernel_driver = nvidia_driver_loaded();
     if (!cuda) {
         if (kernel_driver)
             throw GpuLibraryError("libcuda.so.1: not found, though the NVIDIA driver is " + nvidia_driver_state() +
                                   " (a container without the driver's libraries?)");
-        throw GpuUnavailable("the NVIDIA driver is not installed (no libcuda.so.1) and not loaded (no /proc/driver/nvidia)");
+        throw GpuUnavailable(
+            "the NVIDIA driver is not installed (no libcuda.so.1) and not loaded (no /proc/driver/nvidia)");
     }
     auto init = symbol<int (*)(unsigned)>(cuda, "cuInit");
     auto count_devices = symbol<int (*)(int*)>(cuda, "cuDeviceGetCount");
@@ -227,10 +230,10 @@ std::string check_cuda_driver() {
 std::string describe(const std::vector<LoadedLibrary>& libraries) {
     std::vector<std::string> parts;
     for (const auto& library : libraries) {
-        std::string name = starts_with(library.soname, "libcudnn")    ? "cuDNN"
+        std::string name = starts_with(library.soname, "libcudnn")      ? "cuDNN"
                            : starts_with(library.soname, "libcublasLt") ? "cuBLASLt"
                            : starts_with(library.soname, "libcublas")   ? "cuBLAS"
-                                                                         : library.soname;
+                                                                        : library.soname;
         parts.push_back(name + (library.version.empty() ? "" : " " + library.version) + " (" + library.path + ")");
     }
     return join(parts, ", ");

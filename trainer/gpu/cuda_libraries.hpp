@@ -34,7 +34,8 @@ std::vector<std::string> cuda_library_folders(const std::string& module_path);
 // Loads every CUDA library `module_path` needs (and those they need from the same family)
 // with RTLD_GLOBAL. Throws GpuLibraryError naming the library, the folders searched and the
 // driver's state.
-std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path, const std::vector<std::string>& folders);
+std::vector<LoadedLibrary> preload_cuda_libraries(const std::string& module_path,
+                                                  const std::vector<std::string>& folders);
 
 // Loads one library by soname from `folders`, else the loader's search; null with `error`
 // set when neither has it.

@@ -64,7 +64,9 @@ std::vector<std::string> split_folders(const std::string& list, const std::strin
 ElfDynamic read_elf_dynamic(const std::string& path) {
     File file(path);
     if (file.fd < 0) throw Error(path + ": " + std::strerror(errno));
-    auto bad = [&](const std::string& why) { return Error(path + ": not a shared object this program can read (" + why + ")"); };
+    auto bad = [&](const std::string& why) {
+        return Error(path + ": not a shared object this program can read (" + why + ")");
+    };
     Elf64_Ehdr header;
     if (!read_at(file.fd, 0, header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) throw bad("no ELF header");
     if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB)

@@ -40,8 +40,9 @@ std::string find_module() {
         if (access(path.c_str(), F_OK) == 0) return path;
         tried += (tried.empty() ? "" : ", ") + path;
     }
-    throw NoCudaBackend("this trellis was built without it (no trellis-cuda.so in " + tried +
-                        "; configure --with-cuda needs nvcc, cuDNN and NCCL's header; TRELLIS_CUDA_MODULE names another)");
+    throw NoCudaBackend(
+        "this trellis was built without it (no trellis-cuda.so in " + tried +
+        "; configure --with-cuda needs nvcc, cuDNN and NCCL's header; TRELLIS_CUDA_MODULE names another)");
 }
 
 }  // namespace
@@ -60,7 +61,8 @@ std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& requested) {
         throw GpuLibraryError(std::string("cannot load the CUDA backend: ") + dlerror() +
                               "; NVIDIA driver: " + nvidia_driver_state());
     auto create = reinterpret_cast<CreateAccelerator>(dlsym(module, create_accelerator_symbol));
-    if (!create) throw GpuLibraryError(module_path + " is not a trellis CUDA module (no " + create_accelerator_symbol + ")");
+    if (!create)
+        throw GpuLibraryError(module_path + " is not a trellis CUDA module (no " + create_accelerator_symbol + ")");
     // Only now that everything loaded does the driver decide between a GPU and none; the
     // answer names the libraries, which a machine without a GPU has shown to be in order.
     std::string driver;
@@ -70,8 +72,8 @@ std::unique_ptr<Accelerator> open_cuda(const AcceleratorOptions& requested) {
         throw GpuUnavailable(std::string(e.what()) + "; loaded: " + describe(libraries));
     }
     // The module takes the words from here: a program links only the host functions it calls.
-    options.libraries = "speed items: " + describe(options.speedups) + "; driver CUDA " + driver + ", " +
-                        describe(libraries);
+    options.libraries =
+        "speed items: " + describe(options.speedups) + "; driver CUDA " + driver + ", " + describe(libraries);
     CreateFailure failure;
     std::unique_ptr<Accelerator> accelerator(create(options, failure));
     if (accelerator) return accelerator;

@@ -38,7 +38,8 @@ public:
     std::size_t device_offset(std::size_t host_offset) const {
         if (host_offset >= host_size_) return device_size_;
         auto p = std::size_t(std::upper_bound(host_starts_.begin(), host_starts_.end(), host_offset) -
-                             host_starts_.begin()) - 1;
+                             host_starts_.begin()) -
+                 1;
         return device_starts_[p] + (host_offset - host_starts_[p]);
     }
 

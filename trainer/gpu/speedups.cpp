@@ -16,10 +16,8 @@ namespace {
 // Every speed item by name: the list's order is the one `describe` writes.
 const std::vector<std::pair<const char*, bool Speedups::*>>& named() {
     static const std::vector<std::pair<const char*, bool Speedups::*>> items{
-        {"synthetic-on-device", &Speedups::synthetic_on_device},
-        {"workspace-cache", &Speedups::workspace_cache},
-        {"vector-kernels", &Speedups::vector_kernels},
-        {"fused-norm-join", &Speedups::fused_norm_join},
+        {"synthetic-on-device", &Speedups::synthetic_on_device}, {"workspace-cache", &Speedups::workspace_cache},
+        {"vector-kernels", &Speedups::vector_kernels},           {"fused-norm-join", &Speedups::fused_norm_join},
         {"overflow-on-device", &Speedups::overflow_on_device},
     };
     return items;

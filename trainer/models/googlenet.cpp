@@ -12,8 +12,7 @@ namespace {
 
 // 1x1 | 1x1 -> 3x3 | 1x1 -> 5x5 | 3x3 max pooling -> 1x1, side by side.
 void inception_v1(LayerColumn& net, int k, int l, int m, int n, int p, int q) {
-    net.concat({[=](LayerColumn& c) { c.conv(k, 1, 1); },
-                [=](LayerColumn& c) { c.conv(l, 1, 1).conv(m, 3, 3); },
+    net.concat({[=](LayerColumn& c) { c.conv(k, 1, 1); }, [=](LayerColumn& c) { c.conv(l, 1, 1).conv(m, 3, 3); },
                 [=](LayerColumn& c) { c.conv(n, 1, 1).conv(p, 5, 5); },
                 [=](LayerColumn& c) { c.max_pool(3, 1, Pad::same).conv(q, 1, 1); }});
 }

@@ -15,8 +15,7 @@ namespace {
 using Branch = std::function<void(LayerColumn&)>;
 
 void module_a(LayerColumn& net, int pool_projection) {
-    net.concat({[](LayerColumn& c) { c.conv(64, 1, 1); },
-                [](LayerColumn& c) { c.conv(48, 1, 1).conv(64, 5, 5); },
+    net.concat({[](LayerColumn& c) { c.conv(64, 1, 1); }, [](LayerColumn& c) { c.conv(48, 1, 1).conv(64, 5, 5); },
                 [](LayerColumn& c) { c.conv(64, 1, 1).conv(96, 3, 3).conv(96, 3, 3); },
                 [=](LayerColumn& c) { c.average_pool(3, 1, Pad::same).conv(pool_projection, 1, 1); }});
 }
@@ -35,9 +34,10 @@ void module_c(LayerColumn& net, int n) {
 }
 
 void module_d(LayerColumn& net) {  // 17x17 -> 8x8
-    net.concat({[](LayerColumn& c) { c.conv(192, 1, 1).conv(320, 3, 3, 2, Pad::valid); },
-                [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 1, 7).conv(192, 7, 1).conv(192, 3, 3, 2, Pad::valid); },
-                [](LayerColumn& c) { c.max_pool(3, 2); }});
+    net.concat(
+        {[](LayerColumn& c) { c.conv(192, 1, 1).conv(320, 3, 3, 2, Pad::valid); },
+         [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 1, 7).conv(192, 7, 1).conv(192, 3, 3, 2, Pad::valid); },
+         [](LayerColumn& c) { c.max_pool(3, 2); }});
 }
 
 // A 1x3 and a 3x1 convolution side by side over what came before them.
@@ -46,12 +46,13 @@ const Branch fork_1x3_3x1 = [](LayerColumn& c) {
 };
 
 void module_e(LayerColumn& net, bool max_pooling) {
-    net.concat({[](LayerColumn& c) { c.conv(320, 1, 1); },
-                [](LayerColumn& c) { fork_1x3_3x1(c.conv(384, 1, 1)); },
+    net.concat({[](LayerColumn& c) { c.conv(320, 1, 1); }, [](LayerColumn& c) { fork_1x3_3x1(c.conv(384, 1, 1)); },
                 [](LayerColumn& c) { fork_1x3_3x1(c.conv(448, 1, 1).conv(384, 3, 3)); },
                 [=](LayerColumn& c) {
-                    if (max_pooling) c.max_pool(3, 1, Pad::same);
-                    else c.average_pool(3, 1, Pad::same);
+                    if (max_pooling)
+                        c.max_pool(3, 1, Pad::same);
+                    else
+                        c.average_pool(3, 1, Pad::same);
                     c.conv(192, 1, 1);
                 }});
 }

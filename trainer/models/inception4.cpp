@@ -20,28 +20,28 @@ void stem(LayerColumn& net) {
 
 void module_a(LayerColumn& net) {
     net.concat({[](LayerColumn& c) { c.average_pool(3, 1, Pad::same).conv(96, 1, 1); },
-                [](LayerColumn& c) { c.conv(96, 1, 1); },
-                [](LayerColumn& c) { c.conv(64, 1, 1).conv(96, 3, 3); },
+                [](LayerColumn& c) { c.conv(96, 1, 1); }, [](LayerColumn& c) { c.conv(64, 1, 1).conv(96, 3, 3); },
                 [](LayerColumn& c) { c.conv(64, 1, 1).conv(96, 3, 3).conv(96, 3, 3); }});
 }
 
 void reduction_a(LayerColumn& net, int k, int l, int m, int n) {
-    net.concat({[](LayerColumn& c) { c.max_pool(3, 2); },
-                [=](LayerColumn& c) { c.conv(n, 3, 3, 2, Pad::valid); },
+    net.concat({[](LayerColumn& c) { c.max_pool(3, 2); }, [=](LayerColumn& c) { c.conv(n, 3, 3, 2, Pad::valid); },
                 [=](LayerColumn& c) { c.conv(k, 1, 1).conv(l, 3, 3).conv(m, 3, 3, 2, Pad::valid); }});
 }
 
 void module_b(LayerColumn& net) {
-    net.concat({[](LayerColumn& c) { c.average_pool(3, 1, Pad::same).conv(128, 1, 1); },
-                [](LayerColumn& c) { c.conv(384, 1, 1); },
-                [](LayerColumn& c) { c.conv(192, 1, 1).conv(224, 1, 7).conv(256, 7, 1); },
-                [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 1, 7).conv(224, 7, 1).conv(224, 1, 7).conv(256, 7, 1); }});
+    net.concat(
+        {[](LayerColumn& c) { c.average_pool(3, 1, Pad::same).conv(128, 1, 1); },
+         [](LayerColumn& c) { c.conv(384, 1, 1); },
+         [](LayerColumn& c) { c.conv(192, 1, 1).conv(224, 1, 7).conv(256, 7, 1); },
+         [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 1, 7).conv(224, 7, 1).conv(224, 1, 7).conv(256, 7, 1); }});
 }
 
 void reduction_b(LayerColumn& net) {
-    net.concat({[](LayerColumn& c) { c.max_pool(3, 2); },
-                [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 3, 3, 2, Pad::valid); },
-                [](LayerColumn& c) { c.conv(256, 1, 1).conv(256, 1, 7).conv(320, 7, 1).conv(320, 3, 3, 2, Pad::valid); }});
+    net.concat(
+        {[](LayerColumn& c) { c.max_pool(3, 2); },
+         [](LayerColumn& c) { c.conv(192, 1, 1).conv(192, 3, 3, 2, Pad::valid); },
+         [](LayerColumn& c) { c.conv(256, 1, 1).conv(256, 1, 7).conv(320, 7, 1).conv(320, 3, 3, 2, Pad::valid); }});
 }
 
 // The benchmark's 'share' columns: the 1x3 and 3x1 convolutions fork off the layer before.
@@ -49,8 +49,8 @@ void module_c(LayerColumn& net) {
     net.concat({[](LayerColumn& c) { c.average_pool(3, 1, Pad::same).conv(256, 1, 1); },
                 [](LayerColumn& c) { c.conv(256, 1, 1); },
                 [](LayerColumn& c) {
-                    c.conv(384, 1, 1).concat({[](LayerColumn& b) { b.conv(256, 1, 3); },
-                                              [](LayerColumn& b) { b.conv(256, 3, 1); }});
+                    c.conv(384, 1, 1).concat(
+                        {[](LayerColumn& b) { b.conv(256, 1, 3); }, [](LayerColumn& b) { b.conv(256, 3, 1); }});
                 },
                 [](LayerColumn& c) {
                     c.conv(384, 1, 1).conv(448, 1, 3).conv(512, 3, 1);

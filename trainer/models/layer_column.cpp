@@ -8,7 +8,9 @@ namespace trellis::models {
 
 LayerColumn::LayerColumn(const BuildContext& build, const Conventions& conventions, int channels,
                          std::shared_ptr<std::map<std::string, int>> names)
-    : build_(build), conventions_(conventions), channels_(channels),
+    : build_(build),
+      conventions_(conventions),
+      channels_(channels),
       names_(names ? std::move(names) : std::make_shared<std::map<std::string, int>>()) {}
 
 std::string LayerColumn::next_name(const std::string& kind) { return kind + std::to_string((*names_)[kind]++); }
@@ -24,8 +26,8 @@ LayerColumn& LayerColumn::conv(int out, int kernel_h, int kernel_w, int stride, 
     bool norm = conventions_.batch_norm;
     layers_->add(backend.convolution({name, channels_, out, window(kernel_h, kernel_w, stride, pad), !norm, {1.0f}}));
     if (norm) {
-        layers_->add(backend.batch_norm({name + ".bn", out, true, 1.0f, conventions_.learn_scale,
-                                         conventions_.epsilon, conventions_.momentum}));
+        layers_->add(backend.batch_norm(
+            {name + ".bn", out, true, 1.0f, conventions_.learn_scale, conventions_.epsilon, conventions_.momentum}));
     } else {
         layers_->add(backend.relu(name + ".relu"));
     }

@@ -11,13 +11,18 @@ namespace trellis::models {
 
 Model::Model(nn::Backend& backend, const Architecture& architecture, const ModelOptions& options, int batch,
              int image_size, std::uint64_t seed)
-    : backend_(backend), architecture_(architecture), batch_(batch), image_size_(image_size),
-      num_classes_(options.num_classes), dropout_{seed, 0} {
+    : backend_(backend),
+      architecture_(architecture),
+      batch_(batch),
+      image_size_(image_size),
+      num_classes_(options.num_classes),
+      dropout_{seed, 0} {
     if (batch < 1) throw UsageError("batch size must be at least 1");
     if (options.num_classes < 2) throw UsageError("--num-classes must be at least 2");
     if (image_size < architecture.minimum_image_size)
         throw UsageError(architecture.name + " needs images of at least " +
-                         std::to_string(architecture.minimum_image_size) + " pixels, got " + std::to_string(image_size));
+                         std::to_string(architecture.minimum_image_size) + " pixels, got " +
+                         std::to_string(image_size));
     network_ = architecture.build({backend, options, dropout_});
     input_spec_ = backend.nhwc_spec(tensor::Shape{batch, 3, image_size, image_size});
     network_->setup(input_spec_, false);
@@ -43,7 +48,7 @@ tensor::Tensor Model::stage(const Images& images) const {
     auto given = images.floats.empty() ? images.bytes.values.size() : images.floats.size();
     if (given != expected)
         throw UsageError("batch holds " + std::to_string(given) + " values, the model expects " +
-                                    std::to_string(expected));
+                         std::to_string(expected));
     if (images.unchanging && keep_unchanging_ && !kept_input_.empty()) return kept_input_;
     tensor::Tensor staged;
     const void* borrowed_data = nullptr;
@@ -54,15 +59,16 @@ tensor::Tensor Model::stage(const Images& images) const {
         std::shared_ptr<std::byte> borrowed(reinterpret_cast<std::byte*>(const_cast<float*>(images.floats.data())),
                                             [](std::byte*) {});
         borrowed_data = borrowed.get();
-        staged = backend_.stage_input(tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed));
+        staged =
+            backend_.stage_input(tensor::Tensor(input_spec_.shape, tensor::DType::f32, input_spec_.layout, borrowed));
     }
     // Kept only where staging copied it: a tensor that borrows the pipeline's buffer may not.
     if (images.unchanging && keep_unchanging_ && staged.data() != borrowed_data) kept_input_ = staged;
     return staged;
 }
 
-nn::LossResult Model::train_step(const Images& images, std::span<const int> labels,
-                                 const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready, StepPart part) {
+nn::LossResult Model::train_step(const Images& images, std::span<const int> labels, const nn::SoftmaxCrossEntropy& loss,
+                                 const GradientsReady& ready, StepPart part) {
     if (part.count > 1 && backend_.device_loss())
         throw UsageError("--accumulate: adding the gradients of several batches runs on the CPU backend only");
     bool last = part.index + 1 == part.count;

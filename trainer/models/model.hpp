@@ -25,7 +25,7 @@ struct StepPart {
 // layout): normalised floats, or bytes that the backend normalises where it computes.
 struct Images {
     std::span<const float> floats;
-    nn::PixelBytes bytes;  // used when `floats` is empty
+    nn::PixelBytes bytes;     // used when `floats` is empty
     bool unchanging = false;  // the same values at every step (synthetic data)
 
     Images(std::span<const float> normalised) : floats(normalised) {}
@@ -58,9 +58,8 @@ public:
     // a step of several parts, after the last part they are the mean over the parts (the
     // earlier parts' are held aside), and `ready` is called during the last part only.
     // Several parts need the CPU backend (UsageError otherwise).
-    nn::LossResult train_step(const Images& images, std::span<const int> labels,
-                              const nn::SoftmaxCrossEntropy& loss, const GradientsReady& ready = {},
-                              StepPart part = {});
+    nn::LossResult train_step(const Images& images, std::span<const int> labels, const nn::SoftmaxCrossEntropy& loss,
+                              const GradientsReady& ready = {}, StepPart part = {});
     // Inference with running statistics; only the first `count` images are scored (a final
     // partial batch is padded by the caller).
     nn::LossResult evaluate(const Images& images, std::span<const int> labels, int count,

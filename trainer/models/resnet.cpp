@@ -19,12 +19,12 @@ struct ResNetConfig {
 };
 
 const ResNetConfig configs[] = {
-    {"resnet18", false, false, {2, 2, 2, 2}, false},     {"resnet34", false, false, {3, 4, 6, 3}, false},
-    {"resnet50", true, false, {3, 4, 6, 3}, false},      {"resnet101", true, false, {3, 4, 23, 3}, false},
-    {"resnet152", true, false, {3, 8, 36, 3}, false},    {"resnet50_v1", true, false, {3, 4, 6, 3}, true},
-    {"resnet101_v1", true, false, {3, 4, 23, 3}, true},  {"resnet152_v1", true, false, {3, 8, 36, 3}, true},
-    {"resnet8", false, true, {1, 1, 1}, false},          {"resnet20", false, true, {3, 3, 3}, false},
-    {"resnet32", false, true, {5, 5, 5}, false},         {"resnet56", false, true, {9, 9, 9}, false},
+    {"resnet18", false, false, {2, 2, 2, 2}, false},    {"resnet34", false, false, {3, 4, 6, 3}, false},
+    {"resnet50", true, false, {3, 4, 6, 3}, false},     {"resnet101", true, false, {3, 4, 23, 3}, false},
+    {"resnet152", true, false, {3, 8, 36, 3}, false},   {"resnet50_v1", true, false, {3, 4, 6, 3}, true},
+    {"resnet101_v1", true, false, {3, 4, 23, 3}, true}, {"resnet152_v1", true, false, {3, 8, 36, 3}, true},
+    {"resnet8", false, true, {1, 1, 1}, false},         {"resnet20", false, true, {3, 3, 3}, false},
+    {"resnet32", false, true, {5, 5, 5}, false},        {"resnet56", false, true, {9, 9, 9}, false},
 };
 
 class Builder {
@@ -32,8 +32,7 @@ public:
     Builder(nn::Backend& backend, const ModelOptions& options, bool stride_on_first)
         : backend_(backend), options_(options), stride_on_first_(stride_on_first) {}
 
-    void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride,
-                   bool relu) {
+    void conv_norm(nn::Sequential& into, const std::string& name, int in, int out, int kernel, int stride, bool relu) {
         into.add(convolution(name, in, out, kernel, stride));
         into.add(backend_.batch_norm({name + ".bn", out, relu}));
     }
@@ -111,8 +110,9 @@ std::vector<Architecture> resnets() {
     for (const auto& config : configs) {
         std::string form = config.bottleneck ? (config.stride_on_first ? "ResNet v1" : "ResNet v1.5") : "";
         // The ImageNet stem divides the image by 32, the CIFAR one by 4.
-        list.push_back({config.name, form, config.cifar ? 32 : 224, config.cifar ? 8 : 32,
-                        [config](const BuildContext& build) { return build_resnet(build.backend, config, build.options); }});
+        list.push_back(
+            {config.name, form, config.cifar ? 32 : 224, config.cifar ? 8 : 32,
+             [config](const BuildContext& build) { return build_resnet(build.backend, config, build.options); }});
     }
     return list;
 }

@@ -45,11 +45,11 @@ struct LinearSpec {
 struct BatchNormSpec {
     std::string name;
     int channels = 0;
-    bool relu = false;          // a fused ReLU after it
-    float scale_init = 1.0f;    // gamma's starting value (0 for the last norm of a residual branch when asked)
-    bool learn_scale = true;    // false: gamma is 1 and not a parameter (tf_cnn_benchmarks' default)
+    bool relu = false;        // a fused ReLU after it
+    float scale_init = 1.0f;  // gamma's starting value (0 for the last norm of a residual branch when asked)
+    bool learn_scale = true;  // false: gamma is 1 and not a parameter (tf_cnn_benchmarks' default)
     float epsilon = 1e-5f;
-    float momentum = 0.1f;      // running = (1 - momentum) running + momentum batch
+    float momentum = 0.1f;  // running = (1 - momentum) running + momentum batch
 };
 
 enum class PoolKind {

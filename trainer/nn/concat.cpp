@@ -38,8 +38,10 @@ tensor::Tensor Concat::backward(const tensor::Tensor& output_grad) {
     for (std::size_t i = branches_.size(); i-- > 0;) {
         auto grad = branches_[i]->empty() ? grads[i] : branches_[i]->backward(grads[i]);
         if (!input_grad_) continue;
-        if (input_grad.empty()) input_grad = grad;
-        else join_->accumulate(input_grad, grad);
+        if (input_grad.empty())
+            input_grad = grad;
+        else
+            join_->accumulate(input_grad, grad);
     }
     return input_grad;
 }

@@ -52,8 +52,8 @@ void ConvolutionWeight::initialize(std::mt19937_64& rng) {
 
 tensor::Shape ConvolutionWeight::output_shape(const tensor::Shape& in) const {
     if (in.rank() != 4 || in[1] != spec.in_channels)
-        throw UsageError(spec.name + ": expects N x " + std::to_string(spec.in_channels) +
-                                    " x H x W input, got " + in.str());
+        throw UsageError(spec.name + ": expects N x " + std::to_string(spec.in_channels) + " x H x W input, got " +
+                         in.str());
     return spec.window.output_shape(in, spec.out_channels, spec.name);
 }
 
@@ -93,7 +93,7 @@ void BatchNormParameters::initialize() {
 void BatchNormParameters::check_input(const tensor::Shape& input) const {
     if (input.rank() != 4 || input[1] != spec.channels)
         throw UsageError(spec.name + ": expects N x " + std::to_string(spec.channels) + " x H x W input, got " +
-                                    input.str());
+                         input.str());
 }
 
 LinearParameters::LinearParameters(const LinearSpec& spec)

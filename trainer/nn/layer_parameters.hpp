@@ -28,7 +28,7 @@ struct ConvolutionWeight {
 struct BatchNormParameters {
     explicit BatchNormParameters(const BatchNormSpec& spec);
     void collect(ParameterStore& store);  // no scale parameter when it is not learnt
-    void initialize();  // scale_init, 0, running mean 0, running variance 1
+    void initialize();                    // scale_init, 0, running mean 0, running variance 1
     void check_input(const tensor::Shape& input) const;
     // gamma: the parameter's values, or ones when the scale is not learnt.
     const float* scale_values() const { return spec.learn_scale ? scale.value : ones.data(); }

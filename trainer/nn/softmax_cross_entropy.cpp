@@ -42,8 +42,7 @@ LossResult SoftmaxCrossEntropy::evaluate(std::span<const float> logits, std::spa
         // Other classes scoring at least as high as the label: a tie is not a hit (a model that
         // scores every class alike must not look perfect), and neither is a non-finite score.
         int higher = std::isfinite(row[label]) ? 0 : classes;
-        for (int k = 0; k < classes; ++k)
-            higher += k != label && (row[k] >= row[label] || !std::isfinite(row[k]));
+        for (int k = 0; k < classes; ++k) higher += k != label && (row[k] >= row[label] || !std::isfinite(row[k]));
         result.top1_hits += higher < 1;
         result.top5_hits += higher < 5;
     }

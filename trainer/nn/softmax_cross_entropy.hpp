@@ -9,7 +9,7 @@
 namespace trellis::nn {
 
 struct LossResult {
-    double loss = 0;      // mean over the batch
+    double loss = 0;  // mean over the batch
     int top1_hits = 0;
     int top5_hits = 0;
 };

@@ -30,7 +30,8 @@ Window Window::resolved(std::int64_t height, std::int64_t width) const {
 
 tensor::Shape Window::output_shape(const tensor::Shape& input, std::int64_t channels, const std::string& layer) const {
     auto w = resolved(input[2], input[3]);
-    std::int64_t height = input[2] + w.padding.top + w.padding.bottom, width = input[3] + w.padding.left + w.padding.right;
+    std::int64_t height = input[2] + w.padding.top + w.padding.bottom,
+                 width = input[3] + w.padding.left + w.padding.right;
     if (height < kernel_h || width < kernel_w)
         throw UsageError(layer + ": a " + str() + " window does not fit a " + std::to_string(input[2]) + "x" +
                          std::to_string(input[3]) + " input (use larger images)");

@@ -31,7 +31,9 @@ struct Window {
         return {kernel, kernel, stride, false, {padding, padding, padding, padding}};
     }
     static Window tf_same(int kernel_h, int kernel_w, int stride = 1) { return {kernel_h, kernel_w, stride, true, {}}; }
-    static Window tf_valid(int kernel_h, int kernel_w, int stride = 1) { return {kernel_h, kernel_w, stride, false, {}}; }
+    static Window tf_valid(int kernel_h, int kernel_w, int stride = 1) {
+        return {kernel_h, kernel_w, stride, false, {}};
+    }
 
     // The window with its padding worked out for an input of height x width.
     Window resolved(std::int64_t height, std::int64_t width) const;

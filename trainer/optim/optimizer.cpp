@@ -18,17 +18,18 @@ Optimizer::Optimizer(const OptimizerConfig& config, nn::ParameterStore& store) :
 float Optimizer::decay_of(const nn::Parameter& p) const {
     bool decays = false;
     switch (config_.decay_on) {
-        case DecayOn::weights: decays = p.kind == nn::ParameterKind::weight; break;
-        case DecayOn::weights_and_biases: decays = p.kind == nn::ParameterKind::weight || p.kind == nn::ParameterKind::bias; break;
-        case DecayOn::all: decays = true; break;
+    case DecayOn::weights: decays = p.kind == nn::ParameterKind::weight; break;
+    case DecayOn::weights_and_biases:
+        decays = p.kind == nn::ParameterKind::weight || p.kind == nn::ParameterKind::bias;
+        break;
+    case DecayOn::all: decays = true; break;
     }
     return decays ? config_.weight_decay : 0.0f;
 }
 
 const cli::Choices<DecayOn>& decay_on_kinds() {
-    static const cli::Choices<DecayOn> choices{{{"weights", DecayOn::weights},
-                                                {"weights-and-biases", DecayOn::weights_and_biases},
-                                                {"all", DecayOn::all}}};
+    static const cli::Choices<DecayOn> choices{
+        {{"weights", DecayOn::weights}, {"weights-and-biases", DecayOn::weights_and_biases}, {"all", DecayOn::all}}};
     return choices;
 }
 
@@ -42,9 +43,9 @@ const cli::Choices<OptimizerKind>& optimizer_kinds() {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, nn::ParameterStore& store) {
     switch (config.kind) {
-        case OptimizerKind::rmsprop: return std::make_unique<RmsProp>(config, store);
-        case OptimizerKind::lars: return std::make_unique<Lars>(config, store);
-        case OptimizerKind::sgd: break;
+    case OptimizerKind::rmsprop: return std::make_unique<RmsProp>(config, store);
+    case OptimizerKind::lars: return std::make_unique<Lars>(config, store);
+    case OptimizerKind::sgd: break;
     }
     return std::make_unique<Sgd>(config, store);
 }

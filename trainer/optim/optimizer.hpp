@@ -29,8 +29,8 @@ struct OptimizerConfig {
     float weight_decay = 1e-4f;
     DecayOn decay_on = DecayOn::weights;
     float rmsprop_decay = 0.9f;
-    float rmsprop_epsilon = 1.0f;      // TensorFlow's ImageNet recipes use 1.0
-    float lars_eta = 0.001f;           // trust coefficient (You et al. 2017)
+    float rmsprop_epsilon = 1.0f;  // TensorFlow's ImageNet recipes use 1.0
+    float lars_eta = 0.001f;       // trust coefficient (You et al. 2017)
 };
 
 // A named buffer of optimizer state, one value per learned parameter value.

@@ -60,7 +60,7 @@ double Schedule::at(std::int64_t step) const {
     double span = double(std::max<std::int64_t>(c.total_steps - c.warmup_steps, 1));
     double progress = std::clamp(double(step - c.warmup_steps) / span, 0.0, 1.0);
     double factor = c.kind == ScheduleKind::cosine ? 0.5 * (1 + std::cos(std::numbers::pi * progress))
-                                       : std::pow(1 - progress, c.power);
+                                                   : std::pow(1 - progress, c.power);
     return c.end_lr + (c.base_lr - c.end_lr) * factor;
 }
 

@@ -23,8 +23,8 @@ struct ScheduleConfig {
     std::int64_t total_steps = 1;
     std::vector<std::int64_t> boundaries;  // step decay: multiply by `decay` at each boundary
     double decay = 0.1;
-    double power = 2.0;                 // polynomial decay exponent
-    double end_lr = 0.0;                // where cosine and poly end
+    double power = 2.0;   // polynomial decay exponent
+    double end_lr = 0.0;  // where cosine and poly end
 };
 
 // The schedule in words, every number that shapes the curve and no other, for the checkpoint

@@ -11,12 +11,12 @@ namespace trellis::ps {
 Layout::Layout(const nn::ParameterStore& store, int world_size, int servers) : world_size_(world_size) {
     if (servers < 1 || servers >= world_size)
         throw UsageError("--ps-servers " + std::to_string(servers) + " needs between 1 and " +
-                                    std::to_string(world_size - 1) + " servers for " + std::to_string(world_size) +
-                                    " ranks (at least one rank must be a worker)");
+                         std::to_string(world_size - 1) + " servers for " + std::to_string(world_size) +
+                         " ranks (at least one rank must be a worker)");
     const auto& learned = store.learned();
     if (std::size_t(servers) > learned.size())
         throw UsageError("--ps-servers " + std::to_string(servers) + " is more than the model's " +
-                                    std::to_string(learned.size()) + " parameters");
+                         std::to_string(learned.size()) + " parameters");
     const double total = double(store.learned_elements());
     std::size_t parameter = 0, offset = 0;
     for (int s = 0; s < servers; ++s) {

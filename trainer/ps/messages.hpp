@@ -21,8 +21,8 @@ struct PushHeader {
 };
 
 struct PullHeader {
-    float mean_loss = 0;   // synchronous: the mean loss of all workers; async: the pusher's
-    std::uint8_t stop = 0; // a worker asked to stop: finish this step
+    float mean_loss = 0;    // synchronous: the mean loss of all workers; async: the pusher's
+    std::uint8_t stop = 0;  // a worker asked to stop: finish this step
 };
 
 static_assert(std::is_trivially_copyable_v<PushHeader> && std::is_trivially_copyable_v<PullHeader>);

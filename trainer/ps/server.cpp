@@ -29,9 +29,13 @@ private:
 
 Server::Server(const ServerConfig& config, comm::Transport& transport, const Layout& layout, int server,
                nn::ParameterStore& full, checkpoint::CheckpointInfo info)
-    : config_(config), transport_(transport), layout_(layout), server_(server),
+    : config_(config),
+      transport_(transport),
+      layout_(layout),
+      server_(server),
       shard_(std::make_unique<ShardStore>(full, layout.shard(server))),
-      optimizer_(optim::make_optimizer(config.optimizer, shard_->store())), info_(std::move(info)),
+      optimizer_(optim::make_optimizer(config.optimizer, shard_->store())),
+      info_(std::move(info)),
       pushes_(std::size_t(layout.workers()),
               std::vector<std::byte>(layout.shard(server).size() * comm::wire_bytes(config.pushes))),
       headers_(std::size_t(layout.workers())) {

@@ -57,7 +57,7 @@ private:
     checkpoint::CheckpointInfo info_;
     std::optional<checkpoint::CheckpointStore> checkpoints_;
     std::vector<std::vector<std::byte>> pushes_;  // one slice per worker, as it came
-    std::vector<PushHeader> headers_;            // and its header
+    std::vector<PushHeader> headers_;             // and its header
 };
 
 }  // namespace trellis::ps

@@ -6,7 +6,8 @@ namespace trellis::ps {
 Worker::Worker(comm::Transport& transport, const Layout& layout, nn::ParameterStore& store, comm::WireFormat pushes)
     : transport_(transport), layout_(layout), store_(store), format_(pushes), replies_(std::size_t(layout.servers())) {
     if (format_ != comm::WireFormat::f32)
-        for (int s = 0; s < layout_.servers(); ++s) wire_.emplace_back(layout_.shard(s).size() * comm::wire_bytes(format_));
+        for (int s = 0; s < layout_.servers(); ++s)
+            wire_.emplace_back(layout_.shard(s).size() * comm::wire_bytes(format_));
 }
 
 double Worker::bytes_per_step() const {
@@ -27,7 +28,8 @@ PullHeader Worker::push_pull(const PushHeader& push) {
             pushes.push_back(comm::Transfer::send(server, wire.data(), wire.size()));
         }
         pushes.push_back(comm::Transfer::send(server, &push, sizeof push));
-        pulls.push_back(comm::Transfer::recv(server, store_.values().data() + shard.begin, shard.size() * sizeof(float)));
+        pulls.push_back(
+            comm::Transfer::recv(server, store_.values().data() + shard.begin, shard.size() * sizeof(float)));
         pulls.push_back(comm::Transfer::recv(server, &replies_[std::size_t(s)], sizeof(PullHeader)));
     }
     transport_.exchange(pushes);

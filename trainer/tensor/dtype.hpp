@@ -15,9 +15,9 @@ constexpr std::size_t element_size(DType type) { return type == DType::f32 ? 4 :
 
 constexpr std::string_view name(DType type) {
     switch (type) {
-        case DType::f32: return "f32";
-        case DType::bf16: return "bf16";
-        case DType::f16: return "f16";
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
     }
     return "?";
 }

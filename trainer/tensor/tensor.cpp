@@ -12,9 +12,13 @@ Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout)
     memory_ = BufferPool::host().acquire(bytes());
 }
 
-Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout,
-               std::shared_ptr<std::byte> memory, Device device)
-    : shape_(std::move(shape)), dtype_(dtype), device_(device), layout_(std::move(layout)), memory_(std::move(memory)) {}
+Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<const Layout> layout, std::shared_ptr<std::byte> memory,
+               Device device)
+    : shape_(std::move(shape)),
+      dtype_(dtype),
+      device_(device),
+      layout_(std::move(layout)),
+      memory_(std::move(memory)) {}
 
 std::size_t Tensor::bytes() const {
     if (layout_) return layout_->bytes();

@@ -70,8 +70,9 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
     if (spec == "synthetic") {
         sources.num_classes = options.num_classes.value_or(1000);
         sources.description = "synthetic";
-        auto config = data::SyntheticConfig{options.batch_size, image_size, sources.num_classes,
-                                            options.seed + std::uint64_t(rank), 1281167, world_size, {}};
+        auto config = data::SyntheticConfig{
+            options.batch_size, image_size, sources.num_classes, options.seed + std::uint64_t(rank), 1281167,
+            world_size,         {}};
         sources.train_batches_per_epoch = config.steps_per_epoch();
         sources.open_train = [config](data::Position start, const Decoding&) mutable {
             config.start = start;
@@ -85,17 +86,19 @@ DataSources open_data_sources(const TrainOptions& options, int image_size, int r
     sources.num_classes = options.num_classes.value_or(sources.train_set->num_classes());
     if (sources.num_classes < sources.train_set->num_classes())
         throw UsageError("--num-classes " + std::to_string(sources.num_classes) + " is fewer than the " +
-                                    std::to_string(sources.train_set->num_classes()) + " classes of " +
-                                    sources.train_set->describe());
+                         std::to_string(sources.train_set->num_classes()) + " classes of " +
+                         sources.train_set->describe());
     sources.description = sources.train_set->describe();
     sources.train_batches_per_epoch =
         data::BatchPlan(sources.train_set->size(), options.batch_size, rank, world_size, true, options.seed)
             .batches_per_epoch();
-    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start, const Decoding& decoding) {
+    sources.open_train = [&options, set = sources.train_set, image_size, rank, world_size](data::Position start,
+                                                                                           const Decoding& decoding) {
         return pipeline(options, set, data::TransformKind::training, image_size, rank, world_size, start, decoding);
     };
     if (sources.eval_set)
-        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world, const Decoding& decoding) {
+        sources.open_eval = [&options, set = sources.eval_set, image_size](int rank, int world,
+                                                                           const Decoding& decoding) {
             return pipeline(options, set, data::TransformKind::evaluation, image_size, rank, world, {}, decoding);
         };
     return sources;

@@ -107,7 +107,8 @@ public:
     }
     std::string strategy() const override {
         const auto& o = context_.options;
-        std::string wire = o.compress == comm::WireFormat::f32 ? "" : ", " + comm::wire_formats().name(o.compress) + " on the wire";
+        std::string wire =
+            o.compress == comm::WireFormat::f32 ? "" : ", " + comm::wire_formats().name(o.compress) + " on the wire";
         return format("%s %s, %.0f MB gradient buckets reduced by %s%s", strategies().name(o.strategy).c_str(),
                       over(context_, context_.transport->name(), not_nccl_).c_str(), o.bucket_mb,
                       comm::allreduce_algorithms().name(reducer_.algorithm()).c_str(), wire.c_str());
@@ -155,7 +156,8 @@ private:
 class ParameterServers : public GradientSync {
 public:
     explicit ParameterServers(const SyncContext& c)
-        : context_(c), layout_(c.parameters, c.identity.size, c.options.ps_servers),
+        : context_(c),
+          layout_(c.parameters, c.identity.size, c.options.ps_servers),
           worker_(*c.transport, layout_, c.parameters, c.options.compress) {}
     Synchronised finish(const StepState& step) override {
         auto started = std::chrono::steady_clock::now();
@@ -190,10 +192,11 @@ public:
     std::string strategy() const override {
         const auto pushes = context_.options.compress;
         int workers = layout_.workers(), servers = layout_.servers();
-        return format("ps (%s) %s: %d %s, %d %s%s", ps_modes().name(context_.options.ps_mode).c_str(),
-                      over(context_, context_.transport->name()).c_str(), workers, workers == 1 ? "worker" : "workers",
-                      servers, servers == 1 ? "server" : "servers",
-                      pushes == comm::WireFormat::f32 ? "" : (", " + comm::wire_formats().name(pushes) + " pushes").c_str());
+        return format(
+            "ps (%s) %s: %d %s, %d %s%s", ps_modes().name(context_.options.ps_mode).c_str(),
+            over(context_, context_.transport->name()).c_str(), workers, workers == 1 ? "worker" : "workers", servers,
+            servers == 1 ? "server" : "servers",
+            pushes == comm::WireFormat::f32 ? "" : (", " + comm::wire_formats().name(pushes) + " pushes").c_str());
     }
     std::string progress_header() const override { return "\tpush/pull time and rate"; }
     std::string progress(const comm::CommStats& comm, int) const override {  // both ways counted

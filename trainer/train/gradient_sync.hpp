@@ -24,10 +24,10 @@ namespace trellis::train {
 
 // What the step knows when its backward pass is done.
 struct StepState {
-    std::int64_t step = 0;         // counted from 0, this one
-    bool last = false;             // the run's last step
-    bool checkpoint_due = false;   // rank 0 saves a checkpoint after it
-    bool stop_requested = false;   // this rank received a signal
+    std::int64_t step = 0;        // counted from 0, this one
+    bool last = false;            // the run's last step
+    bool checkpoint_due = false;  // rank 0 saves a checkpoint after it
+    bool stop_requested = false;  // this rank received a signal
     double lr = 0;
     double loss = 0;
 };
@@ -62,9 +62,9 @@ struct SyncContext {
     const TrainOptions& options;
     const comm::Identity& identity;
     std::string wireup;
-    comm::Transport* transport;      // null: a single process
-    comm::Allreduce* small_sums;     // sums of a few values over the ranks (null likewise)
-    gpu::Accelerator* accelerator;   // null: the CPU
+    comm::Transport* transport;     // null: a single process
+    comm::Allreduce* small_sums;    // sums of a few values over the ranks (null likewise)
+    gpu::Accelerator* accelerator;  // null: the CPU
     nn::ParameterStore& parameters;
 };
 

@@ -112,7 +112,10 @@ void MetricsLog::describe(const nlohmann::json& run) {
 
 void MetricsLog::stopped(std::int64_t step, const std::string& signal) {
     if (!tensorboard_) return;
-    nlohmann::json line{{"kind", "stop"}, {"step", step}, {"time", wall_time()}, {"signal", signal},
+    nlohmann::json line{{"kind", "stop"},
+                        {"step", step},
+                        {"time", wall_time()},
+                        {"signal", signal},
                         {"peak_rss_bytes", peak_rss_bytes()}};
     stamp(line);
     jsonl_ << line.dump() << '\n' << std::flush;

@@ -38,8 +38,8 @@ inline NcclDecision count_nccl_votes(std::span<const float> sums, int rank, cons
     if (sums[2 * size] == 0) return {};
     for (std::size_t r = 0; r < size; ++r) {
         if (sums[2 * r] == 0)
-            return {false, "rank " + std::to_string(r) +
-                               (int(r) == rank ? ": " + why_not_here : " has no GPU or no NCCL")};
+            return {false,
+                    "rank " + std::to_string(r) + (int(r) == rank ? ": " + why_not_here : " has no GPU or no NCCL")};
         for (std::size_t other = 0; other < r; ++other)
             if (sums[2 * r] == sums[2 * other] && sums[2 * r + 1] == sums[2 * other + 1])
                 return {false, "ranks " + std::to_string(other) + " and " + std::to_string(r) + " share a GPU"};

@@ -31,8 +31,9 @@ OpenedDevice open_device(const TrainOptions& options, int local_rank) {
         if (!kernel_driver) try {
                 gpu::check_cuda_driver();
             } catch (const gpu::GpuUnavailable&) {
-                return {nullptr, "no GPU: /dev/nvidiactl is there, but no NVIDIA driver (no /proc/driver/nvidia, "
-                                 "no libcuda.so.1)"};
+                return {nullptr,
+                        "no GPU: /dev/nvidiactl is there, but no NVIDIA driver (no /proc/driver/nvidia, "
+                        "no libcuda.so.1)"};
             } catch (const Error& error) {
                 return {nullptr, std::string("no GPU: /dev/nvidiactl is there, but no /proc/driver/nvidia, and ") +
                                      error.what()};
@@ -56,7 +57,8 @@ OpenedDevice open_device(const TrainOptions& options, int local_rank) {
         return {nullptr, std::string("no CUDA backend: ") + error.what()};
     } catch (const gpu::GpuLibraryError& error) {
         if (!needs_gpu.empty() || kernel_driver) throw;
-        return {nullptr, std::string("no GPU: /dev/nvidiactl is there, but no /proc/driver/nvidia, and ") + error.what()};
+        return {nullptr,
+                std::string("no GPU: /dev/nvidiactl is there, but no /proc/driver/nvidia, and ") + error.what()};
     }
 }
 

@@ -38,11 +38,11 @@ const cli::Choices<Device>& devices() {
 
 comm::TransportKind host_transport(Transport transport) {
     switch (transport) {
-        case Transport::verbs: return comm::TransportKind::verbs;
-        case Transport::shm: return comm::TransportKind::shm;
-        case Transport::automatic: return comm::TransportKind::automatic;
-        case Transport::tcp:
-        case Transport::nccl: break;
+    case Transport::verbs: return comm::TransportKind::verbs;
+    case Transport::shm: return comm::TransportKind::shm;
+    case Transport::automatic: return comm::TransportKind::automatic;
+    case Transport::tcp:
+    case Transport::nccl: break;
     }
     return comm::TransportKind::tcp;
 }
@@ -61,12 +61,16 @@ double fraction(const std::string& what, const std::string& value) { return cli:
 cli::OptionTable option_table(TrainOptions& o) {
     cli::OptionTable t("trellis-train --help");
     t.section("Model")
-        .value("--model", "M", "resnet18|34|50|101|152 (ImageNet; v1.5), resnet50_v1|101_v1|152_v1\n(tf_cnn_benchmarks' v1), resnet8|20|32|56 (32x32); tf_cnn_benchmarks'\nalexnet (227x227), vgg16, googlenet (224x224), inception3 and\ninception4 (299x299) (default resnet50)",
+        .value("--model", "M",
+               "resnet18|34|50|101|152 (ImageNet; v1.5), resnet50_v1|101_v1|152_v1\n(tf_cnn_benchmarks' v1), "
+               "resnet8|20|32|56 (32x32); tf_cnn_benchmarks'\nalexnet (227x227), vgg16, googlenet (224x224), "
+               "inception3 and\ninception4 (299x299) (default resnet50)",
                [&](auto& v) { o.model = v; })
         .value("--batch-size", "B", "images per step and process (default 32)",
                [&](auto& v) { o.batch_size = positive("--batch-size", v); })
         .value("--accumulate", "N",
-               "add the gradients of N batches before each update, so that a\nstep learns from N x B images per process (default 1)",
+               "add the gradients of N batches before each update, so that a\nstep learns from N x B images per "
+               "process (default 1)",
                [&](auto& v) { o.accumulate = cli::parse_int(v, "--accumulate", 1, 1024); })
         .value("--image-size", "S", "input size (default 224, 32 for the small models)",
                [&](auto& v) { o.image_size = positive("--image-size", v); })
@@ -84,16 +88,21 @@ cli::OptionTable option_table(TrainOptions& o) {
                    o.data = v;
                })
         .flag("--write-index",
-              "write SHARD.idx beside each TFRecord shard of --data (and the\nevaluation shards) that lacks a current one, then exit",
+              "write SHARD.idx beside each TFRecord shard of --data (and the\nevaluation shards) that lacks a current "
+              "one, then exit",
               [&] { o.write_index = true; })
-        .flag("--no-augment", "train on the images as evaluation sees them (no random crops or\nflips; the order is still shuffled)",
+        .flag("--no-augment",
+              "train on the images as evaluation sees them (no random crops or\nflips; the order is still shuffled)",
               [&] { o.augment = false; })
         .value("--eval-data", "GLOB",
                "validation shards for tfrecord data (default: GLOB with\n\"train\" replaced by \"validation\")",
                [&](auto& v) { o.eval_data = v; })
-        .value("--epochs", "E", "train for E epochs (or --steps)", [&](auto& v) { o.epochs = above_zero("--epochs", v); })
+        .value("--epochs", "E", "train for E epochs (or --steps)",
+               [&](auto& v) { o.epochs = above_zero("--epochs", v); })
         .value("--steps", "N", "train for N steps (default 100)", [&](auto& v) { o.steps = positive("--steps", v); })
-        .value("--data-threads", "T", "decoding threads (default: the CPUs the binding gives the\nrank when it trains on a GPU; 2 on the CPU, where they share\nthem with the compute threads)",
+        .value("--data-threads", "T",
+               "decoding threads (default: the CPUs the binding gives the\nrank when it trains on a GPU; 2 on the CPU, "
+               "where they share\nthem with the compute threads)",
                [&](auto& v) { o.data_threads = positive("--data-threads", v); })
         .value("--prefetch", "N", "batches decoded ahead (default 2)",
                [&](auto& v) { o.prefetch = positive("--prefetch", v); })
@@ -111,10 +120,10 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--weight-decay", "W", "(default 1e-4); on what --decay-on says",
                [&](auto& v) { o.optimizer.weight_decay = float(at_least_zero("--weight-decay", v)); })
         .value("--decay-on", "WHAT",
-               "weights (default; Goyal et al., torchvision) | weights-and-biases\n(tf_cnn_benchmarks: not batch norm's) | all",
+               "weights (default; Goyal et al., torchvision) | weights-and-biases\n(tf_cnn_benchmarks: not batch "
+               "norm's) | all",
                [&](auto& v) { o.optimizer.decay_on = optim::decay_on_kinds().parse(v, "--decay-on"); })
-        .flag("--decay-norm-bias", "the same as --decay-on all",
-              [&] { o.optimizer.decay_on = optim::DecayOn::all; })
+        .flag("--decay-norm-bias", "the same as --decay-on all", [&] { o.optimizer.decay_on = optim::DecayOn::all; })
         .value("--lars-eta", "E", "LARS trust coefficient (default 0.001)",
                [&](auto& v) { o.optimizer.lars_eta = float(at_least_zero("--lars-eta", v)); })
         .value("--lr", "X", "learning rate per 256 images; scaled by the global batch\n(default 0.1)",
@@ -126,7 +135,8 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--lr-decay-epochs", "LIST", "step schedule boundaries (default 30,60,80)",
                [&](auto& v) {
                    o.lr_decay_epochs.clear();
-                   for (const auto& item : cli::split(v)) o.lr_decay_epochs.push_back(at_least_zero("--lr-decay-epochs", item));
+                   for (const auto& item : cli::split(v))
+                       o.lr_decay_epochs.push_back(at_least_zero("--lr-decay-epochs", item));
                })
         .value("--lr-decay-factor", "F", "step schedule factor (default 0.1)",
                [&](auto& v) { o.lr_decay_factor = at_least_zero("--lr-decay-factor", v); })
@@ -140,8 +150,10 @@ cli::OptionTable option_table(TrainOptions& o) {
                "parameters and apply the optimizer; the others push gradients\n"
                "and pull parameters",
                [&](auto& v) { o.strategy = strategies().parse(v, "--strategy"); })
-        .value("--ps-servers", "K", "parameter servers (default 1)", [&](auto& v) { o.ps_servers = positive("--ps-servers", v); })
-        .value("--ps-mode", "M", "sync | async (default sync)", [&](auto& v) { o.ps_mode = ps_modes().parse(v, "--ps-mode"); })
+        .value("--ps-servers", "K", "parameter servers (default 1)",
+               [&](auto& v) { o.ps_servers = positive("--ps-servers", v); })
+        .value("--ps-mode", "M", "sync | async (default sync)",
+               [&](auto& v) { o.ps_mode = ps_modes().parse(v, "--ps-mode"); })
         .value("--wireup", "W",
                "auto | pmix | slurm | env (default auto: PMIx when started by a\n"
                "PMIx server, else Slurm's variables, else TRELLIS_RANK,\n"
@@ -167,7 +179,8 @@ cli::OptionTable option_table(TrainOptions& o) {
                "ranks, more than one, on each; else halving-doubling when the\n"
                "number of ranks is a power of two; else ring)",
                [&](auto& v) { o.allreduce_algorithm = comm::allreduce_algorithms().parse(v, "--allreduce-algorithm"); })
-        .value("--compress", "C", "gradients on the wire: none | bf16 | fp16 (the allreduce, and\n"
+        .value("--compress", "C",
+               "gradients on the wire: none | bf16 | fp16 (the allreduce, and\n"
                "the parameter server's pushes; its pulls stay f32) (default none)",
                [&](auto& v) { o.compress = comm::wire_formats().parse(v, "--compress"); });
     t.section("Running")
@@ -176,7 +189,8 @@ cli::OptionTable option_table(TrainOptions& o) {
         .value("--eval-every-epochs", "E", "evaluate every E epochs (a fraction allowed)",
                [&](auto& v) { o.eval_every_epochs = above_zero("--eval-every-epochs", v); })
         .value("--target-accuracy", "A",
-               "stop once an evaluation's top-1 accuracy reaches A (0-1); the\ntime-to-accuracy table says when each level was reached",
+               "stop once an evaluation's top-1 accuracy reaches A (0-1); the\ntime-to-accuracy table says when each "
+               "level was reached",
                [&](auto& v) { o.target_accuracy = cli::parse_real(v, "--target-accuracy", 0, true, 1); })
         .value("--display-every", "K", "progress line every K steps (default 10)",
                [&](auto& v) { o.display_every = positive("--display-every", v); })
@@ -216,8 +230,9 @@ cli::OptionTable option_table(TrainOptions& o) {
 void check_combination(const TrainOptions& o) {
     if (o.epochs && o.steps) throw UsageError("give --epochs or --steps, not both");
     if (o.strategy == Strategy::ps && o.ps_mode == PsMode::async && !o.checkpoint_dir.empty())
-        throw UsageError("--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
-                         "apply each worker's pushes at different steps: there is no one step to save)");
+        throw UsageError(
+            "--checkpoint-dir needs --ps-mode sync with --strategy ps (asynchronous servers "
+            "apply each worker's pushes at different steps: there is no one step to save)");
     if (o.transport == Transport::nccl && o.device == Device::cpu)
         throw UsageError("--transport nccl needs the GPU (--device cuda or auto)");
     if (o.transport == Transport::nccl && o.strategy == Strategy::ps)
@@ -225,8 +240,9 @@ void check_combination(const TrainOptions& o) {
     if (o.transport == Transport::nccl && o.compress != comm::WireFormat::f32)
         throw UsageError("--compress is for the host transports (NCCL reduces f32 gradients)");
     if (o.strategy == Strategy::ps && o.precision == gpu::Precision::fp16)
-        throw UsageError("--precision fp16 needs --strategy allreduce (its loss scaling skips overflowed "
-                         "steps on every rank; parameter servers would apply them): use bf16");
+        throw UsageError(
+            "--precision fp16 needs --strategy allreduce (its loss scaling skips overflowed "
+            "steps on every rank; parameter servers would apply them): use bf16");
     if (o.precision != gpu::Precision::fp32 && o.device == Device::cpu)
         throw UsageError("--precision " + gpu::precisions().name(o.precision) +
                          " needs the GPU (the CPU backend computes fp32)");
@@ -238,10 +254,12 @@ void check_combination(const TrainOptions& o) {
                          "' (DIR evaluates on DIR/val, idx:DIR on its t10k files)");
     if (o.eval_every > 0 && o.eval_every_epochs) throw UsageError("give --eval-every or --eval-every-epochs, not both");
     if (o.target_accuracy && o.strategy == Strategy::ps)
-        throw UsageError("--target-accuracy needs --strategy allreduce (with parameter servers only rank 0 "
-                         "evaluates, and the others could not stop with it)");
+        throw UsageError(
+            "--target-accuracy needs --strategy allreduce (with parameter servers only rank 0 "
+            "evaluates, and the others could not stop with it)");
     if (o.target_accuracy && o.eval_every == 0 && !o.eval_every_epochs)
-        throw UsageError("--target-accuracy needs --eval-every or --eval-every-epochs (it is checked at each evaluation)");
+        throw UsageError(
+            "--target-accuracy needs --eval-every or --eval-every-epochs (it is checked at each evaluation)");
 }
 
 }  // namespace
@@ -260,7 +278,8 @@ ParsedCommand parse_train_options(const std::vector<std::string>& args) {
 std::string train_usage() {
     TrainOptions ignored;
     return "usage: trellis-train [options]\n\n"
-           "Trains a ResNet or another of tf_cnn_benchmarks' models on ImageNet-style data on a GPU (cuDNN) or this machine's CPUs (oneDNN).\n\n" +
+           "Trains a ResNet or another of tf_cnn_benchmarks' models on ImageNet-style data on a GPU (cuDNN) or this "
+           "machine's CPUs (oneDNN).\n\n" +
            option_table(ignored).help() + "  -h, --help | --version\n";
 }
 

@@ -46,14 +46,15 @@ int serve_parameters(const TrainOptions& options, const comm::Wireup& wireup, co
     // Servers are never rank 0: their lines say whose they are, as the other ranks' do.
     std::printf("[rank %d] parameter server %d (rank %d on %s): parameters %zu-%zu, %.2f MB, %s mode\n",
                 wireup.identity().rank, server, wireup.identity().rank, wireup.identity().host.c_str(),
-                shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6, ps_modes().name(options.ps_mode).c_str());
+                shard.first_parameter, shard.end_parameter - 1, double(shard.size()) * 4 / 1e6,
+                ps_modes().name(options.ps_mode).c_str());
     std::fflush(stdout);
     checkpoint::CheckpointInfo info;
     info.model = architecture.name, info.num_classes = classes, info.step = start.step;
     info.optimizer = optim::optimizer_kinds().name(options.optimizer.kind);
     info.seed = options.seed, info.global_batch = options.batch_size * options.accumulate * layout.workers();
-    ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir, options.resume,
-                             options.compress};
+    ps::ServerConfig serving{options.optimizer, options.ps_mode == PsMode::async, options.checkpoint_dir,
+                             options.resume, options.compress};
     auto outcome = ps::Server(serving, transport, layout, server, store, info).run();
     return outcome == ps::Server::Outcome::stopped ? exit_stopped_early : 0;
 }

@@ -87,14 +87,14 @@ private:
     // (a step's batches then straddle the epoch's end), so counting in epochs stays exact.
     double steps_per_epoch_ = 1;
     std::int64_t total_steps_ = 0, step_ = 0;
-    bool checkpointing_;                                 // --checkpoint-dir given
+    bool checkpointing_;                                      // --checkpoint-dir given
     std::optional<checkpoint::CheckpointStore> checkpoints_;  // rank 0's: the only one that reads and writes
-    std::optional<checkpoint::CheckpointInfo> resumed_;      // what rank 0 resumed from
-    std::int64_t statistics_agreed_at_ = -1;             // the step at which they were last averaged
-    std::int64_t eval_every_steps_ = 0;                  // 0: only at the end
-    std::int64_t evaluated_at_ = -1;                     // the step of the last evaluation
-    std::int64_t pending_eval_ = -1;                     // the step of an evaluation a signal abandoned
-    RunClock clock_;                                     // the training time over every segment
+    std::optional<checkpoint::CheckpointInfo> resumed_;       // what rank 0 resumed from
+    std::int64_t statistics_agreed_at_ = -1;                  // the step at which they were last averaged
+    std::int64_t eval_every_steps_ = 0;                       // 0: only at the end
+    std::int64_t evaluated_at_ = -1;                          // the step of the last evaluation
+    std::int64_t pending_eval_ = -1;                          // the step of an evaluation a signal abandoned
+    RunClock clock_;                                          // the training time over every segment
     TimeToAccuracy time_to_accuracy_;
     MetricsLog metrics_;
     std::unique_ptr<optim::Schedule> schedule_;

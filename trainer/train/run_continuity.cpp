@@ -20,8 +20,9 @@ void Run::resume(RunStart& start) {
     checkpoints_.emplace(options_.checkpoint_dir);
     if (!options_.resume) {
         if (auto newest = checkpoints_->newest_step())
-            throw checkpoint::CheckpointError(checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
-                                              std::to_string(*newest) + "): add --resume to continue it, or use another folder");
+            throw checkpoint::CheckpointError(
+                checkpoints_->folder() + " already holds checkpoints of another run (newest: step " +
+                std::to_string(*newest) + "): add --resume to continue it, or use another folder");
         return;
     }
     try {
@@ -67,9 +68,10 @@ void Run::carry_data_position(data::Position& next) const {
     std::int64_t saved = resumed_->batch_samples, mine = std::int64_t(options_.batch_size) * workers_;
     if (saved == 0 || saved == mine) return;
     auto carried = data::carry_position(next, saved, mine, sources_.train_batches_per_epoch);
-    std::string skipped = carried.skipped == 0 ? std::string()
-                                               : ", passing over " + std::to_string(carried.skipped) + " samples of epoch " +
-                                                     std::to_string(next.epoch) + " that make no whole batch";
+    std::string skipped = carried.skipped == 0
+                              ? std::string()
+                              : ", passing over " + std::to_string(carried.skipped) + " samples of epoch " +
+                                    std::to_string(next.epoch) + " that make no whole batch";
     say("the checkpoint counts batches of %lld samples over all workers, this run %lld (another --accumulate): "
         "the data continues at epoch %lld, batch %lld%s\n",
         static_cast<long long>(saved), static_cast<long long>(mine), static_cast<long long>(carried.position.epoch),
@@ -154,7 +156,8 @@ int Run::stop(int signal) {
     // Other ranks stop because a rank was signalled: they may have seen no signal themselves.
     bool own = signal == stop_requested();
     auto name = own ? signal_name(signal) : std::string("a signal to another rank");
-    const char* doing = checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)";
+    const char* doing =
+        checkpointing_ ? "saving a checkpoint and stopping" : "stopping (no --checkpoint-dir, nothing saved)";
     if (own)
         say("received signal %d (%s) at step %lld: %s\n", signal, name.c_str(), static_cast<long long>(step_), doing);
     else

@@ -16,7 +16,7 @@ namespace trellis::train {
 
 struct Placement {
     const TrainOptions& options;
-    std::string host;                           // rank 0's node, as the wireup names it
+    std::string host;                            // rank 0's node, as the wireup names it
     const comm::Transport* transport = nullptr;  // null: a single process
     bool on_gpu = false;                         // the CPU computes in fp32 whatever --precision says
 };

@@ -42,9 +42,10 @@ void print_run_header(const RunDescription& run) {
                     run.decoding.raw_pixels ? "bytes normalised by the backend" : "normalised floats");
     else
         std::printf("Data:        %s\n", run.sources.description.c_str());
-    std::printf("Batch size:  %d global, %d per worker, %d %s", run.global_batch, options.batch_size * options.accumulate,
-                run.workers, run.workers == 1 ? "worker" : "workers");
-    if (options.accumulate > 1) std::printf(" (%d batches of %d added per step)", options.accumulate, options.batch_size);
+    std::printf("Batch size:  %d global, %d per worker, %d %s", run.global_batch,
+                options.batch_size * options.accumulate, run.workers, run.workers == 1 ? "worker" : "workers");
+    if (options.accumulate > 1)
+        std::printf(" (%d batches of %d added per step)", options.accumulate, options.batch_size);
     std::printf("\n");
     auto warmup = run.schedule.warmup_steps;
     std::printf("Optimizer:   %s, lr %.5g (%.5g per 256 images), %s schedule, %lld steps (%.4g per epoch)",
@@ -57,10 +58,11 @@ void print_run_header(const RunDescription& run) {
     // A warm-up set for a full training run (5 epochs) makes a short trial one long ramp: the
     // learning rate never reaches the one asked for, and the losses say little.
     if (warmup > run.total_steps)
-        std::printf("warning: the warm-up (--warmup-epochs %g, %lld steps) outlasts the run (%lld steps): the learning "
-                    "rate ends at %.3g, not %.5g; give a shorter --warmup-epochs for a short run\n",
-                    options.warmup_epochs, static_cast<long long>(warmup), static_cast<long long>(run.total_steps),
-                    run.schedule.base_lr * double(run.total_steps) / double(warmup), run.schedule.base_lr);
+        std::printf(
+            "warning: the warm-up (--warmup-epochs %g, %lld steps) outlasts the run (%lld steps): the learning "
+            "rate ends at %.3g, not %.5g; give a shorter --warmup-epochs for a short run\n",
+            options.warmup_epochs, static_cast<long long>(warmup), static_cast<long long>(run.total_steps),
+            run.schedule.base_lr * double(run.total_steps) / double(warmup), run.schedule.base_lr);
     if (run.accelerator)
         std::printf("Device:      %s\n", run.accelerator->description().c_str());
     else

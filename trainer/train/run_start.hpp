@@ -26,9 +26,9 @@ inline void share_dataset_shape(comm::Transport& transport, DatasetShape& shape)
 }
 
 struct RunStart {
-    std::int64_t step = 0;     // steps completed
-    data::Position next;       // the next batch
-    float loss_scale = 0;      // fp16's loss scale (0: none saved)
+    std::int64_t step = 0;  // steps completed
+    data::Position next;    // the next batch
+    float loss_scale = 0;   // fp16's loss scale (0: none saved)
     std::int64_t loss_scale_steps = 0;
     std::int64_t pending_eval = -1;  // the step of an evaluation a signal abandoned: redone first
 };

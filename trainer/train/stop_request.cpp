@@ -62,7 +62,8 @@ void install_stop_handlers() {
     pthread_t thread;
     int error = pthread_create(&thread, &attributes, take_signals, nullptr);
     pthread_attr_destroy(&attributes);
-    if (error) throw std::runtime_error(std::string("cannot start the thread that takes signals: ") + std::strerror(error));
+    if (error)
+        throw std::runtime_error(std::string("cannot start the thread that takes signals: ") + std::strerror(error));
     pthread_setname_np(thread, "trellis-signals");
     auto blocked = stop_signals();
     pthread_sigmask(SIG_BLOCK, &blocked, nullptr);

@@ -18,7 +18,7 @@ public:
     double mean() const;
     double uncertainty() const;  // standard error of the mean
     double jitter() const;
-    double total() const;        // timed images / timed seconds
+    double total() const;  // timed images / timed seconds
     double last() const { return last_; }
 
 private:

@@ -6,8 +6,8 @@
 namespace trellis::train {
 
 const std::vector<double>& TimeToAccuracy::levels() {
-    static const std::vector<double> ladder{0.50, 0.60, 0.70, 0.75, 0.80, 0.85, 0.90, 0.91, 0.92,
-                                            0.93, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99};
+    static const std::vector<double> ladder{0.50, 0.60, 0.70, 0.75, 0.80, 0.85, 0.90, 0.91,
+                                            0.92, 0.93, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99};
     return ladder;
 }
 

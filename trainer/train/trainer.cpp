@@ -118,11 +118,10 @@ Run::Run(const TrainOptions& options, const comm::Wireup& wireup, comm::Transpor
     if (resumed_ && !resumed_->schedule.empty() && resumed_->schedule != optim::describe(schedule_->config()))
         say("warning: the learning-rate schedule changed on resuming: the checkpoint's was %s; this run's is %s\n",
             resumed_->schedule.c_str(), optim::describe(schedule_->config()).c_str());
-    sync_context_.emplace(
-        SyncContext{options, identity_, wireup_, transport_, small_sums_.get(), accelerator_.get(), model_->parameters()});
+    sync_context_.emplace(SyncContext{options, identity_, wireup_, transport_, small_sums_.get(), accelerator_.get(),
+                                      model_->parameters()});
     sync_ = make_gradient_sync(*sync_context_, device_note_);
 }
-
 
 void Run::open_device() {
     auto opened = train::open_device(options_, identity_.local_rank);
@@ -239,11 +238,16 @@ Evaluation Run::evaluate() {
                     static_cast<long long>(result.examples), result.loss);
         std::fflush(stdout);
     }
-    metrics_.record("eval", step_, {{"top1", result.top1}, {"top5", result.top5}, {"loss", result.loss},
-                                    {"examples", double(result.examples)}, {"seconds", seconds},
-                                    {"epoch", double(step_) / steps_per_epoch_}});
+    metrics_.record("eval", step_,
+                    {{"top1", result.top1},
+                     {"top5", result.top5},
+                     {"loss", result.loss},
+                     {"examples", double(result.examples)},
+                     {"seconds", seconds},
+                     {"epoch", double(step_) / steps_per_epoch_}});
     for (const auto& reached : time_to_accuracy_.observe(seconds, step_, result.top1, result.top5))
-        metrics_.record("time_to_accuracy", reached.step, {{reached.metric + "_level", reached.level}, {"seconds", reached.seconds}});
+        metrics_.record("time_to_accuracy", reached.step,
+                        {{reached.metric + "_level", reached.level}, {"seconds", reached.seconds}});
     metrics_.flush();
     return result;
 }
@@ -264,7 +268,6 @@ void Run::report_step(const ThroughputMeter& meter, double lr, double loss, cons
     }
     metrics_.record("train", step_, record);
 }
-
 
 void Run::evaluate_towards_target() {
     // Every rank has the same sums, so all stop at the same step.
@@ -305,8 +308,9 @@ int Run::execute() {
             images += batch.size;
         }
         StepState state{step_, step_ + 1 == total_steps_, false, stop_requested() != 0, lr, result.loss};
-        state.checkpoint_due = checkpointing_ && ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) ||
-                                                state.last);
+        state.checkpoint_due =
+            checkpointing_ &&
+            ((options_.checkpoint_every > 0 && (step_ + 1) % options_.checkpoint_every == 0) || state.last);
         auto synced = sync_->finish(state);
         if (!synced.applied) apply_gradients(float(lr));
         result.loss = synced.loss;

@@ -12,8 +12,9 @@
 namespace trellis::agent::cdi {
 
 void check_host_device_node(const BindMount& node) {
-    std::string numbers =
-        node.major >= 0 && node.minor >= 0 ? " (" + std::to_string(node.major) + ":" + std::to_string(node.minor) + ")" : "";
+    std::string numbers = node.major >= 0 && node.minor >= 0
+                              ? " (" + std::to_string(node.major) + ":" + std::to_string(node.minor) + ")"
+                              : "";
     struct stat st;
     if (stat(node.host_path.c_str(), &st) != 0)
         throw Refused(node.origin + ": CDI device node " + node.container_path + numbers + " is not on the host at " +
@@ -30,8 +31,7 @@ void check_host_device_node(const BindMount& node) {
     if ((node.major >= 0 && node.major != static_cast<std::int64_t>(major(st.st_rdev))) ||
         (node.minor >= 0 && node.minor != static_cast<std::int64_t>(minor(st.st_rdev))))
         throw Refused(node.origin + ": CDI device node " + node.container_path + numbers + ": " + node.host_path +
-                      " on the host is " + std::to_string(major(st.st_rdev)) + ":" +
-                      std::to_string(minor(st.st_rdev)));
+                      " on the host is " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)));
 }
 
 void apply_edits(const ResolvedEdits& edits, RootEditor& root) {

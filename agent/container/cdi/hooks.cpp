@@ -94,18 +94,21 @@ void interpret_hook(const Hook& hook, const std::string& origin, const std::vect
         return;
     }
     if (subcommand == "enable-cuda-compat") {
-        edits.notes.push_back(origin + ": hook enable-cuda-compat skipped: an image's CUDA forward-compatibility "
-                                       "libraries (/usr/local/cuda/compat) are not put before the driver's");
+        edits.notes.push_back(origin +
+                              ": hook enable-cuda-compat skipped: an image's CUDA forward-compatibility "
+                              "libraries (/usr/local/cuda/compat) are not put before the driver's");
         return;
     }
     if (subcommand == "disable-device-node-modification") {
-        edits.notes.push_back(origin + ": hook disable-device-node-modification skipped: the driver cannot make "
-                                       "device nodes inside the container's user namespace anyway");
+        edits.notes.push_back(origin +
+                              ": hook disable-device-node-modification skipped: the driver cannot make "
+                              "device nodes inside the container's user namespace anyway");
         return;
     }
     if (subcommand == "update-application-profile") {
-        edits.notes.push_back(origin + ": hook update-application-profile skipped: no application profile is "
-                                       "written into the container");
+        edits.notes.push_back(origin +
+                              ": hook update-application-profile skipped: no application profile is "
+                              "written into the container");
         return;
     }
     if (std::find(allowed_hooks.begin(), allowed_hooks.end(), hook.path) != allowed_hooks.end()) {

@@ -60,12 +60,18 @@ BindMount mount(const Mount& m, const std::string& origin) {
     bind.host_path = m.host_path;
     bind.container_path = m.container_path;
     for (const auto& option : m.options) {
-        if (option == "ro") bind.read_only = true;
-        else if (option == "rw") bind.read_only = false;
-        else if (option == "nosuid") bind.nosuid = true;
-        else if (option == "nodev") bind.nodev = true;
-        else if (option == "noexec") bind.noexec = true;
-        else if (option == "rbind") bind.recursive = true;
+        if (option == "ro")
+            bind.read_only = true;
+        else if (option == "rw")
+            bind.read_only = false;
+        else if (option == "nosuid")
+            bind.nosuid = true;
+        else if (option == "nodev")
+            bind.nodev = true;
+        else if (option == "noexec")
+            bind.noexec = true;
+        else if (option == "rbind")
+            bind.recursive = true;
         // Propagation: the container's mounts are private already.
         else if (option == "bind" || option == "rprivate" || option == "private" || option == "rslave" ||
                  option == "slave" || option == "suid" || option == "dev" || option == "exec")
@@ -135,7 +141,7 @@ std::vector<std::string> step_gpu_devices(const SpecSet& specs, const std::vecto
 }
 
 ResolvedEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
-                       const std::vector<std::string>& allowed_hooks) {
+                            const std::vector<std::string>& allowed_hooks) {
     ResolvedEdits edits;
     std::vector<const Spec*> used;
     for (const auto& qualified : devices) {

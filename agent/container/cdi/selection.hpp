@@ -33,7 +33,7 @@ std::vector<std::string> step_gpu_devices(const SpecSet& specs, const std::vecto
 // allowed_hooks, intelRdt, netDevices). Device nodes are checked against the host when they
 // are bound (check_host_device_node, apply.hpp).
 ResolvedEdits resolve_edits(const SpecSet& specs, const std::vector<std::string>& devices,
-                       const std::vector<std::string>& allowed_hooks);
+                            const std::vector<std::string>& allowed_hooks);
 
 // The one line a GPU step in a container prints when no CDI spec gives its GPUs' drivers.
 std::string no_driver_libraries_warning(const std::vector<std::string>& cdi_dirs);

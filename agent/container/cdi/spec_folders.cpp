@@ -30,8 +30,7 @@ void check_owner(const struct stat& st, const std::string& what, uid_t trusted_o
 }
 
 bool is_spec_name(const std::string& name) {
-    return !name.starts_with('.') &&
-           (name.ends_with(".json") || name.ends_with(".yaml") || name.ends_with(".yml"));
+    return !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".yaml") || name.ends_with(".yml"));
 }
 
 // The folder's specs by name; the folder and each file are checked on their open descriptors,
@@ -64,7 +63,8 @@ std::vector<Spec> read_folder(const std::string& folder, uid_t trusted_owner) {
         if (!S_ISREG(st.st_mode)) throw Refused("the CDI spec " + path + " is not a plain file");
         check_owner(st, "spec " + path, trusted_owner);
         if (st.st_size > 16 * 1024 * 1024)
-            throw Refused("the CDI spec " + path + " is " + std::to_string(st.st_size) + " bytes; at most 16 MiB is read");
+            throw Refused("the CDI spec " + path + " is " + std::to_string(st.st_size) +
+                          " bytes; at most 16 MiB is read");
         std::string text(static_cast<std::size_t>(st.st_size), '\0');
         std::size_t got = 0;
         while (got < text.size()) {

@@ -52,9 +52,12 @@ std::int64_t read_integer(const YamlNode& node, const Place& place, std::int64_t
     bool negative = text[0] == '-';
     if (negative || text[0] == '+') text.erase(0, 1);
     int base = 10;
-    if (text.starts_with("0x")) base = 16, text.erase(0, 2);
-    else if (text.starts_with("0o")) base = 8, text.erase(0, 2);
-    else if (text.size() > 1 && text[0] == '0') base = 8, text.erase(0, 1);
+    if (text.starts_with("0x"))
+        base = 16, text.erase(0, 2);
+    else if (text.starts_with("0o"))
+        base = 8, text.erase(0, 2);
+    else if (text.size() > 1 && text[0] == '0')
+        base = 8, text.erase(0, 1);
     std::int64_t value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, base);
     if (text.empty() || error != std::errc() || end != text.data() + text.size())
@@ -105,37 +108,57 @@ void require(const YamlNode& node, const Place& place, const std::string& value,
 
 DeviceNode read_device_node(const YamlNode& node, const Place& place) {
     DeviceNode out;
-    read_fields(node, place, {
-        {"path", [&](auto& v, auto& p) { out.path = read_string(v, p); }},
-        {"hostPath", [&](auto& v, auto& p) { out.host_path = read_string(v, p); }},
-        {"type", [&](auto& v, auto& p) {
-             out.type = read_string(v, p);
-             if (!out.type.empty() && out.type != "c" && out.type != "b" && out.type != "u" && out.type != "p")
-                 p.fail(v, "\"" + out.type + "\" is not a device type (c, b, u or p)");
-         }},
-        {"major", [&](auto& v, auto& p) { if (!v.is_null()) out.major = read_integer(v, p, 0, uint32_max); }},
-        {"minor", [&](auto& v, auto& p) { if (!v.is_null()) out.minor = read_integer(v, p, 0, uint32_max); }},
-        {"fileMode", [&](auto& v, auto& p) { if (!v.is_null()) out.file_mode = read_integer(v, p, 0, 07777); }},
-        {"permissions", [&](auto& v, auto& p) {
-             out.permissions = read_string(v, p);
-             if (out.permissions.find_first_not_of("rwm") != std::string::npos)
-                 p.fail(v, "\"" + out.permissions + "\" is not a cgroup access (letters of rwm)");
-         }},
-        {"uid", [&](auto& v, auto& p) { if (!v.is_null()) out.uid = read_integer(v, p, 0, uint32_max); }},
-        {"gid", [&](auto& v, auto& p) { if (!v.is_null()) out.gid = read_integer(v, p, 0, uint32_max); }},
-    });
+    read_fields(
+        node, place,
+        {
+            {"path", [&](auto& v, auto& p) { out.path = read_string(v, p); }},
+            {"hostPath", [&](auto& v, auto& p) { out.host_path = read_string(v, p); }},
+            {"type",
+             [&](auto& v, auto& p) {
+                 out.type = read_string(v, p);
+                 if (!out.type.empty() && out.type != "c" && out.type != "b" && out.type != "u" && out.type != "p")
+                     p.fail(v, "\"" + out.type + "\" is not a device type (c, b, u or p)");
+             }},
+            {"major",
+             [&](auto& v, auto& p) {
+                 if (!v.is_null()) out.major = read_integer(v, p, 0, uint32_max);
+             }},
+            {"minor",
+             [&](auto& v, auto& p) {
+                 if (!v.is_null()) out.minor = read_integer(v, p, 0, uint32_max);
+             }},
+            {"fileMode",
+             [&](auto& v, auto& p) {
+                 if (!v.is_null()) out.file_mode = read_integer(v, p, 0, 07777);
+             }},
+            {"permissions",
+             [&](auto& v, auto& p) {
+                 out.permissions = read_string(v, p);
+                 if (out.permissions.find_first_not_of("rwm") != std::string::npos)
+                     p.fail(v, "\"" + out.permissions + "\" is not a cgroup access (letters of rwm)");
+             }},
+            {"uid",
+             [&](auto& v, auto& p) {
+                 if (!v.is_null()) out.uid = read_integer(v, p, 0, uint32_max);
+             }},
+            {"gid",
+             [&](auto& v, auto& p) {
+                 if (!v.is_null()) out.gid = read_integer(v, p, 0, uint32_max);
+             }},
+        });
     require(node, place.at("path"), out.path, "path");
     return out;
 }
 
 Mount read_mount(const YamlNode& node, const Place& place) {
     Mount out;
-    read_fields(node, place, {
-        {"hostPath", [&](auto& v, auto& p) { out.host_path = read_string(v, p); }},
-        {"containerPath", [&](auto& v, auto& p) { out.container_path = read_string(v, p); }},
-        {"type", [&](auto& v, auto& p) { out.type = read_string(v, p); }},
-        {"options", [&](auto& v, auto& p) { out.options = read_strings(v, p); }},
-    });
+    read_fields(node, place,
+                {
+                    {"hostPath", [&](auto& v, auto& p) { out.host_path = read_string(v, p); }},
+                    {"containerPath", [&](auto& v, auto& p) { out.container_path = read_string(v, p); }},
+                    {"type", [&](auto& v, auto& p) { out.type = read_string(v, p); }},
+                    {"options", [&](auto& v, auto& p) { out.options = read_strings(v, p); }},
+                });
     require(node, place.at("hostPath"), out.host_path, "hostPath");
     require(node, place.at("containerPath"), out.container_path, "containerPath");
     return out;
@@ -143,21 +166,27 @@ Mount read_mount(const YamlNode& node, const Place& place) {
 
 Hook read_hook(const YamlNode& node, const Place& place) {
     Hook out;
-    read_fields(node, place, {
-        {"hookName", [&](auto& v, auto& p) {
-             out.hook_name = read_string(v, p);
-             static const char* names[] = {"prestart", "createRuntime", "createContainer", "startContainer",
-                                           "poststart", "poststop"};
-             for (const char* name : names)
-                 if (out.hook_name == name) return;
-             p.fail(v, "\"" + out.hook_name + "\" is not an OCI hook point (prestart, createRuntime, "
-                       "createContainer, startContainer, poststart, poststop)");
-         }},
-        {"path", [&](auto& v, auto& p) { out.path = read_string(v, p); }},
-        {"args", [&](auto& v, auto& p) { out.args = read_strings(v, p); }},
-        {"env", [&](auto& v, auto& p) { out.env = read_strings(v, p); }},
-        {"timeout", [&](auto& v, auto& p) { if (!v.is_null()) out.timeout = read_integer(v, p, 1, 86400); }},
-    });
+    read_fields(node, place,
+                {
+                    {"hookName",
+                     [&](auto& v, auto& p) {
+                         out.hook_name = read_string(v, p);
+                         static const char* names[] = {"prestart",       "createRuntime", "createContainer",
+                                                       "startContainer", "poststart",     "poststop"};
+                         for (const char* name : names)
+                             if (out.hook_name == name) return;
+                         p.fail(v, "\"" + out.hook_name +
+                                       "\" is not an OCI hook point (prestart, createRuntime, "
+                                       "createContainer, startContainer, poststart, poststop)");
+                     }},
+                    {"path", [&](auto& v, auto& p) { out.path = read_string(v, p); }},
+                    {"args", [&](auto& v, auto& p) { out.args = read_strings(v, p); }},
+                    {"env", [&](auto& v, auto& p) { out.env = read_strings(v, p); }},
+                    {"timeout",
+                     [&](auto& v, auto& p) {
+                         if (!v.is_null()) out.timeout = read_integer(v, p, 1, 86400);
+                     }},
+                });
     require(node, place.at("hookName"), out.hook_name, "hookName");
     require(node, place.at("path"), out.path, "path");
     return out;
@@ -166,45 +195,60 @@ Hook read_hook(const YamlNode& node, const Place& place) {
 ContainerEdits read_edits(const YamlNode& node, const Place& place) {
     ContainerEdits out;
     if (node.is_null()) return out;
-    read_fields(node, place, {
-        {"env", [&](auto& v, auto& p) {
-             out.env = read_strings(v, p);
-             for (const auto& entry : out.env)
-                 if (entry.find('=') == std::string::npos || entry.starts_with('='))
-                     p.fail(v, "\"" + entry + "\" is not NAME=VALUE");
-         }},
-        {"deviceNodes", [&](auto& v, auto& p) { out.device_nodes = read_list<DeviceNode>(v, p, read_device_node); }},
-        {"mounts", [&](auto& v, auto& p) { out.mounts = read_list<Mount>(v, p, read_mount); }},
-        {"hooks", [&](auto& v, auto& p) { out.hooks = read_list<Hook>(v, p, read_hook); }},
-        {"additionalGids", [&](auto& v, auto& p) {
-             out.additional_gids = read_list<std::uint32_t>(v, p, [](auto& item, auto& where) {
-                 return static_cast<std::uint32_t>(read_integer(item, where, 0, uint32_max));
-             });
-         }},
-        // Known to the specification; kept as names so that selecting a device that needs
-        // them is refused with a reason (selection.cpp) instead of half-applied.
-        {"intelRdt", [&](auto& v, auto&) { if (!v.is_null()) out.unsupported.push_back("intelRdt"); }},
-        {"netDevices", [&](auto& v, auto&) {
-             if (!v.is_null() && !(v.kind == YamlNode::Kind::sequence && v.items.empty()))
-                 out.unsupported.push_back("netDevices");
-         }},
-    });
+    read_fields(node, place,
+                {
+                    {"env",
+                     [&](auto& v, auto& p) {
+                         out.env = read_strings(v, p);
+                         for (const auto& entry : out.env)
+                             if (entry.find('=') == std::string::npos || entry.starts_with('='))
+                                 p.fail(v, "\"" + entry + "\" is not NAME=VALUE");
+                     }},
+                    {"deviceNodes",
+                     [&](auto& v, auto& p) { out.device_nodes = read_list<DeviceNode>(v, p, read_device_node); }},
+                    {"mounts", [&](auto& v, auto& p) { out.mounts = read_list<Mount>(v, p, read_mount); }},
+                    {"hooks", [&](auto& v, auto& p) { out.hooks = read_list<Hook>(v, p, read_hook); }},
+                    {"additionalGids",
+                     [&](auto& v, auto& p) {
+                         out.additional_gids = read_list<std::uint32_t>(v, p, [](auto& item, auto& where) {
+                             return static_cast<std::uint32_t>(read_integer(item, where, 0, uint32_max));
+                         });
+                     }},
+                    // Known to the specification; kept as names so that selecting a device that needs
+                    // them is refused with a reason (selection.cpp) instead of half-applied.
+                    {"intelRdt",
+                     [&](auto& v, auto&) {
+                         if (!v.is_null()) out.unsupported.push_back("intelRdt");
+                     }},
+                    {"netDevices",
+                     [&](auto& v, auto&) {
+                         if (!v.is_null() && !(v.kind == YamlNode::Kind::sequence && v.items.empty()))
+                             out.unsupported.push_back("netDevices");
+                     }},
+                });
     return out;
 }
 
 Device read_device(const YamlNode& node, const Place& place) {
     Device out;
     bool has_edits = false;
-    read_fields(node, place, {
-        {"name", [&](auto& v, auto& p) {
-             out.name = read_string(v, p);
-             if (!is_valid_device_name(out.name))
-                 p.fail(v, "\"" + out.name + "\" is not a device name (letters, digits, _ . : -, starting and "
-                           "ending with a letter or digit)");
-         }},
-        {"annotations", [&](auto& v, auto& p) { read_annotations(v, p, out.has_annotations); }},
-        {"containerEdits", [&](auto& v, auto& p) { out.edits = read_edits(v, p); has_edits = true; }},
-    });
+    read_fields(node, place,
+                {
+                    {"name",
+                     [&](auto& v, auto& p) {
+                         out.name = read_string(v, p);
+                         if (!is_valid_device_name(out.name))
+                             p.fail(v, "\"" + out.name +
+                                           "\" is not a device name (letters, digits, _ . : -, starting and "
+                                           "ending with a letter or digit)");
+                     }},
+                    {"annotations", [&](auto& v, auto& p) { read_annotations(v, p, out.has_annotations); }},
+                    {"containerEdits",
+                     [&](auto& v, auto& p) {
+                         out.edits = read_edits(v, p);
+                         has_edits = true;
+                     }},
+                });
     require(node, place.at("name"), out.name, "name");
     if (!has_edits) place.at("containerEdits").fail(node, "the field containerEdits is required");
     return out;
@@ -237,17 +281,19 @@ Spec parse_spec(const std::string& text, const std::string& origin) {
     Spec spec;
     spec.origin = origin;
     Place place{origin, ""};
-    read_fields(root, place, {
-        {"cdiVersion", [&](auto& v, auto& p) { spec.cdi_version = read_string(v, p); }},
-        {"kind", [&](auto& v, auto& p) {
-             spec.kind = read_string(v, p);
-             if (!is_valid_kind(spec.kind))
-                 p.fail(v, "\"" + spec.kind + "\" is not a kind (vendor.com/class, e.g. nvidia.com/gpu)");
-         }},
-        {"annotations", [&](auto& v, auto& p) { read_annotations(v, p, spec.has_annotations); }},
-        {"devices", [&](auto& v, auto& p) { spec.devices = read_list<Device>(v, p, read_device); }},
-        {"containerEdits", [&](auto& v, auto& p) { spec.edits = read_edits(v, p); }},
-    });
+    read_fields(root, place,
+                {
+                    {"cdiVersion", [&](auto& v, auto& p) { spec.cdi_version = read_string(v, p); }},
+                    {"kind",
+                     [&](auto& v, auto& p) {
+                         spec.kind = read_string(v, p);
+                         if (!is_valid_kind(spec.kind))
+                             p.fail(v, "\"" + spec.kind + "\" is not a kind (vendor.com/class, e.g. nvidia.com/gpu)");
+                     }},
+                    {"annotations", [&](auto& v, auto& p) { read_annotations(v, p, spec.has_annotations); }},
+                    {"devices", [&](auto& v, auto& p) { spec.devices = read_list<Device>(v, p, read_device); }},
+                    {"containerEdits", [&](auto& v, auto& p) { spec.edits = read_edits(v, p); }},
+                });
     require(root, place.at("cdiVersion"), spec.cdi_version, "cdiVersion");
     require(root, place.at("kind"), spec.kind, "kind");
     if (spec.devices.empty()) place.at("devices").fail(root, "a spec needs at least one device");

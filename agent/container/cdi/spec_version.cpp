@@ -11,8 +11,8 @@ namespace trellis::agent::cdi {
 namespace {
 
 // The released versions of the specification (its SPEC.md "Released versions" table).
-constexpr std::array<SpecVersion, 11> known_versions = {{{0, 1, 0}, {0, 2, 0}, {0, 3, 0}, {0, 4, 0}, {0, 5, 0},
-                                                         {0, 6, 0}, {0, 7, 0}, {0, 8, 0}, {1, 0, 0}, {1, 1, 0}}};
+constexpr std::array<SpecVersion, 11> known_versions = {
+    {{0, 1, 0}, {0, 2, 0}, {0, 3, 0}, {0, 4, 0}, {0, 5, 0}, {0, 6, 0}, {0, 7, 0}, {0, 8, 0}, {1, 0, 0}, {1, 1, 0}}};
 
 bool parse_number(const std::string& text, std::size_t& at, int& out) {
     std::size_t start = at;

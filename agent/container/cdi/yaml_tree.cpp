@@ -58,12 +58,11 @@ YamlNode convert(yaml_document_t& document, yaml_node_t* node, const std::string
             for (const auto& [seen, _] : out.entries)
                 if (seen == name)
                     throw UsageError(where(origin, key->start_mark.line + 1) + ": field " + name + " given twice");
-            out.entries.push_back({name, convert(document, yaml_document_get_node(&document, pair->value), origin,
-                                                   depth + 1, budget)});
+            out.entries.push_back(
+                {name, convert(document, yaml_document_get_node(&document, pair->value), origin, depth + 1, budget)});
         }
         break;
-    default:
-        throw UsageError(where(origin, out.line) + ": empty node");
+    default: throw UsageError(where(origin, out.line) + ": empty node");
     }
     return out;
 }
@@ -71,8 +70,8 @@ YamlNode convert(yaml_document_t& document, yaml_node_t* node, const std::string
 }  // namespace
 
 bool YamlNode::is_null() const {
-    return kind == Kind::scalar && !quoted && (scalar.empty() || scalar == "~" || scalar == "null" || scalar == "Null" ||
-                                               scalar == "NULL");
+    return kind == Kind::scalar && !quoted &&
+           (scalar.empty() || scalar == "~" || scalar == "null" || scalar == "Null" || scalar == "NULL");
 }
 
 YamlNode parse_yaml(const std::string& text, const std::string& origin) {
@@ -80,8 +79,8 @@ YamlNode parse_yaml(const std::string& text, const std::string& origin) {
     yaml_parser_set_input_string(&parser.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
     Document first;
     if (!yaml_parser_load(&parser.parser, &first.document))
-        throw UsageError(where(origin, static_cast<int>(parser.parser.problem_mark.line) + 1) + ": not YAML or JSON: " +
-                         (parser.parser.problem ? parser.parser.problem : "unreadable"));
+        throw UsageError(where(origin, static_cast<int>(parser.parser.problem_mark.line) + 1) +
+                         ": not YAML or JSON: " + (parser.parser.problem ? parser.parser.problem : "unreadable"));
     first.loaded = true;
     auto* root = yaml_document_get_root_node(&first.document);
     if (!root) throw UsageError(origin + ": empty file");

@@ -14,9 +14,9 @@ struct YamlNode {
     enum class Kind { scalar, sequence, mapping };
     Kind kind = Kind::scalar;
     std::string scalar;
-    bool quoted = false;  // a quoted scalar is always a string; a plain one may be a number or null
-    int line = 0;         // 1-based
-    std::vector<YamlNode> items;                            // sequence
+    bool quoted = false;             // a quoted scalar is always a string; a plain one may be a number or null
+    int line = 0;                    // 1-based
+    std::vector<YamlNode> items;     // sequence
     std::vector<YamlEntry> entries;  // mapping, in file order
 
     // plain null, ~ or an empty plain scalar: what YAML means by "no value"

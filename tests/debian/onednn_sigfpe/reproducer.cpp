@@ -16,8 +16,8 @@ int main() {
     memory::desc weights({1024, 256, 1, 1}, f32, memory::format_tag::any);
     memory::desc dst({16, 1024, 14, 14}, f32, memory::format_tag::nhwc);
     dnnl::convolution_forward::primitive_desc pd(engine, dnnl::prop_kind::forward_training,
-                                                 dnnl::algorithm::convolution_direct, src, weights, dst, {1, 1},
-                                                 {0, 0}, {0, 0});
+                                                 dnnl::algorithm::convolution_direct, src, weights, dst, {1, 1}, {0, 0},
+                                                 {0, 0});
     const auto* version = dnnl_version();
     std::printf("oneDNN %d.%d.%d made the convolution: %s\n", version->major, version->minor, version->patch,
                 pd.impl_info_str());

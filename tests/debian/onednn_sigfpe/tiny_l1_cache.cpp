@@ -15,7 +15,8 @@ unsigned get_per_core_cache_size(int level) {
     unsigned sizes[3] = {1, 1, 1};
     if (const char* text = std::getenv("TINY_CACHE")) {
         char* end = nullptr;
-        for (int i = 0; i < 3 && *text; ++i, text = *end ? end + 1 : end) sizes[i] = unsigned(std::strtoul(text, &end, 10));
+        for (int i = 0; i < 3 && *text; ++i, text = *end ? end + 1 : end)
+            sizes[i] = unsigned(std::strtoul(text, &end, 10));
     }
     return level >= 1 && level <= 3 ? sizes[level - 1] : 0;
 }

@@ -8,20 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     char node[64] = {0}, left[64] = {0};
-    const char *name = getenv("SLURMD_NODENAME");
+    const char* name = getenv("SLURMD_NODENAME");
     snprintf(node, sizeof node, "%s", name ? name : "?");
     long mine = rank, sum = 0;
     MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Sendrecv(node, sizeof node, MPI_CHAR, (rank + 1) % size, 0, left, sizeof left, MPI_CHAR,
                  (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     char cpus[256] = "?";
-    FILE *status = fopen("/proc/self/status", "r");
+    FILE* status = fopen("/proc/self/status", "r");
     for (char line[512]; status && fgets(line, sizeof line, status);)
         if (strncmp(line, "Cpus_allowed_list:", 18) == 0) sscanf(line + 18, "%255s", cpus);
     if (status) fclose(status);

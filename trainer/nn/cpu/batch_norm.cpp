@@ -49,8 +49,10 @@ TensorSpec BatchNorm::setup(const TensorSpec& input, bool) {
     }
     // The backward pass reads the ReLU mask the forward pass wrote: both must lay it out alike.
     if (fused_relu() && normalise_pd_.workspace_desc() != training_pd_.workspace_desc())
-        throw std::runtime_error("batch norm " + spec_.name + ": oneDNN lays out the ReLU mask differently "
-                                 "with given statistics (" + normalise_pd_.impl_info_str() + ")");
+        throw std::runtime_error("batch norm " + spec_.name +
+                                 ": oneDNN lays out the ReLU mask differently "
+                                 "with given statistics (" +
+                                 normalise_pd_.impl_info_str() + ")");
     normalise_ = dnnl::batch_normalization_forward(normalise_pd_);
     inference_ = dnnl::batch_normalization_forward(inference_pd_);
     backward_ = dnnl::batch_normalization_backward(backward_pd_);
@@ -94,8 +96,9 @@ tensor::Tensor BatchNorm::forward(const tensor::Tensor& input, Mode mode) {
 
 void BatchNorm::apply_relu(tensor::Tensor& output) {
     auto data = memory_of(output);
-    relu_.execute(stream(), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data},
-                             {DNNL_ARG_SCRATCHPAD, scratchpad(relu_pd_.scratchpad_desc())}});
+    relu_.execute(
+        stream(),
+        {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}, {DNNL_ARG_SCRATCHPAD, scratchpad(relu_pd_.scratchpad_desc())}});
 }
 
 void BatchNorm::update_running_statistics() {

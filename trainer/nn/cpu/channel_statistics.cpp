@@ -58,11 +58,11 @@ void channel_statistics(const dnnl::memory::desc& desc, const float* data, Chann
         double shift[16], sum[16], squares[16];
         const float* first = base + b * s[1];
         switch (block) {
-            case 16: block_sums<16>(first, s, n, height, width, shift, sum, squares); break;
-            case 8: block_sums<8>(first, s, n, height, width, shift, sum, squares); break;
-            case 4: block_sums<4>(first, s, n, height, width, shift, sum, squares); break;
-            case 1: block_sums<1>(first, s, n, height, width, shift, sum, squares); break;
-            default: break;  // refused above
+        case 16: block_sums<16>(first, s, n, height, width, shift, sum, squares); break;
+        case 8: block_sums<8>(first, s, n, height, width, shift, sum, squares); break;
+        case 4: block_sums<4>(first, s, n, height, width, shift, sum, squares); break;
+        case 1: block_sums<1>(first, s, n, height, width, shift, sum, squares); break;
+        default: break;  // refused above
         }
         const std::int64_t lanes = std::min(block, channels - b * block);
         for (std::int64_t l = 0; l < lanes; ++l) {

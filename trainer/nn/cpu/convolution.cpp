@@ -46,7 +46,8 @@ TensorSpec Convolution::setup(const TensorSpec& input, bool input_grad) {
     backward_weights_ = dnnl::convolution_backward_weights(backward_weights_pd_);
     if (input_grad_) {
         auto backward_data = [&](const memory::desc& activations, const memory::desc& gradients) {
-            backward_data_pd_ = convolution_backward_data_pd(activations, weights, gradients, steps, forward_pd_, attr, skip);
+            backward_data_pd_ =
+                convolution_backward_data_pd(activations, weights, gradients, steps, forward_pd_, attr, skip);
             return !is_reference(backward_data_pd_.impl_info_str());
         };
         if (!backward_data(forward_pd_.src_desc(), forward_pd_.dst_desc()) && !backward_data(src, dst))

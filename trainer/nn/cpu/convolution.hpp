@@ -37,7 +37,7 @@ private:
     dnnl::convolution_backward_data backward_data_;
     dnnl::convolution_backward_weights backward_weights_;
 
-    tensor::Tensor input_;   // in the forward primitive's source layout, kept for backward
+    tensor::Tensor input_;            // in the forward primitive's source layout, kept for backward
     tensor::Tensor forward_weights_;  // the plain weights reordered for the forward primitive
 };
 

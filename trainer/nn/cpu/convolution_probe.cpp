@@ -86,7 +86,8 @@ std::string way_out(const dnnl_version_t& version) {
     std::string elsewhere = "train on a GPU (--device cuda) or on nodes with another version of oneDNN";
     if (version.major == 3 && version.minor == 7)
         return "ONEDNN_MAX_CPU_ISA=SSE41 keeps oneDNN 3.7 off the kernels that do, at a large cost in speed (AVX2 "
-               "does not); or " + elsewhere;
+               "does not); or " +
+               elsewhere;
     return elsewhere;
 }
 

@@ -20,7 +20,8 @@ LayerPtr CpuBackend::convolution(const ConvolutionSpec& spec) { return std::make
 LayerPtr CpuBackend::batch_norm(const BatchNormSpec& spec) { return std::make_unique<BatchNorm>(spec); }
 
 LayerPtr CpuBackend::pooling(const PoolingSpec& spec) {
-    auto algorithm = spec.kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+    auto algorithm =
+        spec.kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
     return std::make_unique<Pooling>(spec.name, algorithm, spec.window, false, false);
 }
 
@@ -57,8 +58,7 @@ std::vector<float> CpuBackend::to_plain(const tensor::Tensor& t) {
 
 tensor::Tensor CpuBackend::from_plain(const std::vector<float>& values, const TensorSpec& spec) {
     if (static_cast<std::int64_t>(values.size()) != spec.shape.elements())
-        throw UsageError("from_plain: " + std::to_string(values.size()) + " values for shape " +
-                                    spec.shape.str());
+        throw UsageError("from_plain: " + std::to_string(values.size()) + " values for shape " + spec.shape.str());
     tensor::Tensor plain(spec.shape);
     std::memcpy(plain.data(), values.data(), values.size() * sizeof(float));
     return reordered(plain, desc_of(spec));
@@ -66,7 +66,8 @@ tensor::Tensor CpuBackend::from_plain(const std::vector<float>& values, const Te
 
 tensor::Tensor CpuBackend::stage_pixels(const PixelBytes& batch, const TensorSpec& spec) {
     if (static_cast<std::int64_t>(batch.values.size()) != spec.shape.elements())
-        throw UsageError("stage_pixels: " + std::to_string(batch.values.size()) + " bytes for shape " + spec.shape.str());
+        throw UsageError("stage_pixels: " + std::to_string(batch.values.size()) + " bytes for shape " +
+                         spec.shape.str());
     // The bytes are N x H x W x C, the order of `spec` (the model's NHWC input).
     tensor::Tensor input(spec.shape, tensor::DType::f32, spec.layout);
     auto* out = reinterpret_cast<float*>(input.data());

@@ -47,9 +47,7 @@ memory scratchpad(const memory::desc& wanted) {
     return memory(wanted, engine(), buffer.get());
 }
 
-memory::dims dims_of(const tensor::Shape& shape) {
-    return memory::dims(shape.dims().begin(), shape.dims().end());
-}
+memory::dims dims_of(const tensor::Shape& shape) { return memory::dims(shape.dims().begin(), shape.dims().end()); }
 
 memory::desc plain_desc(const tensor::Shape& shape) {
     auto dims = dims_of(shape);
@@ -68,9 +66,7 @@ memory::desc desc_of(const TensorSpec& spec) {
     return plain_desc(spec.shape);
 }
 
-std::shared_ptr<const tensor::Layout> layout_of(const memory::desc& desc) {
-    return std::make_shared<DnnlLayout>(desc);
-}
+std::shared_ptr<const tensor::Layout> layout_of(const memory::desc& desc) { return std::make_shared<DnnlLayout>(desc); }
 
 TensorSpec spec_of(const memory::desc& desc, const tensor::Shape& shape) { return {shape, layout_of(desc)}; }
 

@@ -48,8 +48,8 @@ dnnl::convolution_backward_weights::primitive_desc convolution_backward_weights_
 dnnl::convolution_backward_data::primitive_desc convolution_backward_data_pd(
     const memory::desc& diff_src, const memory::desc& weights, const memory::desc& diff_dst, const WindowSteps& w,
     const dnnl::convolution_forward::primitive_desc& hint, const dnnl::primitive_attr& attr, Implementation which) {
-    dnnl::convolution_backward_data::desc op{direct, diff_src, weights, diff_dst, w.strides, w.padding_before,
-                                             w.padding_after};
+    dnnl::convolution_backward_data::desc op{direct,    diff_src,         weights,        diff_dst,
+                                             w.strides, w.padding_before, w.padding_after};
     return chosen(dnnl::convolution_backward_data::primitive_desc{op, attr, engine(), hint}, which);
 }
 
@@ -64,7 +64,8 @@ dnnl::pooling_backward::primitive_desc pooling_backward_pd(dnnl::algorithm algor
                                                            const WindowSteps& w,
                                                            const dnnl::pooling_forward::primitive_desc& hint,
                                                            const dnnl::primitive_attr& attr) {
-    return {{algorithm, diff_src, diff_dst, w.strides, kernel, w.padding_before, w.padding_after}, attr, engine(), hint};
+    return {
+        {algorithm, diff_src, diff_dst, w.strides, kernel, w.padding_before, w.padding_after}, attr, engine(), hint};
 }
 
 dnnl::batch_normalization_forward::primitive_desc batch_norm_forward_pd(dnnl::prop_kind prop, const memory::desc& data,
@@ -127,8 +128,13 @@ void append_eltwise(dnnl::post_ops& ops, dnnl::algorithm algorithm, float alpha,
 MemoryLayout layout_facts(const memory::desc& desc) {
     const auto& md = desc.data;
     const auto& blocking = md.format_desc.blocking;
-    MemoryLayout facts{memory::data_type(md.data_type), md.format_kind == dnnl_blocked,
-                       dnnl_fmt_kind2str(md.format_kind), memory::dims(md.dims, md.dims + md.ndims), {}, {}, {},
+    MemoryLayout facts{memory::data_type(md.data_type),
+                       md.format_kind == dnnl_blocked,
+                       dnnl_fmt_kind2str(md.format_kind),
+                       memory::dims(md.dims, md.dims + md.ndims),
+                       {},
+                       {},
+                       {},
                        md.offset0};
     if (facts.blocked) {
         facts.strides.assign(blocking.strides, blocking.strides + md.ndims);
@@ -155,27 +161,27 @@ dnnl::convolution_backward_weights::primitive_desc convolution_backward_weights_
     const memory::desc& src, const memory::desc& diff_weights, const memory::desc& diff_bias,
     const memory::desc& diff_dst, const WindowSteps& w, const dnnl::convolution_forward::primitive_desc& hint,
     const dnnl::primitive_attr& attr, Implementation which) {
-    return chosen(dnnl::convolution_backward_weights::primitive_desc{engine(), direct, src, diff_weights, diff_bias,
-                                                                     diff_dst, w.strides, w.padding_before,
-                                                                     w.padding_after, hint, attr},
-                  which);
+    return chosen(
+        dnnl::convolution_backward_weights::primitive_desc{engine(), direct, src, diff_weights, diff_bias, diff_dst,
+                                                           w.strides, w.padding_before, w.padding_after, hint, attr},
+        which);
 }
 
 dnnl::convolution_backward_data::primitive_desc convolution_backward_data_pd(
     const memory::desc& diff_src, const memory::desc& weights, const memory::desc& diff_dst, const WindowSteps& w,
     const dnnl::convolution_forward::primitive_desc& hint, const dnnl::primitive_attr& attr, Implementation which) {
-    return chosen(dnnl::convolution_backward_data::primitive_desc{engine(), direct, diff_src, weights, diff_dst,
-                                                                  w.strides, w.padding_before, w.padding_after, hint,
-                                                                  attr},
-                  which);
+    return chosen(
+        dnnl::convolution_backward_data::primitive_desc{engine(), direct, diff_src, weights, diff_dst, w.strides,
+                                                        w.padding_before, w.padding_after, hint, attr},
+        which);
 }
 
 dnnl::pooling_forward::primitive_desc pooling_forward_pd(dnnl::algorithm algorithm, const memory::desc& src,
                                                          const memory::desc& dst, const memory::dims& kernel,
                                                          const WindowSteps& w, const dnnl::primitive_attr& attr) {
     memory::dims no_dilation(kernel.size(), 0);
-    return {engine(), training, algorithm, src, dst, w.strides, kernel, no_dilation, w.padding_before,
-            w.padding_after, attr};
+    return {engine(),    training,         algorithm,       src, dst, w.strides, kernel,
+            no_dilation, w.padding_before, w.padding_after, attr};
 }
 
 dnnl::pooling_backward::primitive_desc pooling_backward_pd(dnnl::algorithm algorithm, const memory::desc& diff_src,
@@ -184,8 +190,8 @@ dnnl::pooling_backward::primitive_desc pooling_backward_pd(dnnl::algorithm algor
                                                            const dnnl::pooling_forward::primitive_desc& hint,
                                                            const dnnl::primitive_attr& attr) {
     memory::dims no_dilation(kernel.size(), 0);
-    return {engine(), algorithm, diff_src, diff_dst, w.strides, kernel, no_dilation, w.padding_before,
-            w.padding_after, hint, attr};
+    return {engine(),    algorithm,        diff_src,        diff_dst, w.strides, kernel,
+            no_dilation, w.padding_before, w.padding_after, hint,     attr};
 }
 
 dnnl::batch_normalization_forward::primitive_desc batch_norm_forward_pd(dnnl::prop_kind prop, const memory::desc& data,
@@ -247,8 +253,13 @@ void append_eltwise(dnnl::post_ops& ops, dnnl::algorithm algorithm, float alpha,
 
 MemoryLayout layout_facts(const memory::desc& desc) {
     auto kind = desc.get_format_kind();
-    MemoryLayout facts{desc.get_data_type(), kind == memory::format_kind::blocked,
-                       dnnl_fmt_kind2str(static_cast<dnnl_format_kind_t>(kind)), desc.get_dims(), {}, {}, {},
+    MemoryLayout facts{desc.get_data_type(),
+                       kind == memory::format_kind::blocked,
+                       dnnl_fmt_kind2str(static_cast<dnnl_format_kind_t>(kind)),
+                       desc.get_dims(),
+                       {},
+                       {},
+                       {},
                        desc.get_submemory_offset()};
     if (facts.blocked) {
         facts.strides = desc.get_strides();

@@ -11,7 +11,8 @@ tensor::Tensor Dropout::masked(const tensor::Tensor& in, std::uint64_t key, std:
     tensor::Tensor out(shape_);
     const float* x = plain.f32();
     float* y = out.f32();
-    for (std::int64_t i = 0; i < shape_.elements(); ++i) y[i] = keeps(key, std::uint64_t(i), threshold) ? x[i] * scale : 0.0f;
+    for (std::int64_t i = 0; i < shape_.elements(); ++i)
+        y[i] = keeps(key, std::uint64_t(i), threshold) ? x[i] * scale : 0.0f;
     return out;
 }
 

@@ -60,7 +60,8 @@ tensor::Tensor Linear::backward(const tensor::Tensor& output_grad) {
                        {DNNL_ARG_WEIGHTS, memory_of(backward_data_pd_.weights_desc(), parameters_.weight.value)},
                        {DNNL_ARG_DIFF_SRC, memory_of(input_grad)},
                        {DNNL_ARG_SCRATCHPAD, scratchpad(backward_data_pd_.scratchpad_desc())}});
-        if (image_shape_.rank() == 4) input_grad = tensor::Tensor(image_shape_, tensor::DType::f32, nullptr, input_grad.memory());
+        if (image_shape_.rank() == 4)
+            input_grad = tensor::Tensor(image_shape_, tensor::DType::f32, nullptr, input_grad.memory());
     }
     input_ = {};
     return input_grad;

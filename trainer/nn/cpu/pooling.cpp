@@ -27,7 +27,8 @@ TensorSpec Pooling::setup(const TensorSpec& input, bool input_grad) {
                                            forward_pd_, attr);
         backward_ = dnnl::pooling_backward(backward_pd_);
     }
-    if (flatten_) return {tensor::Shape{output_shape_[0], output_shape_[1] * output_shape_[2] * output_shape_[3]}, nullptr};
+    if (flatten_)
+        return {tensor::Shape{output_shape_[0], output_shape_[1] * output_shape_[2] * output_shape_[3]}, nullptr};
     return spec_of(forward_pd_.dst_desc(), output_shape_);
 }
 

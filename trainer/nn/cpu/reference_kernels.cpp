@@ -24,11 +24,11 @@ bool is_reference(const std::string& implementation) {
 namespace {
 const char* isa_name(dnnl::cpu_isa isa) {
     switch (isa) {
-        case dnnl::cpu_isa::sse41: return "SSE41";
-        case dnnl::cpu_isa::avx: return "AVX";
-        case dnnl::cpu_isa::avx2: return "AVX2";
-        case dnnl::cpu_isa::avx512_core: return "AVX512_CORE";
-        default: return "another ISA";
+    case dnnl::cpu_isa::sse41: return "SSE41";
+    case dnnl::cpu_isa::avx: return "AVX";
+    case dnnl::cpu_isa::avx2: return "AVX2";
+    case dnnl::cpu_isa::avx512_core: return "AVX512_CORE";
+    default: return "another ISA";
     }
 }
 }  // namespace

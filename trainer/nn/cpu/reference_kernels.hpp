@@ -27,6 +27,7 @@ bool skip_reference(PrimitiveDesc& pd) {
 }
 
 // The refusal: which layer, which pass, what oneDNN offered, and the ISA it was allowed.
-[[noreturn]] void refuse_reference(const std::string& layer, const std::string& pass, const std::string& implementation);
+[[noreturn]] void refuse_reference(const std::string& layer, const std::string& pass,
+                                   const std::string& implementation);
 
 }  // namespace trellis::nn::cpu
