@@ -92,9 +92,10 @@ EXTRA_DIST += tests/rdma/harness_test.sh tests/rdma/verbs_test.sh tests/rdma/vm 
 # allocation of tests/slurm. Run by tests/debian/slurm2411_test.sh, on its root and packages.
 EXTRA_DIST += tests/cgroup2/slurm_v2_test.sh tests/cgroup2/vm
 
-# What every source holds to (tests/sources_test.py says each rule), checked in a second.
-TESTS += tests/sources_test.py
-EXTRA_DIST += tests/sources_test.py
+# What every source holds to (tests/sources_test.py says each rule), checked in a second; the
+# C++ sources' format, with the clang-format version .clang-format names (a few seconds).
+TESTS += tests/sources_test.py tests/format_test.sh
+EXTRA_DIST += tests/sources_test.py tests/format_test.sh .clang-format
 
 # The GPU machine's script (scripts/gpu-check): its command line and its no-GPU path, as root
 # and as an unprivileged user, with a fake nvidia-smi.

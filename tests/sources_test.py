@@ -7,6 +7,7 @@ have); the runs' JSON-lines files read by trellis_studies/report/jsonl.py alone.
 
 import os
 import re
+import subprocess
 import sys
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -16,22 +17,35 @@ SKIPPED_FILES = {"configure", "aclocal.m4", "Makefile.in", "config.h.in", "confi
 THIS = os.path.relpath(os.path.abspath(__file__), TOP)
 
 
-def sources(top=TOP):
-    """(path relative to TOP, text) of each text file that is a source of the tree."""
+def candidates(top):
+    """The tracked files of a git checkout; in a tarball (no .git), every file but what
+    bootstrap and configure made."""
+    if os.path.exists(os.path.join(top, ".git")):
+        listed = subprocess.run(["git", "-C", top, "ls-files", "-z"], capture_output=True, text=True)
+        if listed.returncode == 0:
+            yield from (path for path in listed.stdout.split("\0")
+                        if path and not set(path.split("/")[:-1]) & SKIPPED_FOLDERS)
+            return
     for folder, folders, files in os.walk(top):
-        # A build folder (ours is _build, inside the tree) holds config.status.
+        # A build folder holds config.status.
         folders[:] = sorted(name for name in folders if name not in SKIPPED_FOLDERS
                             and not os.path.exists(os.path.join(folder, name, "config.status")))
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            if name in SKIPPED_FILES or name.endswith((".md", ".png", ".svg", ".tsv")) or os.path.islink(path):
-                continue
-            try:
-                with open(path, encoding="utf-8") as stream:
-                    text = stream.read()
-            except (UnicodeDecodeError, OSError):
-                continue  # a binary file
-            yield os.path.relpath(path, top), text
+        yield from (os.path.relpath(os.path.join(folder, name), top) for name in sorted(files))
+
+
+def sources(top=TOP):
+    """(path relative to TOP, text) of each text file that is a source of the tree."""
+    for relative in candidates(top):
+        path = os.path.join(top, relative)
+        name = os.path.basename(relative)
+        if name in SKIPPED_FILES or name.endswith(("~", ".md", ".png", ".svg", ".tsv")) or os.path.islink(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as stream:
+                text = stream.read()
+        except (UnicodeDecodeError, OSError):
+            continue  # a binary file
+        yield relative, text
 
 
 SPDX = "SPDX-License-Identifier: Apache-2.0"
