@@ -18,8 +18,9 @@ cd "$top" || exit 1
 if [ -e .git ]; then
     sources=$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.h' '*.c' | grep -v '^tests/fixtures/')
 else
-    sources=$(find . -path ./tests/fixtures -prune -o -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' \
-        -o -name '*.h' -o -name '*.c' \) -print | grep -v '/config\.h$' | sed 's|^\./||')
+    # A tarball: its files, not those of the build (make distcheck builds in _build, installs in _inst).
+    sources=$(find . \( -path ./tests/fixtures -o -path './_build*' -o -path ./_inst \) -prune -o -type f \
+        \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.h' -o -name '*.c' \) -print | sed 's|^\./||')
 fi
 # clang-format --dry-run names each line it would change; two at once, a few seconds in all.
 report=$(echo "$sources" | xargs -P 2 -n 50 "$tool" --style=file --dry-run --Werror 2>&1)

@@ -21,8 +21,11 @@ def candidates(top):
     """The tracked files of a git checkout; in a tarball (no .git), every file but what
     bootstrap and configure made."""
     if os.path.exists(os.path.join(top, ".git")):
-        listed = subprocess.run(["git", "-C", top, "ls-files", "-z"], capture_output=True, text=True)
-        if listed.returncode == 0:
+        try:
+            listed = subprocess.run(["git", "-C", top, "ls-files", "-z"], capture_output=True, text=True)
+        except OSError:  # no git on this machine: walked as a tarball is
+            listed = None
+        if listed and listed.returncode == 0:
             yield from (path for path in listed.stdout.split("\0")
                         if path and not set(path.split("/")[:-1]) & SKIPPED_FOLDERS)
             return
