@@ -12,9 +12,10 @@ else
     MAKE_DATASET="$TRELLIS_BUILD/tests/data/make_dataset"
 fi
 : "${PYTHON3:=python3}"
-# The tests read the runs' JSON-lines files with trellis_studies.report.jsonl, the one reader.
-PYTHONPATH=${TRELLIS_STUDIES_PYTHON:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../studies" && pwd)}${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONPATH
+# The tests read the runs' JSON-lines files with trellis_studies.report.jsonl, the one reader
+# (a GPU bundle's tests read none, and have no studies/ beside them).
+studies=${TRELLIS_STUDIES_PYTHON:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../studies" 2>/dev/null && pwd)}
+[ -z "$studies" ] || export PYTHONPATH=$studies${PYTHONPATH:+:$PYTHONPATH}
 work=$(mktemp -d /tmp/trellis-train-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
