@@ -7,8 +7,9 @@
 // it holds, they stay in the job's cgroups, and it ends with the last of them and with these
 // descriptors. For a .sif image the helper says "ready hold" and is kept (Apptainer serves the
 // image) until this object goes: its standard input then ends, and it stops Apptainer.
-// So for a squashfs image, whose FUSE daemons it stops; it says "ready hold settings" and then
-// hands the image's settings (Env, WorkingDir, Entrypoint) on one line of JSON for the tasks.
+// A squashfs image's helper is kept the same way, and stops the image's FUSE daemons when it
+// goes; it says "ready hold settings" and then hands the image's settings (Env, WorkingDir,
+// Entrypoint) on one line of JSON for the tasks.
 #pragma once
 
 #include <chrono>
