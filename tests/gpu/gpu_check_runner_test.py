@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import time
 import unittest
 import unittest.mock
 
@@ -64,6 +65,40 @@ class NoGpu(unittest.TestCase):
         status, summary, _ = self.check({"nvidia-smi": (124, "")})
         self.assertEqual(status, 1)
         self.assertIn("no GPU: nvidia-smi did not answer in 30 s", summary)
+
+
+class Runs(unittest.TestCase):
+    """The real Runner: what a bounded run leaves behind."""
+
+    def test_a_run_out_of_time_ends_with_all_it_started(self):
+        with tempfile.TemporaryDirectory() as folder:
+            script, log, pid_file = (os.path.join(folder, name) for name in ("kid.sh", "out.txt", "pid"))
+            with open(script, "w") as stream:
+                stream.write(f"sleep 300 &\necho $! >{pid_file}\nwait\n")
+            self.assertEqual(gpu_check.Runner().run(0.3, ["bash", script], log), 124)
+            with open(pid_file) as stream:
+                child = int(stream.read())
+            for _ in range(50):  # gone, or a zombie waiting for its new parent
+                try:
+                    with open(f"/proc/{child}/stat") as stream:
+                        if stream.read().split(")")[-1].split()[0] == "Z":
+                            break
+                except FileNotFoundError:
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail(f"the run's child {child} still runs after its run ended")
+
+    def test_statuses_as_the_shell_gives_them(self):
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "out.txt")
+            runner = gpu_check.Runner()
+            runner.GRACE = 0.3
+            self.assertEqual(runner.run(0.3, ["bash", "-c", "trap '' TERM; sleep 30"], log), 137)  # SIGTERM ignored
+            self.assertEqual(runner.run(5, ["bash", "-c", "kill -SEGV $$"], log), 139)
+            self.assertEqual(runner.run(5, [os.path.join(folder, "none")], log), 127)
+            with open(log) as stream:
+                self.assertIn("No such file", stream.read())
 
 
 class Readers(unittest.TestCase):
