@@ -41,6 +41,9 @@ inline constexpr Variable slurm_gpu_sharing{"TRELLIS_SLURM_GPU_SHARING", "each t
                                             "the step's GPUs"};
 inline constexpr Variable image_pinned{"TRELLIS_IMAGE_PINNED", "the image is not a registry image with a tag",
                                        "the registry image pinned to its digest by srun, which every node runs"};
+inline constexpr Variable slurm_secret{"SLURM_TRELLIS_SECRET", "srun made no step secret",
+                                       "the step's secret on its way from srun to slurmstepd, which gives it to the "
+                                       "tasks as TRELLIS_SECRET (a SLURM_ name passes --export=NONE)"};
 // A task's binding, as the plugin and trellis-agent launch set it.
 inline constexpr Variable gpu{"TRELLIS_GPU", "no GPU", "the task's GPUs, as the node's indices in PCI order"};
 inline constexpr Variable distance{"TRELLIS_DISTANCE", "no HCA",
@@ -62,6 +65,10 @@ inline constexpr Variable master{"TRELLIS_MASTER", "Slurm's first node, or this 
                                  "HOST:PORT where the ranks meet (rank 0's)"};
 inline constexpr Variable rendezvous_port{"TRELLIS_RENDEZVOUS_PORT", "derived from the job and step",
                                           "the port of the Slurm wireup's rendezvous"};
+inline constexpr Variable secret{"TRELLIS_SECRET", "a single rank only: more are refused",
+                                 "the step's secret (64 hex digits, or the path of a file of the user's that "
+                                 "holds them) that every rank proves to the others; the plugin and trellis-agent "
+                                 "launch make one per step"};
 inline constexpr Variable wireup_set{"TRELLIS_WIREUP_SET", "none",
                                      "the framework variables trellis set for this task (the others are the user's)"};
 // The trainer's own knobs.
@@ -78,6 +85,10 @@ inline constexpr Variable cuda_speedups{"TRELLIS_CUDA_SPEEDUPS", "none",
 inline constexpr Variable test_convolution_probe{"TRELLIS_TEST_CONVOLUTION_PROBE", "unset: the probe asks oneDNN",
                                                  "test hook: sigfpe or sigsegv, the signal the CPU backend's "
                                                  "convolution probe dies of before it asks oneDNN"};
+inline constexpr Variable test_shm_delay{"TRELLIS_TEST_SHM_DELAY_MS", "unset: no delay",
+                                         "test hook: milliseconds every rank but rank 0 waits before making its "
+                                         "shared-memory segment, so that a test's watcher always sees rank 0's "
+                                         "first"};
 
 // Written for the user's frameworks and libraries.
 inline constexpr Variable cuda_visible_devices{"CUDA_VISIBLE_DEVICES", "Slurm's", "the task's NVIDIA GPUs"};

@@ -10,7 +10,8 @@ common_libtrellis_common_la_SOURCES = \
 	common/host.cpp common/host.hpp \
 	common/log_file.cpp common/log_file.hpp \
 	common/task_binding.cpp common/task_binding.hpp \
-	common/spelling.cpp common/spelling.hpp
+	common/spelling.cpp common/spelling.hpp \
+	common/step_secret.cpp common/step_secret.hpp
 
 unit_tests += common/tests/common_test
 common_tests_common_test_SOURCES = common/tests/common_test.cpp

@@ -14,6 +14,8 @@ namespace {
 
 bool recorded(const env::Variable& variable) {
     if (&variable == &env::master || &variable == &env::rendezvous_port) return false;
+    // Whoever reads a run's records must not become able to pass for one of its ranks.
+    if (&variable == &env::secret || &variable == &env::slurm_secret) return false;
     if (std::strncmp(variable.name, "TRELLIS_", 8) == 0) return true;
     for (const auto* library : {&env::cuda_visible_devices, &env::nccl_ib_hca, &env::nccl_socket_ifname,
                                 &env::ucx_net_devices, &env::omp_num_threads})

@@ -19,6 +19,10 @@ int register_options(spank_t sp);
 int take_environment_defaults(spank_t sp);
 int load_configuration(const std::vector<std::string>& args);
 
+// The step's secret (step_secret.cpp): made in srun's init, given to the tasks in user_init.
+void make_secret_for_step();
+void give_secret_to_tasks(spank_t sp);
+
 int plan_node(spank_t sp);  // user_init
 // The container (container.cpp): checked in srun, made once per node, entered per task.
 int check_container_request();  // srun: also resolves a registry tag to its digest

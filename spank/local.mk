@@ -21,6 +21,7 @@ spank_spank_trellis_la_SOURCES = \
 	spank/plugin.cpp \
 	spank/spank_api.hpp \
 	spank/state.hpp \
+	spank/step_secret.cpp \
 	spank/task_init.cpp \
 	spank/user_init.cpp
 spank_spank_trellis_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \

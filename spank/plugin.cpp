@@ -65,6 +65,8 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     return guarded("init", [&] {
         spank_context_t context = spank_context();
         if (context != S_CTX_LOCAL && context != S_CTX_REMOTE && context != S_CTX_ALLOCATOR) return 0;
+        // Before the configuration: a step's ranks need their secret whatever the binding does.
+        if (context == S_CTX_LOCAL) make_secret_for_step();
         if (register_options(sp) != 0) return -1;
         // srun, sbatch and salloc read the configuration too, so that a broken file stops the
         // job before it is queued or launched, with its message on the user's terminal.
@@ -92,6 +94,11 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
 }
 
 extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
+    try {
+        give_secret_to_tasks(sp);
+    } catch (const std::exception& e) {
+        log_error(std::string("user_init: the step's secret: ") + e.what());
+    }
     return guarded("user_init", [&] {
         int planned = plan_node(sp);
         prepare_container(sp);

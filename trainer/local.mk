@@ -67,9 +67,13 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/broadcast.cpp trainer/comm/broadcast.hpp \
 	trainer/comm/bucketed_allreduce.cpp trainer/comm/bucketed_allreduce.hpp \
 	trainer/comm/comm_error.hpp trainer/comm/comm_stats.hpp trainer/comm/gradient_buckets.hpp \
+	trainer/comm/failure_notice.cpp trainer/comm/failure_notice.hpp \
+	trainer/comm/gate.cpp trainer/comm/gate.hpp \
 	trainer/comm/group_transport.cpp trainer/comm/group_transport.hpp \
+	trainer/comm/handshake.cpp trainer/comm/handshake.hpp \
 	trainer/comm/halving_doubling_allreduce.cpp trainer/comm/halving_doubling_allreduce.hpp \
 	trainer/comm/hierarchical_allreduce.cpp trainer/comm/hierarchical_allreduce.hpp \
+	trainer/comm/job_secret.cpp trainer/comm/job_secret.hpp \
 	trainer/comm/make_transport.cpp trainer/comm/make_transport.hpp \
 	trainer/comm/pmix_wireup.cpp trainer/comm/pmix_wireup.hpp \
 	trainer/comm/rendezvous.cpp trainer/comm/rendezvous.hpp \
@@ -87,9 +91,9 @@ trainer_libtrellis_comm_la_SOURCES = \
 	trainer/comm/verbs_transport.cpp trainer/comm/verbs_transport.hpp \
 	trainer/comm/wire_format.cpp trainer/comm/wire_format.hpp \
 	trainer/comm/wireup.cpp trainer/comm/wireup.hpp
-trainer_libtrellis_comm_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS)
+trainer_libtrellis_comm_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(SLURM_CPPFLAGS) $(IBVERBS_CFLAGS) $(LIBCRYPTO_CFLAGS)
 trainer_libtrellis_comm_la_CXXFLAGS = $(AM_CXXFLAGS) -pthread -fopenmp-simd
-trainer_libtrellis_comm_la_LIBADD = $(PMIX_LIBS) $(IBVERBS_LIBS)
+trainer_libtrellis_comm_la_LIBADD = $(PMIX_LIBS) $(IBVERBS_LIBS) $(LIBCRYPTO_LIBS)
 COMM_LIBS = trainer/libtrellis-comm.la slurm/libtrellis-slurm-nodes.la common/libtrellis-common.la
 
 noinst_LTLIBRARIES += trainer/libtrellis-ps.la

@@ -24,6 +24,7 @@
 #include "common/cli.hpp"
 #include "common/environment.hpp"
 #include "common/host.hpp"
+#include "common/step_secret.hpp"
 #include "slurm/slurm_config.hpp"
 #include "topology/plan.hpp"
 #include "topology/report.hpp"
@@ -31,6 +32,21 @@
 namespace trellis::agent {
 
 namespace {
+
+// The secret the ranks prove to each other: the step's when srun's plugin made one or the
+// caller gave one (every node's launch must hand its ranks the same), a new one when this
+// node's ranks are the whole job.
+std::string secret_for_ranks(const NodePlace& place) {
+    if (const char* given = env_value(env::secret.name)) {
+        parse_step_secret(given);  // refused here, before any rank starts, when malformed
+        return given;
+    }
+    if (place.nnodes == 1) return make_step_secret();
+    throw Refused("the ranks of " + std::to_string(place.nnodes) +
+                  " nodes must share one secret, and TRELLIS_SECRET is not set (under srun the trellis plugin "
+                  "sets it for every step); make one with: " +
+                  how_to_make_a_secret + ", for the launch on every node");
+}
 
 // This very agent makes the launch's container: the build tree's when run from there.
 std::string own_program() {
@@ -112,6 +128,7 @@ int launch_command(const std::vector<std::string>& args) {
     }
 
     int world = place.nnodes * options.nproc_per_node;
+    std::string secret = secret_for_ranks(place);
     // PyTorch's env:// meets at the rendezvous host, one port above trellis-train's.
     StepLayout layout;
     layout.world_size = world;
@@ -147,6 +164,7 @@ int launch_command(const std::vector<std::string>& args) {
         spec.env[env::node_rank.name] = std::to_string(place.node_rank);
         spec.env[env::nnodes.name] = std::to_string(place.nnodes);
         spec.env[env::master.name] = place.master;
+        spec.env[env::secret.name] = secret;
         if (plan.bind_cpus && !task.cpus.empty()) spec.cpus = task.cpus;
         if (plan.bind_cpus) spec.memory = {config.binding.memory, task.numa};
         ranks.push_back(std::move(spec));

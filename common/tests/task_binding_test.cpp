@@ -12,12 +12,13 @@
 
 using namespace trellis;
 
-TEST_CASE("the binding: trellis's variables and the libraries' it writes, not the meeting point") {
+TEST_CASE("the binding: trellis's variables and the libraries' it writes, not the meeting point nor the secret") {
     setenv("TRELLIS_DISTANCE", "PIX", 1);
     setenv("TRELLIS_CPUS", "0-3", 1);
     setenv("NCCL_IB_HCA", "=mlx5_0:1", 1);
     setenv("TRELLIS_MASTER", "198.18.0.1:29500", 1);
     setenv("TRELLIS_RENDEZVOUS_PORT", "29600", 1);
+    setenv("TRELLIS_SECRET", std::string(64, 'a').c_str(), 1);
     setenv("TRELLIS_NOT_IN_THE_TABLE", "x", 1);
     setenv("MASTER_ADDR", "198.18.0.1", 1);
     unsetenv("UCX_NET_DEVICES");
@@ -27,12 +28,13 @@ TEST_CASE("the binding: trellis's variables and the libraries' it writes, not th
     CHECK(binding.at("NCCL_IB_HCA") == "=mlx5_0:1");
     CHECK(binding.count("TRELLIS_MASTER") == 0);
     CHECK(binding.count("TRELLIS_RENDEZVOUS_PORT") == 0);
+    CHECK(binding.count("TRELLIS_SECRET") == 0);
     CHECK(binding.count("TRELLIS_NOT_IN_THE_TABLE") == 0);
     CHECK(binding.count("MASTER_ADDR") == 0);
     CHECK(binding.count("UCX_NET_DEVICES") == 0);
     CHECK(binding.at("cpus") == affinity_list());
     for (const char* name : {"TRELLIS_DISTANCE", "TRELLIS_CPUS", "NCCL_IB_HCA", "TRELLIS_MASTER",
-                             "TRELLIS_RENDEZVOUS_PORT", "TRELLIS_NOT_IN_THE_TABLE", "MASTER_ADDR"})
+                             "TRELLIS_RENDEZVOUS_PORT", "TRELLIS_SECRET", "TRELLIS_NOT_IN_THE_TABLE", "MASTER_ADDR"})
         unsetenv(name);
 }
 

@@ -14,6 +14,8 @@ trap 'rm -rf "$work"' EXIT
 cat >"$work/script" <<SCRIPT
 . "$here/rxe_setup.sh"
 export TRELLIS_HCA=rxe0
+TRELLIS_SECRET=\$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')
+export TRELLIS_SECRET
 B="$build"
 failures=0
 fail() { echo "FAIL: \$*"; failures=\$((failures + 1)); }

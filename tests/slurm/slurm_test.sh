@@ -42,7 +42,7 @@ expect_refused() {
 # What each task sees, one JSON object per line.
 task_report='import json,os; print(json.dumps({"node": os.environ.get("SLURMD_NODENAME"),
   "local": int(os.environ["SLURM_LOCALID"]), "env": {k: v for k, v in os.environ.items()
-  if k.startswith(("TRELLIS_", "CUDA_", "NCCL_", "UCX_", "ROCR_", "OMP_", "OMPI_MCA_btl"))},
+  if k.startswith(("TRELLIS_", "CUDA_", "NCCL_", "UCX_", "ROCR_", "OMP_", "OMPI_MCA_btl")) and k != "TRELLIS_SECRET"},
   "cpus": [l.split()[1] for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list")][0]}))'
 
 # 1. Each task's environment equals trellis-topo's plan for its node (n2: fixture with all
@@ -260,6 +260,25 @@ elif [ -x "$build/tests/slurm/pmix_exchange" ]; then
 else
     echo "skipped: the PMIx exchange (its probe was not built: configure found no PMIx)"
 fi
+
+# 11. The step's secret: the same in every task of a step on both nodes, under --export=NONE too,
+#     a new one for every step (a secret in srun's environment is not passed on), and the name
+#     it travels under is not left in the tasks' environment.
+secret_report='import os; print(os.environ.get("TRELLIS_SECRET", "-"), os.environ.get("SLURM_TRELLIS_SECRET", "-"))'
+run_tasks secret_none srun -N2 -n4 --export=NONE "$(command -v "$python")" -c "$secret_report"
+expect_ok secret_none
+TRELLIS_SECRET=0123 run_tasks secret_all srun -N2 -n2 "$python" -c "$secret_report"
+expect_ok secret_all
+"$python" - "$dir" <<'PY' && pass "the step's secret: one per step, in every task, --export=NONE too" || fail "the step's secret: $(cat "$dir"/secret_*.out "$dir"/secret_*.err)"
+import re, sys
+d = sys.argv[1]
+steps = [[line.split() for line in open(f"{d}/{name}.out")] for name in ("secret_none", "secret_all")]
+assert [len(tasks) for tasks in steps] == [4, 2], steps
+for tasks in steps:
+    assert all(re.fullmatch("[0-9a-f]{64}", t[0]) and t[1] == "-" for t in tasks), tasks
+    assert len({t[0] for t in tasks}) == 1, tasks
+assert steps[0][0][0] != steps[1][0][0]
+PY
 
 echo "$checks Slurm runs, $failures failures"
 [ "$failures" -eq 0 ]

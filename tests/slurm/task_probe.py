@@ -27,7 +27,8 @@ devices = sorted(int(name[6:]) for name in os.listdir("/dev") if name.startswith
 print(json.dumps({
     "node": os.environ.get("SLURMD_NODENAME"), "rank": int(os.environ.get("SLURM_PROCID", "0")),
     "local": int(os.environ.get("SLURM_LOCALID", "0")), "job": os.environ.get("SLURM_JOB_ID"),
-    "env": {k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in NAMES},
+    # Not the step's secret: the probes' lines are compared with plans and printed.
+    "env": {k: v for k, v in os.environ.items() if (k.startswith(PREFIXES) or k in NAMES) and k != "TRELLIS_SECRET"},
     "cpus": status["Cpus_allowed_list"], "memory_policy": policy,
     "devices": {str(minor): opens(minor) for minor in devices},
 }), flush=True)

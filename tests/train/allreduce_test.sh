@@ -43,6 +43,7 @@ def check(path, expected, binding):
         assert run["binding"].get(name) == value, (path, name, run["binding"])
     # The meeting point is the run's, not its binding's.
     assert "TRELLIS_MASTER" not in run["binding"], run["binding"]
+    assert "TRELLIS_SECRET" not in run["binding"], run["binding"]
     cpus = run["binding"]["cpus"]
     assert cpus and all(part.replace("-", "").isdigit() for part in cpus.split(",")), cpus
     last = [r for r in lines if r["kind"] == "train" and "total_images_per_sec" in r]

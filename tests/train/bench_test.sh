@@ -46,6 +46,7 @@ for start, printed, expected in ((0, sys.argv[2], {"benchmark": "p2p", "transpor
     assert run["hostname"] and run["time"] > 1.6e9, run
     assert run["binding"]["TRELLIS_RANK"] == "0" and run["binding"]["cpus"], run["binding"]
     assert "TRELLIS_MASTER" not in run["binding"], run["binding"]
+    assert "TRELLIS_SECRET" not in run["binding"], run["binding"]
     assert (run["binding"].get("TRELLIS_NUMA") == "0") == (run["benchmark"] == "p2p"), run["binding"]
     results = records_of(printed)
     logged = lines[start + 1:start + 1 + len(results)]
@@ -104,3 +105,8 @@ awk '$1 == 8 { b = $3; sub(/^[0.]+/, "", b); sub(/\./, "", b); digits = length(b
 "$BENCH" --help | head -n 1 | grep -qF "usage: trellis-bench p2p|allreduce|ps|data [options]" ||
     fail "--help's usage line: $("$BENCH" --help | head -n 1)"
 pass "p2p bandwidth of 8 bytes in three significant digits; --help's usage names data"
+
+# The step's secret is in the ranks' environment only: no record, log or output of theirs holds it.
+written=$(grep -rlF "$TRELLIS_SECRET" "$work" 2>/dev/null)
+[ -z "$written" ] || fail "the step's secret was written to $written"
+pass "the step's secret is in none of the files the runs wrote"

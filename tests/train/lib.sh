@@ -40,6 +40,10 @@ for r in records_of(sys.argv[1], "train"):
 
 free_port() { "$PYTHON3" "$(dirname "${BASH_SOURCE[0]}")/../free_port.py"; }
 
+# The step's secret for ranks started here as a launcher would start them: one per test.
+TRELLIS_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export TRELLIS_SECRET
+
 # launch_ranks N OUTPREFIX ARGS...: N ranks of a program with the plain-environment wireup on
 # this machine, meeting at a free port, in the background; their PIDs in $rank_pids.
 launch_ranks() {

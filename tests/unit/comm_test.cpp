@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/step_secret.hpp"
 #include "trainer/comm/barrier.hpp"
 #include "trainer/comm/broadcast.hpp"
 #include "trainer/comm/group_transport.hpp"
+#include "trainer/comm/handshake.hpp"
 #include "trainer/comm/halving_doubling_allreduce.hpp"
 #include "trainer/comm/bucketed_allreduce.hpp"
 #include "trainer/comm/rendezvous.hpp"
@@ -43,6 +45,8 @@ std::uint16_t unused_port() {
     ::close(fd);
     return ntohs(address.sin_port);
 }
+
+JobSecret test_secret(char digit) { return JobSecret(trellis::parse_step_secret(std::string(64, digit))); }
 
 }  // namespace
 
@@ -249,7 +253,8 @@ TEST_CASE("a stray connection to the rendezvous port is ignored") {
     for (int r = 0; r < 2; ++r)
         ranks.emplace_back([&, r] {
             if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-            RendezvousWireup wireup("test", Identity{r, 2, r, 0, "h"}, "127.0.0.1", port, std::chrono::seconds(10));
+            RendezvousWireup wireup("test", Identity{r, 2, r, 0, "h"}, test_secret('1'), "127.0.0.1", port,
+                                    std::chrono::seconds(10));
             gathered[std::size_t(r)] = wireup.all_gather("rank" + std::to_string(r));
         });
     stray.join();
@@ -258,12 +263,90 @@ TEST_CASE("a stray connection to the rendezvous port is ignored") {
     CHECK(gathered[1] == gathered[0]);
 }
 
+TEST_CASE("a caller without the step's secret cannot take a rank's place in the rendezvous") {
+    const std::uint16_t port = unused_port();
+    // The impostor claims rank 1 with another secret before the real rank 1 calls; rank 0 drops
+    // it and the real one gets through.
+    std::vector<std::vector<std::string>> gathered(2);
+    std::string impostor_error;
+    std::thread impostor([&] {
+        try {
+            RendezvousWireup wireup("test", Identity{1, 2, 1, 0, "h"}, test_secret('2'), "127.0.0.1", port,
+                                    std::chrono::seconds(2));
+        } catch (const std::exception& error) {
+            impostor_error = error.what();
+        }
+    });
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(700));
+            RendezvousWireup wireup("test", Identity{r, 2, r, 0, "h"}, test_secret('1'), "127.0.0.1", port,
+                                    std::chrono::seconds(10));
+            gathered[std::size_t(r)] = wireup.all_gather("rank" + std::to_string(r));
+        });
+    impostor.join();
+    for (auto& t : ranks) t.join();
+    CHECK(gathered[0] == std::vector<std::string>{"rank0", "rank1"});
+    CHECK(gathered[1] == gathered[0]);
+    CHECK_FALSE(impostor_error.empty());  // it was dropped each time it called, until its timeout
+}
+
+TEST_CASE("the handshake: a claim read in pieces is proven; a wrong secret or junk is not") {
+    auto secret = test_secret('1'), other = test_secret('2');
+    int pair[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+    Socket caller(pair[0]), acceptor(pair[1]);
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    for (const auto* key : {&secret, &other}) {
+        ClaimReader reader(secret);
+        auto challenge = reader.challenge();
+        acceptor.send_all(challenge.data(), challenge.size(), deadline, "test");
+        std::string proven_by_caller;
+        std::thread call([&] {
+            try {
+                prove_claim(caller, *key, Claim{Purpose::link, 3, 5, 1, 8, "where"}, deadline, "test");
+                proven_by_caller = "yes";
+            } catch (const NotProven& error) {
+                proven_by_caller = error.what();
+            }
+        });
+        // One byte at a time: the watcher must never need the claim whole in one read.
+        while (reader.wanted() > 0) {
+            std::uint8_t byte;
+            acceptor.recv_all(&byte, 1, deadline, "test");
+            REQUIRE(reader.take(&byte, 1));
+        }
+        if (key == &secret) {
+            REQUIRE(reader.proven());
+            CHECK(reader.claim().caller == 3);
+            CHECK(reader.claim().callee == 5);
+            CHECK(reader.claim().stream == 1);
+            CHECK(reader.claim().payload == "where");
+            auto proof = reader.proof();
+            acceptor.send_all(proof.data(), proof.size(), deadline, "test");
+            call.join();
+            CHECK(proven_by_caller == "yes");
+        } else {
+            CHECK_FALSE(reader.proven());
+            // An acceptor that answers with what it has not got is found out by the caller.
+            Mac guess{};
+            acceptor.send_all(guess.data(), guess.size(), deadline, "test");
+            call.join();
+            CHECK_THAT(proven_by_caller, Catch::Contains("does not hold this step's secret"));
+        }
+    }
+    ClaimReader junk(secret);
+    std::vector<std::uint8_t> http(junk.wanted(), 'G');
+    CHECK_FALSE(junk.take(http.data(), http.size()));
+}
+
 TEST_CASE("a rendezvous with nobody listening times out with a clear message") {
     Identity identity{1, 2, 1, 0, "lonely"};
     auto port = std::to_string(unused_port());
-    CHECK_THROWS_WITH(
-        RendezvousWireup("test", identity, "127.0.0.1", std::uint16_t(std::stoi(port)), std::chrono::seconds(1)),
-        Catch::Contains("cannot connect to 127.0.0.1:" + port));
+    CHECK_THROWS_WITH(RendezvousWireup("test", identity, test_secret('1'), "127.0.0.1", std::uint16_t(std::stoi(port)),
+                                       std::chrono::seconds(1)),
+                      Catch::Contains("cannot connect to 127.0.0.1:" + port));
 }
 
 TEST_CASE("the binding's interface gives the address to advertise") {

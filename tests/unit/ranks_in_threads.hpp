@@ -33,6 +33,7 @@ public:
 
     InMemoryWireup(Board& board, int rank, std::string host) : board_(board) {
         identity_ = Identity{rank, board.ranks, rank, 0, std::move(host)};
+        secret_ = JobSecret(parse_step_secret(std::string(64, '7')));  // one step: one secret
     }
     std::string name() const override { return "in memory"; }
     std::string reachable_address() const override { return "127.0.0.1"; }

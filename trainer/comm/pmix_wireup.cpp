@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/environment.hpp"
 #include "common/host.hpp"
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/socket.hpp"
@@ -26,6 +27,7 @@ PmixWireup::PmixWireup() {
     identity_.local_rank = int(job_value(PMIX_LOCAL_RANK, me_.rank));
     identity_.node = int(job_value(PMIX_NODEID, me_.rank));
     identity_.host = node_name();
+    secret_ = launcher_secret();
     try {
         address_ = resolve_ipv4(host_name());
     } catch (const CommError&) {}
@@ -37,6 +39,30 @@ PmixWireup::PmixWireup() {
 }
 
 PmixWireup::~PmixWireup() { PMIx_Finalize(nullptr, 0); }
+
+JobSecret PmixWireup::launcher_secret() const {
+    // A launcher without trellis's plugin may have put one among the job's values.
+    if (!env_value(env::secret.name) && identity_.size > 1) {
+        pmix_proc_t job;
+        PMIX_LOAD_PROCID(&job, me_.nspace, PMIX_RANK_WILDCARD);
+        pmix_value_t* value = nullptr;
+        // Optional: what the local store lacks is not asked of the server, which would wait.
+        pmix_info_t optional;
+        bool yes = true;
+        PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+        int status = PMIx_Get(&job, secret_key, &optional, 1, &value);
+        PMIX_INFO_DESTRUCT(&optional);
+        if (status == PMIX_SUCCESS && value) {
+            std::string text = value->type == PMIX_STRING && value->data.string ? value->data.string : "";
+            PMIX_VALUE_RELEASE(value);
+            if (!text.empty()) return JobSecret(parse_step_secret(text));
+        }
+    }
+    return step_secret_from_environment("pmix", identity_.size,
+                                        std::string("the trellis plugin sets it for every srun step; another launcher "
+                                                    "may pass it to the ranks, or put it in PMIx as the job's ") +
+                                            secret_key);
+}
 
 std::uint32_t PmixWireup::job_value(const char* key, pmix_rank_t rank) const {
     pmix_proc_t proc;

@@ -21,8 +21,13 @@ public:
     // True when this process was started by a PMIx server.
     static bool available();
 
+    // The job-level PMIx key (a string of 64 hex digits) where a launcher may put the step's
+    // secret, read when TRELLIS_SECRET is not set.
+    static constexpr const char* secret_key = "trellis.secret";
+
 private:
     std::uint32_t job_value(const char* key, pmix_rank_t rank) const;
+    JobSecret launcher_secret() const;
 
     pmix_proc_t me_{};
     int round_ = 0;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <thread>
 
 #include "common/cli.hpp"
 #include "trainer/comm/comm_error.hpp"
@@ -13,16 +14,7 @@ namespace trellis::comm {
 
 namespace {
 
-// What a rank says first when it calls rank 0, then its "address:port" as a blob; and what a
-// parent says when it calls a child, then the table of every rank's "address:port".
-struct Greeting {
-    std::uint32_t magic;
-    std::int32_t rank;  // the caller's
-    std::int32_t size;
-};
-constexpr std::uint32_t join_magic = 0x544c5253;    // "TRLS"
-constexpr std::uint32_t parent_magic = 0x544c5250;  // "TRLP"
-constexpr auto greeting_time = std::chrono::seconds(5);
+constexpr auto recall_pause = std::chrono::milliseconds(100);
 
 void send_blob(const Socket& socket, const std::string& blob, Clock::time_point deadline, const std::string& what) {
     std::uint32_t length = std::uint32_t(blob.size());
@@ -30,10 +22,11 @@ void send_blob(const Socket& socket, const std::string& blob, Clock::time_point 
     socket.send_all(blob.data(), blob.size(), deadline, what);
 }
 
-std::string recv_blob(const Socket& socket, Clock::time_point deadline, const std::string& what) {
+std::string recv_blob(const Socket& socket, Clock::time_point deadline, const std::string& what,
+                      std::uint32_t longest = 64u << 20) {
     std::uint32_t length = 0;
     socket.recv_all(&length, sizeof length, deadline, what);
-    if (length > (64u << 20)) throw CommError(what + ": announced a blob of " + std::to_string(length) + " bytes");
+    if (length > longest) throw CommError(what + ": announced a blob of " + std::to_string(length) + " bytes");
     std::string blob(length, '\0');
     socket.recv_all(blob.data(), length, deadline, what);
     return blob;
@@ -48,35 +41,42 @@ void send_blobs(const Socket& socket, std::span<const std::string> blobs, Clock:
 }
 
 void recv_blobs(const Socket& socket, std::size_t expected, std::vector<std::string>& into, Clock::time_point deadline,
-                const std::string& what) {
+                const std::string& what, std::uint32_t longest = 64u << 20) {
     std::uint32_t count = 0;
     socket.recv_all(&count, sizeof count, deadline, what);
     if (count != expected)
         throw CommError(what + ": sent " + std::to_string(count) + " blobs where " + std::to_string(expected) +
                         " were due");
-    for (std::size_t i = 0; i < expected; ++i) into.push_back(recv_blob(socket, deadline, what));
+    for (std::size_t i = 0; i < expected; ++i) into.push_back(recv_blob(socket, deadline, what, longest));
 }
 
 }  // namespace
 
-RendezvousWireup::RendezvousWireup(std::string name, Identity identity, std::string master_host, std::uint16_t port,
-                                   std::chrono::seconds timeout)
+RendezvousWireup::RendezvousWireup(std::string name, Identity identity, JobSecret secret, std::string master_host,
+                                   std::uint16_t port, std::chrono::seconds timeout)
     : name_(std::move(name)),
       master_host_(std::move(master_host)),
       timeout_(timeout),
       tree_{identity.rank, identity.size} {
     identity_ = std::move(identity);
+    secret_ = std::move(secret);
     if (identity_.size < 1 || identity_.rank < 0 || identity_.rank >= identity_.size)
         throw CommError(name_ + " wireup: rank " + std::to_string(identity_.rank) + " outside a world of " +
                         std::to_string(identity_.size));
     if (identity_.rank == 0) {
         address_ = resolve_ipv4(master_host_);
         if (identity_.size == 1) return;
-        Listener listener("0.0.0.0", port);
-        call_children(take_calls(listener, port));
+        // Rank 0 listens where the others dial, the master's address. A name this node resolves
+        // to loopback (Debian's 127.0.1.1 for the host's own name) is another address to the
+        // others: then it listens on all of its addresses.
+        bool loopback_name = address_.starts_with("127.") && master_host_ != address_;
+        auto until = deadline();
+        // A process that holds the port first is waited out: it cannot pass for rank 0.
+        Gate gate(loopback_name ? "0.0.0.0" : address_, port, secret_, Expected{Purpose::join, 0, identity_.size, 0},
+                  name_ + " rendezvous, rank 0", until);
+        call_children(take_calls(gate, port, until));
     } else {
-        Listener listener("0.0.0.0", 0);
-        call_children(call_rank0(listener, port));
+        call_children(call_rank0(port));
     }
 }
 
@@ -85,67 +85,66 @@ std::string RendezvousWireup::what(int peer) const {
            (peer == 0 ? " (" + master_host_ + ")" : " (tree of rank " + std::to_string(identity_.rank) + ")");
 }
 
-std::vector<std::string> RendezvousWireup::take_calls(Listener& listener, std::uint16_t port) {
-    auto until = deadline();
+std::vector<std::string> RendezvousWireup::take_calls(Gate& gate, std::uint16_t port, Clock::time_point until) {
     std::vector<std::string> table(std::size_t(identity_.size));
     table[0] = address_ + ":" + std::to_string(port);
     for (int joined = 1; joined < identity_.size;) {
-        auto socket = listener.accept(until, name_ + " rendezvous on port " + std::to_string(port) + " (" +
-                                                 std::to_string(joined - 1) + " of " +
-                                                 std::to_string(identity_.size - 1) + " ranks joined)");
-        // Anything can connect to an open port: a caller that does not greet like a rank of
-        // this job (another job on a reused port, a scanner) is dropped, not fatal.
-        Greeting greeting{};
-        std::string where;
-        try {
-            auto briefly = std::min(until, Clock::now() + greeting_time);
-            socket.recv_all(&greeting, sizeof greeting, briefly, "rendezvous");
-            if (greeting.magic == join_magic && greeting.size == identity_.size)
-                where = recv_blob(socket, briefly, "rendezvous");
-        } catch (const CommError&) {
-            continue;
-        }
-        if (greeting.magic != join_magic || greeting.size != identity_.size || where.empty()) {
-            std::fprintf(stderr, "trellis: %s rendezvous: ignored a connection that is not a rank of this job\n",
-                         name_.c_str());
-            continue;
-        }
-        if (greeting.rank <= 0 || greeting.rank >= identity_.size || !table[std::size_t(greeting.rank)].empty())
-            throw CommError(name_ + " rendezvous: two processes claim rank " + std::to_string(greeting.rank) +
-                            " (world of " + std::to_string(identity_.size) + ")");
-        table[std::size_t(greeting.rank)] = where;
+        auto caller = gate.admit(until, name_ + " rendezvous on port " + std::to_string(port) + " (" +
+                                            std::to_string(joined - 1) + " of " + std::to_string(identity_.size - 1) +
+                                            " ranks joined)");
+        auto& slot = table[std::size_t(caller.claim.caller)];
+        // A rank whose call this one answered too late calls again, saying the same.
+        if (!slot.empty() && slot == caller.claim.payload) continue;
+        // Both proved the secret: two ranks of this step were given one number.
+        if (!slot.empty())
+            throw CommError(name_ + " rendezvous: two processes of this step claim rank " +
+                            std::to_string(caller.claim.caller) + " (world of " + std::to_string(identity_.size) + ")");
+        if (caller.claim.payload.empty()) continue;
+        slot = caller.claim.payload;
         ++joined;
     }
     return table;
 }
 
-std::vector<std::string> RendezvousWireup::call_rank0(Listener& listener, std::uint16_t port) {
+Socket RendezvousWireup::call(const std::string& host, std::uint16_t port, const Claim& claim, int peer,
+                              Clock::time_point until, Socket connected) {
+    for (bool said = false;; said = true) {
+        auto socket = connected.valid() ? std::move(connected) : connect_to(host, port, until);
+        try {
+            prove_claim(socket, secret_, claim, until, what(peer));
+            return socket;
+        } catch (const CommError& error) {
+            if (Clock::now() >= until) throw;
+            // The real rank may be behind a full gate, or the port held by another process
+            // until it lets go.
+            if (!said) std::fprintf(stderr, "trellis: %s; trying again\n", error.what());
+        }
+        std::this_thread::sleep_for(recall_pause);
+    }
+}
+
+std::vector<std::string> RendezvousWireup::call_rank0(std::uint16_t port) {
     auto until = deadline();
+    // The gate listens on the address this rank reaches rank 0 from, which it advertises, until
+    // the parent has called.
+    std::optional<Gate> gate;
     {
         auto master = connect_to(master_host_, port, until);
         address_ = master.local_address();
-        Greeting greeting{join_magic, identity_.rank, identity_.size};
-        master.send_all(&greeting, sizeof greeting, until, what(0));
-        send_blob(master, address_ + ":" + std::to_string(listener.port()), until, what(0));
+        gate.emplace(address_, 0, secret_, Expected{Purpose::parent, identity_.rank, identity_.size, 0, tree_.parent()},
+                     name_ + " rendezvous, rank " + std::to_string(identity_.rank));
+        call(master_host_, port,
+             Claim{Purpose::join, identity_.rank, 0, -1, identity_.size, address_ + ":" + std::to_string(gate->port())},
+             0, until, std::move(master));
     }
-    // The parent calls once rank 0 has heard from every rank: strays are dropped meanwhile.
+    // The parent calls once rank 0 has heard from every rank.
     int parent = tree_.parent();
-    while (true) {
-        auto socket = listener.accept(until, name_ + " rendezvous: waiting for rank " + std::to_string(parent) +
-                                                 " to pass on where every rank listens");
-        Greeting greeting{};
-        std::vector<std::string> table;
-        try {
-            auto briefly = std::min(until, Clock::now() + greeting_time);
-            socket.recv_all(&greeting, sizeof greeting, briefly, what(parent));
-            if (greeting.magic != parent_magic || greeting.rank != parent || greeting.size != identity_.size) continue;
-            recv_blobs(socket, std::size_t(identity_.size), table, until, what(parent));
-        } catch (const CommError&) {
-            continue;
-        }
-        parent_ = std::move(socket);
-        return table;
-    }
+    auto caller = gate->admit(until, name_ + " rendezvous: waiting for rank " + std::to_string(parent) +
+                                         " to pass on where every rank listens");
+    std::vector<std::string> table;
+    recv_blobs(caller.socket, std::size_t(identity_.size), table, until, what(parent), longest_payload);
+    parent_ = std::move(caller.socket);
+    return table;
 }
 
 void RendezvousWireup::call_children(const std::vector<std::string>& table) {
@@ -153,11 +152,10 @@ void RendezvousWireup::call_children(const std::vector<std::string>& table) {
     for (int child : tree_.children()) {
         const auto& where = table[std::size_t(child)];
         auto colon = where.rfind(':');
-        auto socket =
-            connect_to(where.substr(0, colon),
-                       cli::parse_int<std::uint16_t>(where.substr(colon + 1), "a rank's rendezvous port", 1), until);
-        Greeting greeting{parent_magic, identity_.rank, identity_.size};
-        socket.send_all(&greeting, sizeof greeting, until, what(child));
+        if (colon == std::string::npos) throw CommError(what(child) + ": no address in the table");
+        auto socket = call(where.substr(0, colon),
+                           cli::parse_int<std::uint16_t>(where.substr(colon + 1), "a rank's rendezvous port", 1),
+                           Claim{Purpose::parent, identity_.rank, child, -1, identity_.size, {}}, child, until);
         send_blobs(socket, table, until, what(child));
         children_.push_back(std::move(socket));
     }

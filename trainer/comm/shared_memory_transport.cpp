@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/error.hpp"
+#include "common/host.hpp"
 
 namespace trellis::comm {
 
@@ -63,13 +65,20 @@ void SharedMemoryTransport::set_up_mailboxes(Wireup& wireup, ShmLayout layout) {
             node_index_[std::size_t(r)] = local_ranks_++;
     // Every rank takes part in the rounds below (they are all-gathers), alone on its node or not.
     bool alone = local_ranks_ == 1;
-    // Named after rank 0's token: unique to this job, the same on every rank.
+    // Named after rank 0's token (unique to this job, the same on every rank) through the step's
+    // secret: a user who sees one segment appear cannot tell the names of the others, nor make
+    // them first.
     auto job = cli::split(said[0], '|').front();
-    auto segment = [&](int r) { return "/trellis-" + job + "-" + std::to_string(r); };
+    auto segment = [&](int r) {
+        return "/trellis-" + wireup.secret().name("trellis shm segment 1", job + "|" + std::to_string(r));
+    };
     layout.rings = local_ranks_;
     std::uint64_t nonce = std::stoull(job);
     std::string problem;
     try {
+        if (!alone && rank_ != 0)
+            if (const char* delay = env_value(env::test_shm_delay.name))
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
         if (!alone) own_ = ShmMailbox::create(segment(rank_), layout, nonce);
     } catch (const CommError& error) {
         problem = error.what();

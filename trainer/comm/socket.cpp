@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -193,13 +194,31 @@ int connect_error(const Socket& socket) {
     return error;
 }
 
-Listener::Listener(const std::string& address, std::uint16_t port) {
-    socket_ = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    int one = 1;
-    ::setsockopt(socket_.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+Listener::Listener(const std::string& address, std::uint16_t port, Clock::time_point wait_until) {
     auto bind_address = ipv4(address, port);
-    if (::bind(socket_.fd(), reinterpret_cast<sockaddr*>(&bind_address), sizeof bind_address) != 0)
-        throw CommError("cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno));
+    for (bool said = false;;) {
+        socket_ = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!socket_.valid()) throw CommError(std::string("socket: ") + std::strerror(errno));
+        int one = 1;
+        ::setsockopt(socket_.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(socket_.fd(), reinterpret_cast<sockaddr*>(&bind_address), sizeof bind_address) == 0) break;
+        int error = errno;
+        // An address that is not this host's own (a service address, NAT): all of its addresses
+        // then, the step's secret being what keeps strangers out.
+        if (error == EADDRNOTAVAIL && bind_address.sin_addr.s_addr != htonl(INADDR_ANY)) {
+            bind_address.sin_addr.s_addr = htonl(INADDR_ANY);
+            continue;
+        }
+        if (error != EADDRINUSE || Clock::now() >= wait_until)
+            throw CommError("cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(error) +
+                            (error == EADDRINUSE ? " (another process holds the port)" : ""));
+        // Whoever holds it cannot pass for a rank (they lack the step's secret); it may let go.
+        if (!said)
+            std::fprintf(stderr, "trellis: %s:%u is held by another process: waiting for it\n", address.c_str(),
+                         unsigned(port));
+        said = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
     if (::listen(socket_.fd(), 4096) != 0) throw CommError(std::string("listen: ") + std::strerror(errno));
     sockaddr_in bound{};
     socklen_t length = sizeof bound;

@@ -59,10 +59,12 @@ int connect_error(const Socket& socket);
 
 class Listener {
 public:
-    // Binds address:port (port 0: any free port) and listens.
-    Listener(const std::string& address, std::uint16_t port);
+    // Binds address:port (port 0: any free port) and listens. A port that another process holds
+    // is tried again until `wait_until` (default: not at all), saying so once on stderr.
+    Listener(const std::string& address, std::uint16_t port, Clock::time_point wait_until = {});
     std::uint16_t port() const { return port_; }
     int fd() const { return socket_.fd(); }
+    void set_nonblocking() const { socket_.set_nonblocking(); }
     Socket accept(Clock::time_point deadline, const std::string& what);
     // A waiting connection, non-blocking, or an invalid Socket when none is waiting.
     Socket accept_waiting();

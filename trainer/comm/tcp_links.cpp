@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "trainer/comm/comm_error.hpp"
 
@@ -14,17 +16,9 @@ namespace trellis::comm {
 
 namespace {
 
-// The first bytes on every new connection: who calls whom, for which stream (-1: control).
-struct Hello {
-    std::uint32_t magic;
-    std::int32_t caller;
-    std::int32_t callee;
-    std::int32_t stream;
-};
-constexpr std::uint32_t hello_magic = 0x544c4e4b;  // "TLNK"
 constexpr std::uint8_t accepted = 1, refused = 0;
 constexpr auto check_every = std::chrono::milliseconds(100);
-constexpr auto greeting_time = std::chrono::seconds(5);
+constexpr auto redial_pause = std::chrono::milliseconds(50);
 
 // Waits for `events` on `socket` in slices, running `check` between them, until `deadline`.
 bool wait_for(const Socket& socket, short events, Clock::time_point deadline, const std::function<void()>& check) {
@@ -40,8 +34,13 @@ bool wait_for(const Socket& socket, short events, Clock::time_point deadline, co
 
 }  // namespace
 
-TcpLinks::TcpLinks(int rank, int size, int streams)
-    : rank_(rank), size_(size), streams_(streams), listener_("0.0.0.0", 0), links_(std::size_t(size)) {
+TcpLinks::TcpLinks(int rank, int size, int streams, const std::string& address, const JobSecret& secret)
+    : rank_(rank),
+      size_(size),
+      streams_(streams),
+      secret_(secret),
+      gate_(address, 0, secret, Expected{Purpose::link, rank, size, streams}, "tcp, rank " + std::to_string(rank)),
+      links_(std::size_t(size)) {
     for (auto& link : links_) link.streams.resize(std::size_t(streams));
 }
 
@@ -77,21 +76,42 @@ void TcpLinks::make(int peer, Clock::time_point deadline, const std::function<vo
 Socket TcpLinks::dial(int peer, std::int32_t stream, Clock::time_point deadline, const std::function<void()>& check) {
     const auto& to = endpoint(peer);
     auto what = "cannot be reached at " + to.address + ":" + std::to_string(to.port);
-    Socket socket;
-    try {
-        socket = start_connect(to.address, to.port);
-    } catch (const CommError& error) {
-        throw PeerFailure(peer, to.host, what + ": " + error.what());
+    auto whom = "tcp: rank " + std::to_string(peer) + " at " + to.address + ":" + std::to_string(to.port);
+    // A connection that fails its handshake (the peer's gate was full, or a process that is
+    // not the peer answered) is made again: only the deadline ends the attempts.
+    for (bool said = false;; said = true) {
+        Socket socket;
+        try {
+            socket = start_connect(to.address, to.port);
+        } catch (const CommError& error) {
+            throw PeerFailure(peer, to.host, what + ": " + error.what());
+        }
+        if (!wait_for(socket, POLLOUT, deadline, check)) throw PeerFailure(peer, to.host, what + ": timed out");
+        if (int error = connect_error(socket)) throw PeerFailure(peer, to.host, what + ": " + std::strerror(error));
+        try {
+            // A peer's gate may keep this caller in its queue while it serves others.
+            if (!wait_for(socket, POLLIN, deadline, check)) throw CommError(whom + ": no challenge in time");
+            prove_claim(socket, secret_, Claim{Purpose::link, rank_, peer, stream, size_, {}}, deadline, whom);
+            return socket;
+        } catch (const CommError& error) {
+            // The peer's own dial made the link meanwhile, and the peer may be gone already.
+            if (stream < 0 && !still_dialing(peer)) return Socket();
+            if (Clock::now() >= deadline) throw PeerFailure(peer, to.host, error.what());
+            if (!said) std::fprintf(stderr, "trellis: %s; trying again\n", error.what());
+        }
+        check();
+        std::this_thread::sleep_for(redial_pause);
     }
-    if (!wait_for(socket, POLLOUT, deadline, check)) throw PeerFailure(peer, to.host, what + ": timed out");
-    if (int error = connect_error(socket)) throw PeerFailure(peer, to.host, what + ": " + std::strerror(error));
-    Hello hello{hello_magic, rank_, peer, stream};
-    socket.send_all(&hello, sizeof hello, deadline, "tcp: hello to rank " + std::to_string(peer));
-    return socket;
+}
+
+bool TcpLinks::still_dialing(int peer) const {
+    std::lock_guard lock(mutex_);
+    return links_[std::size_t(peer)].state == State::dialing;
 }
 
 bool TcpLinks::dial_control(int peer, Clock::time_point deadline, const std::function<void()>& check) {
     auto socket = dial(peer, -1, deadline, check);
+    if (!socket.valid()) return false;
     std::uint8_t answer = refused;
     const auto& host = endpoint(peer).host;
     if (!wait_for(socket, POLLIN, deadline, check))
@@ -109,7 +129,7 @@ bool TcpLinks::dial_control(int peer, Clock::time_point deadline, const std::fun
 }
 
 void TcpLinks::dial_streams(int peer, Clock::time_point deadline, const std::function<void()>& check) {
-    // The peer's listener queues these whatever it is doing: none waits for an answer.
+    // The peer's watcher answers these whatever its own thread is doing.
     std::vector<Socket> made;
     for (int s = 0; s < streams_; ++s) made.push_back(dial(peer, s, deadline, check));
     std::lock_guard lock(mutex_);
@@ -121,12 +141,6 @@ bool TcpLinks::accepts(int caller) {
     return state == State::none || (state == State::dialing && caller < rank_);
 }
 
-std::vector<int> TcpLinks::greeting_fds() const {
-    std::vector<int> fds{listener_.fd()};
-    for (const auto& c : callers_) fds.push_back(c.socket.fd());
-    return fds;
-}
-
 std::vector<std::pair<int, int>> TcpLinks::controls() const {
     std::lock_guard lock(mutex_);
     std::vector<std::pair<int, int>> open;
@@ -136,26 +150,10 @@ std::vector<std::pair<int, int>> TcpLinks::controls() const {
 }
 
 int TcpLinks::greet(int fd) {
-    auto now = Clock::now();
-    std::erase_if(callers_, [&](const Caller& c) { return c.until < now; });  // strays that said nothing
-    if (fd == listener_.fd()) {
-        for (auto socket = listener_.accept_waiting(); socket.valid(); socket = listener_.accept_waiting())
-            callers_.push_back({std::move(socket), now + greeting_time});
-        return -1;
-    }
-    auto found = std::find_if(callers_.begin(), callers_.end(), [&](const Caller& c) { return c.socket.fd() == fd; });
-    if (found == callers_.end()) return -1;
-    Hello hello{};
-    ssize_t n = ::recv(fd, &hello, sizeof hello, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 && std::size_t(n) < sizeof hello) return -1;  // the rest is on its way
-    Socket socket = std::move(found->socket);
-    callers_.erase(found);
-    // Anything can connect to an open port: what is not a rank of this job calling this rank
-    // is closed, not fatal.
-    if (n != sizeof hello || ::recv(fd, &hello, sizeof hello, MSG_DONTWAIT) != sizeof hello ||
-        hello.magic != hello_magic || hello.callee != rank_ || hello.caller < 0 || hello.caller >= size_ ||
-        hello.caller == rank_ || hello.stream < -1 || hello.stream >= streams_)
-        return -1;
+    auto admitted = gate_.serve(fd);
+    if (!admitted) return -1;
+    const auto& hello = admitted->claim;
+    auto& socket = admitted->socket;
     std::lock_guard lock(mutex_);
     auto& link = links_[std::size_t(hello.caller)];
     if (hello.stream >= 0) {

@@ -41,18 +41,26 @@ constexpr auto control_grace = std::chrono::seconds(2);
 
 }  // namespace
 
+namespace {
+
+// The address the caller chose (the binding's IPoIB interface); otherwise the one the wireup
+// reached us on. The links listen on it alone.
+std::string advertised_address(const TcpOptions& options, const Wireup& wireup) {
+    return options.interface_address.empty() ? wireup.reachable_address() : options.interface_address;
+}
+
+}  // namespace
+
 TcpTransport::TcpTransport(Wireup& wireup, TcpOptions options)
     : options_(std::move(options)),
-      links_(wireup.identity().rank, wireup.identity().size, std::max(options_.streams, 1)),
+      links_(wireup.identity().rank, wireup.identity().size, std::max(options_.streams, 1),
+             advertised_address(options_, wireup), wireup.secret()),
       peers_(std::size_t(wireup.identity().size)) {
     rank_ = wireup.identity().rank;
     size_ = wireup.identity().size;
     if (options_.streams < 1) throw UsageError("TCP transport: streams per peer must be at least 1");
-    raise_open_file_limit(std::size_t(size_) * std::size_t(options_.streams + 1) + 64);
-    // The address the caller chose (the binding's IPoIB interface); otherwise the one the
-    // wireup reached us on.
-    auto address = options_.interface_address;
-    if (address.empty()) address = wireup.reachable_address();
+    raise_open_file_limit(std::size_t(size_) * std::size_t(options_.streams + 1) + Gate::most_waiting + 64);
+    auto address = advertised_address(options_, wireup);
     auto said = wireup.all_gather(address + "|" + std::to_string(links_.port()) + "|" + wireup.identity().host);
     std::vector<Endpoint> endpoints;
     for (int r = 0; r < size_; ++r) {

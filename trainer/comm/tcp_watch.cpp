@@ -8,10 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
-#include "common/cli.hpp"
+#include "trainer/comm/failure_notice.hpp"
 #include "trainer/comm/tcp_transport.hpp"
 
 namespace trellis::comm {
@@ -22,7 +21,8 @@ constexpr std::uint32_t heartbeat_length = 0xffffffff;
 constexpr std::uint32_t longest_notice = 4096;
 
 int milliseconds_until(Clock::time_point when) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(when - Clock::now()).count();
+    // Rounded up: a poll that wakes a moment early would spin until the time came.
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count();
     return int(std::clamp<long long>(left, 0, 60'000));
 }
 
@@ -48,8 +48,10 @@ void TcpTransport::watch() {
                     fds.push_back({fd, POLLIN, 0});
                     peer_of.push_back(peer);
                 }
-            int ready = ::poll(fds.data(), fds.size(), milliseconds_until(next_beat));
+            int ready =
+                ::poll(fds.data(), fds.size(), milliseconds_until(std::min(next_beat, links_.next_greeting_event())));
             if (ready < 0 && errno != EINTR) throw CommError(std::string("tcp: poll: ") + std::strerror(errno));
+            links_.greet(-1);  // callers whose time is up go
             for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i) {
                 if (!fds[i].revents) continue;
                 if (peer_of[i] == -2) {
@@ -115,7 +117,7 @@ void TcpTransport::report(const PeerFailure& failure) {
     record(std::make_exception_ptr(failure));
     // Tell every linked rank who failed, so that they name it rather than the rank that stopped
     // because of it; the suspect too, when it is only slow.
-    announce(std::to_string(failure.rank) + "|" + failure.host + "|" + failure.what());
+    announce(notice_text({failure.rank, failure.host, failure.what()}));
 }
 
 void TcpTransport::announce(const std::string& notice) {
@@ -170,10 +172,10 @@ void TcpTransport::read_control(int peer, int fd) {
         from.finished = true;
         return;
     }
-    auto parts = cli::split(notice, '|');
-    if (parts.size() < 3) throw PeerFailure(peer, host_of(peer), "sent a malformed control message");
-    int culprit = std::atoi(parts[0].c_str());
-    auto reason = notice.substr(parts[0].size() + parts[1].size() + 2);
+    auto parsed = parse_notice(notice, size_);
+    if (!parsed) throw PeerFailure(peer, host_of(peer), "sent a malformed control message");
+    int culprit = parsed->culprit;
+    const auto& reason = parsed->reason;
     if (culprit == rank_) {
         // This rank was only slow: the others have stopped, and so must it.
         announced_ = true;
@@ -183,8 +185,8 @@ void TcpTransport::read_control(int peer, int fd) {
     // Passed on before this rank stops: a rank that then sees this one's connection close has
     // the notice first on the same connection, and names the rank that failed.
     record(std::make_exception_ptr(
-        PeerFailure(culprit, parts[1], "failed (reported by rank " + std::to_string(peer) + "): " + reason)));
-    announce(notice);
+        PeerFailure(culprit, parsed->host, "failed (reported by rank " + std::to_string(peer) + "): " + reason)));
+    announce(notice_text(*parsed));
 }
 
 }  // namespace trellis::comm

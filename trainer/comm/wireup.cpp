@@ -62,7 +62,10 @@ std::unique_ptr<Wireup> slurm_wireup(std::chrono::seconds timeout) {
     } catch (const UsageError& error) {
         throw CommError(std::string("slurm wireup: SLURM_STEP_NODELIST: ") + error.what());
     }
-    return std::make_unique<RendezvousWireup>("slurm", identity, master, rendezvous_port(), timeout);
+    auto secret = step_secret_from_environment(
+        "slurm", identity.size,
+        "the trellis plugin sets it for every srun step: is spank_trellis.so in plugstack.conf?");
+    return std::make_unique<RendezvousWireup>("slurm", identity, std::move(secret), master, rendezvous_port(), timeout);
 }
 
 std::unique_ptr<Wireup> env_wireup(std::chrono::seconds timeout) {
@@ -77,7 +80,9 @@ std::unique_ptr<Wireup> env_wireup(std::chrono::seconds timeout) {
     auto colon = text.rfind(':');
     if (colon == std::string::npos) throw UsageError("TRELLIS_MASTER='" + text + "' is not host:port");
     auto port = cli::parse_int<std::uint16_t>(text.substr(colon + 1), "the port of TRELLIS_MASTER", 1);
-    return std::make_unique<RendezvousWireup>("env", identity, text.substr(0, colon), port, timeout);
+    auto secret = step_secret_from_environment("env", identity.size,
+                                               "trellis-agent launch sets it; started otherwise, the ranks need one");
+    return std::make_unique<RendezvousWireup>("env", identity, std::move(secret), text.substr(0, colon), port, timeout);
 }
 
 }  // namespace

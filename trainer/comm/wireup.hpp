@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "trainer/comm/job_secret.hpp"
 
 namespace trellis::comm {
 
@@ -31,9 +32,12 @@ public:
     virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
     // An address of this node that the other ranks can reach.
     virtual std::string reachable_address() const = 0;
+    // The step's secret, which every connection between its ranks proves (none for one rank).
+    const JobSecret& secret() const { return secret_; }
 
 protected:
     Identity identity_;
+    JobSecret secret_;
 };
 
 enum class WireupKind { automatic, pmix, slurm, env };
@@ -42,7 +46,7 @@ const cli::Choices<WireupKind>& wireup_kinds();
 
 // `automatic` takes PMIx when the process was started by a PMIx
 // server, else Slurm's variables, else TRELLIS_*, else a single process. Throws CommError
-// naming what is missing.
+// naming what is missing, and Refused for ranks without the step's secret (TRELLIS_SECRET).
 std::unique_ptr<Wireup> make_wireup(WireupKind kind, std::chrono::seconds timeout);
 
 // This process's rank as its launcher's environment gives it, looked at as make_wireup's
