@@ -2,9 +2,11 @@
 // libFuzzer target for everything the plugin parses from users and admins: srun option
 // values, TRELLIS_* variables, plugstack.conf arguments, trellis.toml text, CPU and HCA lists,
 // Slurm's task layout variables, the container checks on images, mounts and their
-// destinations, and CDI specs (JSON or YAML).
+// destinations, and CDI specs (JSON or YAML); and what a trainer rank reads from whoever
+// connects to it: the handshake's claim and a control connection's failure notice.
 // Every input must either parse or be refused with an exception of the documented kind.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -15,9 +17,12 @@
 #include "agent/image/policy.hpp"
 #include "agent/container/cdi/spec_parser.hpp"
 #include "common/error.hpp"
+#include "common/step_secret.hpp"
 #include "spank/options.hpp"
 #include "topology/cpu_set.hpp"
 #include "topology/plan.hpp"
+#include "trainer/comm/failure_notice.hpp"
+#include "trainer/comm/handshake.hpp"
 
 using namespace trellis;
 
@@ -65,5 +70,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         start = space + 1;
     }
     refused_or_parsed([&] { config::load_config(args, "/nonexistent/trellis.toml"); });
+    // A stranger's bytes on a rank's port, read as the watcher reads them: never more than the
+    // claim wants, then judged; and a control message's text.
+    static const comm::JobSecret secret(parse_step_secret(std::string(64, 'a')));
+    comm::ClaimReader reader(secret);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(data);
+    for (std::size_t at = 0, n; at < size && reader.wanted() > 0; at += n) {
+        n = std::min({reader.wanted(), size - at, std::size_t(1) + data[at] % 64});
+        if (!reader.take(bytes + at, n)) break;
+    }
+    if (reader.wanted() == 0 && reader.proven()) __builtin_trap();  // nobody guesses an HMAC
+    if (auto notice = comm::parse_notice(text, 8))
+        for (char c : comm::notice_text(*notice))
+            if (static_cast<unsigned char>(c) < 0x20) __builtin_trap();
     return 0;
 }
