@@ -11,7 +11,8 @@ build), it speaks the older greeting, which asked for no proof.
     stranger.py squatter PORT SECONDS        hold rank 0's port first and answer the ranks' calls
     stranger.py notice UID SIZE SECONDS      link to UID's listeners as each rank and send a forged
                                              failure notice
-    stranger.py flood UID COUNT SECONDS      hold COUNT connections to each of UID's listeners
+    stranger.py flood UID COUNT SECONDS [PORT]  hold COUNT connections to each of UID's listeners
+                                             (or to PORT alone)
     stranger.py shm SECONDS                  make the names of a job's other segments in /dev/shm
 
 Prints one line per thing it achieved ("joined as rank 1", "linked as rank 3 to port P").
@@ -202,11 +203,11 @@ def notice(uid, size, seconds):
         time.sleep(0.1)
 
 
-def flood(uid, count, seconds):
+def flood(uid, count, seconds, only_port=None):
     until = time.monotonic() + seconds
     held = []
     while time.monotonic() < until and not held:
-        for port in listeners_of(uid):
+        for port in [only_port] if only_port else listeners_of(uid):
             for _ in range(count):
                 try:
                     held.append(socket.create_connection(("127.0.0.1", port), timeout=1))
@@ -245,7 +246,7 @@ def main():
     elif kind == "notice":
         notice(int(args[0]), int(args[1]), float(args[2]))
     elif kind == "flood":
-        flood(int(args[0]), int(args[1]), float(args[2]))
+        flood(int(args[0]), int(args[1]), float(args[2]), int(args[3]) if len(args) > 3 else None)
     elif kind == "shm":
         shm(float(args[0]))
     else:

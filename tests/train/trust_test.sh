@@ -4,9 +4,11 @@
 # stranger (stranger.py) as another, who knows rank 0's port, the listeners in /proc/net/tcp
 # and the names in /dev/shm, but not the step's secret. Each case fails where ranks trust
 # anyone who greets like a rank: an impostor claiming rank 1, a squatter on rank 0's port, a
-# forged failure notice, a caller that only beats, 1,100 connections held open, and the
+# forged failure notice, a caller that only beats, 1,100 connections held open (to the links
+# and to the rendezvous while the ranks meet), and the
 # shared-memory segments' names made before the ranks make them. Needs root (two uids).
-#   usage: trust_test.sh [CASE...]   (impostor squatter notice heartbeats flood shm; default all)
+#   usage: trust_test.sh [CASE...]   (impostor squatter notice heartbeats flood flood_rendezvous shm;
+#                                     default all)
 . "$(dirname "$0")/lib.sh"
 BENCH="$TRELLIS_BUILD/trellis-bench"
 STRANGER="$(cd "$(dirname "$0")" && pwd)/stranger.py"
@@ -21,6 +23,8 @@ for user in $victim $stranger; do
         fail "cannot make the test user $user"
 done
 victim_uid=$(id -u $victim)
+# The two users are this test's alone: whatever of theirs is left when it ends goes with it.
+trap 'pkill -KILL -u $victim; pkill -KILL -u $stranger; rm -rf "$work"' EXIT
 chmod 755 "$work"
 mkdir "$work/v" && chown $victim "$work/v"  # the victim's logs
 as_victim() { runuser -u $victim -- env OMP_NUM_THREADS=1 TRELLIS_SECRET="$TRELLIS_SECRET" "$@"; }
@@ -42,7 +46,8 @@ going() {
 all_alive_then_stop() {
     local pid alive=1
     for pid in "${rank_pids[@]}"; do kill -0 "$pid" 2>/dev/null || alive=0; done
-    kill -TERM "${rank_pids[@]}" 2>/dev/null
+    # runuser waits for its child: the ranks themselves are stopped, as the victim's processes.
+    pkill -TERM -u $victim
     wait "${rank_pids[@]}" 2>/dev/null
     [ $alive -eq 1 ] || { tail -n 3 "$1".*; fail "$2"; }
 }
@@ -130,6 +135,30 @@ all_alive_then_stop "$work/flood" "a rank stopped under $(cat "$work/stranger.fl
 pass "a job keeps running while a stranger holds $(sed -n 's/holding \([0-9]*\).*/\1/p' "$work/stranger.flood") connections to its listeners"
 }
 
+# The same flood on rank 0's rendezvous port while the ranks meet: the real rank 1 gets in
+# past the stranger's connections while they are still held.
+flood_rendezvous() {
+port=$(free_port)
+rank_pids=()
+rank 0 2 "$port" "$work/meet" allreduce --transport tcp --sizes 4K --iters 5 --comm-timeout 30
+for _ in $(seq 1 100); do
+    awk -v p="$(printf '%04X' "$port")" '$4 == "0A" && $2 ~ ":" p "$" {found = 1} END {exit !found}' /proc/net/tcp && break
+    sleep 0.1
+done
+runuser -u $stranger -- bash -c 'ulimit -n 8192; exec "$@"' flood "$PYTHON3" "$STRANGER" flood "$victim_uid" 1100 15 "$port" \
+    >"$work/stranger.meet" 2>&1 &
+stranger_pid=$!
+for _ in $(seq 1 100); do grep -q "holding" "$work/stranger.meet" && break; sleep 0.1; done
+started=$SECONDS
+rank 1 2 "$port" "$work/meet" allreduce --transport tcp --sizes 4K --iters 5 --comm-timeout 30
+wait_ranks "$work/meet" "a job whose rendezvous port a stranger flooded"
+took=$((SECONDS - started))
+kill "$stranger_pid" 2>/dev/null; wait "$stranger_pid" 2>/dev/null
+grep -q "holding [1-9]" "$work/stranger.meet" || { cat "$work/stranger.meet"; fail "the stranger held no connection"; }
+[ $took -lt 12 ] || fail "rank 1 got through the stranger's connections only after $took s"
+pass "rank 1 meets rank 0 in $took s past $(sed -n 's/holding \([0-9]*\).*/\1/p' "$work/stranger.meet") connections a stranger holds to the rendezvous port"
+}
+
 # The shared-memory segments: the stranger sees the first appear and makes the others' names
 # (every rank but rank 0 makes its own half a second late, so that the stranger always could).
 shm() {
@@ -147,6 +176,6 @@ find /dev/shm -maxdepth 1 -user $stranger -delete
 pass "8 shared-memory ranks start although a stranger watches /dev/shm (segment names only the step can tell)"
 }
 
-for one in ${*:-impostor squatter notice heartbeats flood shm}; do
+for one in ${*:-impostor squatter notice heartbeats flood flood_rendezvous shm}; do
     $one
 done
