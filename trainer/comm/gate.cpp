@@ -115,7 +115,7 @@ std::optional<Admitted> Gate::serve(int fd) {
     expire();
     if (fd < 0) return std::nullopt;
     if (fd == listener_.fd()) {
-        if (Clock::now() >= paused_until_) accept_waiting();
+        accept_waiting();  // as far as there is room, and not while paused
         return std::nullopt;
     }
     auto found = std::find_if(callers_.begin(), callers_.end(), [&](const Caller& c) { return c.socket.fd() == fd; });

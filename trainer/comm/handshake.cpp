@@ -107,21 +107,19 @@ bool ClaimReader::take(const std::uint8_t* data, std::size_t size) {
     return true;
 }
 
-bool ClaimReader::proven() const {
-    if (bytes_.size() < claim_head || wanted() != 0) return false;
-    const auto* head = reinterpret_cast<const std::uint8_t*>(bytes_.data());
+std::vector<std::uint8_t> ClaimReader::signed_by_both() const {
     Nonce caller{};
-    std::memcpy(caller.data(), head + nonce_at, caller.size());
-    Mac mac{};
-    std::memcpy(mac.data(), head + mac_at, mac.size());
-    return same_mac(mac, secret_->mac(claim_label, signed_part(claim_, nonce_, caller)));
+    std::memcpy(caller.data(), bytes_.data() + nonce_at, caller.size());
+    return signed_part(claim_, nonce_, caller);
 }
 
-Mac ClaimReader::proof() const {
-    const auto* head = reinterpret_cast<const std::uint8_t*>(bytes_.data());
-    Nonce caller{};
-    std::memcpy(caller.data(), head + nonce_at, caller.size());
-    return secret_->mac(proof_label, signed_part(claim_, nonce_, caller));
+bool ClaimReader::proven() const {
+    if (bytes_.size() < claim_head || wanted() != 0) return false;
+    Mac mac{};
+    std::memcpy(mac.data(), bytes_.data() + mac_at, mac.size());
+    return same_mac(mac, secret_->mac(claim_label, signed_by_both()));
 }
+
+Mac ClaimReader::proof() const { return secret_->mac(proof_label, signed_by_both()); }
 
 }  // namespace trellis::comm

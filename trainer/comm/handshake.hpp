@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trainer/comm/comm_error.hpp"
 #include "trainer/comm/job_secret.hpp"
@@ -68,6 +69,8 @@ public:
     Mac proof() const;
 
 private:
+    std::vector<std::uint8_t> signed_by_both() const;  // what both HMACs cover, once the claim is whole
+
     const JobSecret* secret_;
     Nonce nonce_;
     std::string bytes_;  // the claim so far
