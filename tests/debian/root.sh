@@ -246,7 +246,7 @@ debian_mount() {
 # munge, and what the suites run there.
 debian_slurm_root() { echo "/var/cache/trellis/$1-slurm"; }
 debian_build_packages="autoconf automake libtool pkg-config g++ make build-essential python3 libhwloc-dev hwloc
-    libpmix-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
+    libpmix-dev libssl-dev libibverbs-dev rdma-core libtomlplusplus-dev libdnnl-dev libturbojpeg0-dev libjpeg62-turbo-dev
     zlib1g-dev nlohmann-json3-dev libslurm-dev catch2 libyaml-dev debhelper dpkg-dev"
 debian_slurm_packages() {
     case $1 in
