@@ -257,9 +257,10 @@ debian_slurm_packages() {
         python3-torch openmpi-bin libopenmpi-dev time util-linux busybox-static iproute2 procps jq skopeo umoci
         squashfs-tools squashfuse fuse-overlayfs ca-certificates python3-matplotlib +sid apptainer=1.4.*?" ;;
     # Slurm 26.05 for the GPU matrix, the CPU allocation and the plugin's own suite (busybox
-    # fills the image of the containerised launch's cost).
+    # fills the image of the containerised launch's cost; matplotlib, which trellis-studies
+    # needs, is in the root rather than installed with the packages at every run).
     sid) echo "$debian_build_packages slurm-wlm=26.05.* slurmd slurmctld slurm-client munge
-        time util-linux busybox-static iproute2 procps jq ca-certificates" ;;
+        time util-linux busybox-static iproute2 procps jq ca-certificates python3-matplotlib" ;;
     *) return 1 ;;
     esac
 }
