@@ -69,7 +69,7 @@ EXTRA_DIST += tests/slurm/apptainer_test.sh tests/slurm/registry_test.sh tests/s
 # The Debian packages: built from a clone (or TRELLIS_DEBS_DIR), lintian, installed, the
 # installed plugin under the test cluster, an upgrade over a site's trellis.toml, purged (root).
 # Without TRELLIS_DEBS_DIR it builds the packages itself: with the notrainer profile about 4 minutes on 2 cores.
-TESTS += tests/packaging/debian_test.sh
+# (In TESTS from the top of Makefile.am, among the longest.)
 EXTRA_DIST += tests/packaging/debian_test.sh
 
 # The Slurm suites above against newer Slurms, each in a root of the Debian release that ships
