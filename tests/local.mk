@@ -31,6 +31,9 @@ EXTRA_DIST += tests/perf/run tests/perf/slurm_launch tests/perf/fuzz/run tests/p
 
 perf: all
 	$(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
+# Each benchmark once at its smallest size: that it runs, beside its peer (scripts/test).
+perf-smallest: all
+	TRELLIS_PERF_SIZE=smallest $(srcdir)/tests/perf/run '$(abs_top_builddir)' '$(abs_top_srcdir)'
 # The long benchmarks, too slow for every run: Fashion-MNIST trained to accuracy (about an hour
 # for each of trellis and PyTorch on 2 cores), then to 0.94 with 2 ranks through srun on the
 # test cluster (half an hour); AlexNet's gradients between 2 and 4 ranks, allreduce in f32 and
@@ -48,7 +51,7 @@ perf-long: all
 	$(srcdir)/tests/perf/comm_bound_models '$(abs_top_builddir)' '$(abs_top_srcdir)'
 	$(srcdir)/tests/perf/shaped_network '$(abs_top_builddir)' '$(abs_top_srcdir)' training
 	$(srcdir)/tests/perf/apptainer_vs_native '$(abs_top_builddir)' '$(abs_top_srcdir)' big
-.PHONY: perf perf-long
+.PHONY: perf perf-smallest perf-long
 
 # The plugin under a real two-node Slurm cluster (skips without root, Slurm or munge). The
 # PMIx probe is built where PMIx is found; without it, its checks skip.
