@@ -214,8 +214,8 @@ left=$(apptainer_double_left "$dir/double") || fail "the Apptainer test double r
 [ -z "$left" ] && pass "after the .sif step: Apptainer, its helper and its container are gone" ||
     { as_user kill -9 $left; fail "after the .sif step, still running: pids $left"; }
 
-# One user's container start stalls (their Apptainer hangs for 20 s); another user's
-# container step on the same node at the same moment does not wait for it.
+# One user's container start stalls (their Apptainer hangs until the test lets it go, 20 s at
+# most); another user's container step on the same node at the same moment does not wait for it.
 id trellistest2 >/dev/null 2>&1 || useradd -M -s /bin/sh trellistest2
 touch "$dir/double/stall-$job_user"
 as_user srun -N1 -n1 -w n1 --trellis-image="$dir/image.sif" cat /mnt/trellis-sif-marker >"$dir/m5-first.out" 2>&1 &
@@ -224,8 +224,8 @@ sleep 1
 start=$(date +%s)
 (cd /tmp && timeout 60 runuser -u trellistest2 -- env SLURM_CONF="$SLURM_CONF" srun -N1 -n1 -w n1 -O "${image[@]}" cat /trellis-image-marker) >"$dir/m5-second.out" 2>&1
 second_took=$(($(date +%s) - start))
-wait $first
 rm -f "$dir/double/stall-$job_user"
+wait $first
 grep -q "inside the sif test double" "$dir/m5-first.out" && grep -q "inside a trellis test image" "$dir/m5-second.out" &&
     [ $second_took -le 10 ] && pass "a second user's step ran in ${second_took} s while the first user's start stalled" ||
     fail "a second user's step behind the first user's stalled start: $(cat "$dir/m5-first.out" "$dir/m5-second.out") (second took ${second_took} s)"

@@ -53,11 +53,14 @@ for tasks in cgroup affinity; do
     make_cluster_dir "trellis-cpus-$tasks"
     TRELLIS_CLUSTER_TASKS=$tasks start_cluster
     echo "== TaskPlugin=$(grep -o 'TaskPlugin=.*' "$dir/slurm.conf" | cut -d= -f2)"
-    # Two jobs side by side, the first still running when the second starts.
-    as_user srun -w n1 -n1 bash -c "$show"' >"$0"; sleep 8' "$dir/user/first.out" 2>"$dir/first.err" &
+    # Two jobs side by side, the first still running when the second starts: it holds its CPU
+    # until the second has ended (60 s at most).
+    as_user srun -w n1 -n1 bash -c "$show"' >"$0"; for _ in $(seq 600); do [ -e "$1" ] && break; sleep 0.1; done' \
+        "$dir/user/first.out" "$dir/user/second.done" 2>"$dir/first.err" &
     for _ in $(seq 600); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
     [ -s "$dir/user/first.out" ] || fail "$tasks: the first job did not start within 60 s: $(cat "$dir/first.err")"
     as_user srun -w n1 -n1 bash -c "$show" >"$dir/second.out" 2>"$dir/second.err"
+    touch "$dir/user/second.done"
     wait
     cat "$dir/user/first.out" "$dir/second.out" >"$dir/jobs.out" 2>/dev/null
     check "$tasks: two 1-CPU jobs on n1" "$dir/jobs.out"

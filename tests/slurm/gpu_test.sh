@@ -208,12 +208,14 @@ if [ "${TRELLIS_GPU_MATRIX_ONLY:-0}" != 1 ]; then
     oracle alloc_gres "salloc --gres=gpu:3, then srun" --gpus 3
 fi
 
-# 2. Two jobs on one node: the second gets other GPUs, and each task sees its own.
-as_user srun -N1 -w n2 -n1 --gres=gpu:3 bash -c '"$0" "$1" >"$2"; sleep 6' "${probe[@]}" "$dir/user/first.out" \
-    2>"$dir/first.err" &
+# 2. Two jobs on one node: the second gets other GPUs, and each task sees its own. The first
+# holds its GPUs until the second has ended (60 s at most).
+as_user srun -N1 -w n2 -n1 --gres=gpu:3 bash -c '"$0" "$1" >"$2"; for _ in $(seq 600); do [ -e "$3" ] && break; sleep 0.1; done' \
+    "${probe[@]}" "$dir/user/first.out" "$dir/user/second.done" 2>"$dir/first.err" &
 first=$!
 for _ in $(seq 80); do [ -s "$dir/user/first.out" ] && break; sleep 0.1; done
 gpu_run second -N1 -w n2 -n1 --gres=gpu:3
+touch "$dir/user/second.done"
 wait $first
 cp "$dir/user/first.out" "$dir/first.out"
 oracle first "the first of two jobs on n2" --gpus 3
