@@ -47,11 +47,12 @@ if command -v mpicc >/dev/null; then
         OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
             as_user_srun mpi -N2 --ntasks-per-node=2 --mpi=pmix "$dir/mpi_exchange"
     }
-    # Open MPI 4.1 (Debian 12's) now and then takes a TCP connect still in progress for a
-    # failure and its rank crashes (open-mpi/ompi#10734): that one error, and only it, is
-    # retried once, and said so.
-    mpi_step || { grep -q "Operation now in progress (115)" "$dir/mpi.err" &&
-        echo "Open MPI's connect in progress taken for a failure (ompi#10734): the step runs once more" && mpi_step; } ||
+    # Open MPI 4.1 (Debian 12's) now and then takes a TCP connect still in progress, or one
+    # the loaded loopback answered with EAGAIN, for a failure and its rank crashes
+    # (open-mpi/ompi#10734, #11508): those errors of its wireup, and only they, are retried
+    # once, and said so.
+    mpi_step || { grep -q -E "Error: +(Operation now in progress \(115\)|Resource temporarily unavailable \(11\))" "$dir/mpi.err" &&
+        echo "Open MPI's TCP connect taken for a failure (ompi#10734): the step runs once more" && mpi_step; } ||
         fail "MPI under srun: status $?: $(tail -n 8 "$dir/mpi.err")"
     if [ "$(grep -c 'of 4 on n[12]: sum 6, left neighbour on n' "$dir/mpi.out")" -eq 4 ] &&
         grep -q 'rank 0 of 4 on n1: sum 6, left neighbour on n2' "$dir/mpi.out" &&
